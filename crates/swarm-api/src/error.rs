@@ -1,0 +1,94 @@
+//! The one error type of the HTTP adapter: every error leaves as `{"error": "..."}`
+//! with the status CONTRACT.md gives it.
+
+use axum::{
+    Json,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use swarm_service::ServiceError;
+
+#[derive(Debug)]
+pub enum ApiError {
+    BadRequest(String),
+    Unauthorized,
+    Forbidden(String),
+    NotFound(String),
+    Conflict(String),
+    PayloadTooLarge(String),
+    Internal,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::BadRequest(message)
+            | ApiError::Forbidden(message)
+            | ApiError::NotFound(message)
+            | ApiError::Conflict(message)
+            | ApiError::PayloadTooLarge(message) => message,
+            ApiError::Unauthorized => "Unauthorized",
+            ApiError::Internal => "internal error: the hub's log has the details",
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(err: ServiceError) -> Self {
+        match err {
+            ServiceError::Invalid(message) => ApiError::BadRequest(message),
+            ServiceError::Forbidden(message) => ApiError::Forbidden(message),
+            ServiceError::NotFound(message) => ApiError::NotFound(message),
+            ServiceError::Conflict(message) => ApiError::Conflict(message),
+            ServiceError::Internal(source) => {
+                tracing::error!(error = %display_chain(&source), "request failed inside the hub");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<swarm_domain::Invalid> for ApiError {
+    fn from(invalid: swarm_domain::Invalid) -> Self {
+        ApiError::BadRequest(invalid.0)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        error_response(self.status(), self.message())
+    }
+}
+
+/// The JSON error body of CONTRACT.md.
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
+pub fn error_response(status: StatusCode, message: &str) -> Response {
+    (status, Json(ErrorBody { error: message.to_string() })).into_response()
+}
+
+fn display_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

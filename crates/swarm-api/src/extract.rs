@@ -1,0 +1,114 @@
+//! Extractors whose rejections use the app's error format.
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, FromRequestParts, Request},
+    http::request::Parts,
+};
+use serde::de::DeserializeOwned;
+use swarm_domain::id::AgentId;
+use swarm_service::Caller;
+
+use crate::error::ApiError;
+
+pub const AGENT_ID_HEADER: &str = "x-agent-id";
+
+/// A JSON body. Unlike `axum::Json` it does not insist on a `Content-Type` (scripts
+/// often omit it), and every failure is a 400 (413 when too large) with a message that
+/// names what is wrong.
+pub struct AppJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for AppJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ApiError::BadRequest("request body must be a JSON object".into()));
+        }
+        parse_json(&bytes).map(AppJson)
+    }
+}
+
+/// A JSON body that may be absent: an empty body is `T::default()`.
+pub struct OptionalJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for OptionalJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Default,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = body_bytes(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(T::default()));
+        }
+        parse_json(&bytes).map(OptionalJson)
+    }
+}
+
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge("request body is too large".into())
+        } else {
+            ApiError::BadRequest(format!("cannot read request body: {rejection}"))
+        }
+    })
+}
+
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|err| {
+        let kind = if err.is_data() { "invalid request body" } else { "malformed JSON" };
+        ApiError::BadRequest(format!("{kind}: {err}"))
+    })
+}
+
+/// Who is calling: the agent named by `X-Agent-ID`, else the operator.
+pub struct CallerHeader(pub Caller);
+
+impl<S: Send + Sync> FromRequestParts<S> for CallerHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(CallerHeader(match agent_id_header(parts)? {
+            Some(id) => Caller::Agent(id),
+            None => Caller::Operator,
+        }))
+    }
+}
+
+/// The `X-Agent-ID` header, when present and not empty.
+pub fn agent_id_header(parts: &Parts) -> Result<Option<AgentId>, ApiError> {
+    let Some(value) = parts.headers.get(AGENT_ID_HEADER) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::BadRequest("X-Agent-ID must be a UUID".into()))?
+        .trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    AgentId::parse(text)
+        .map(Some)
+        .map_err(|_| ApiError::BadRequest(format!("X-Agent-ID must be a UUID, got {text:?}")))
+}
+
+/// Deserialize a comma-separated list or a single value.
+pub fn split_list(text: Option<&str>) -> Vec<String> {
+    text.map(|text| {
+        text.split(',')
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .map(str::to_string)
+            .collect()
+    })
+    .unwrap_or_default()
+}

@@ -1,0 +1,97 @@
+//! The HTTP adapter of swarm: REST routes over `swarm_service`, authentication, CORS,
+//! JSON errors and the OpenAPI document.
+//!
+//! Architecture invariant: handlers extract, call one service function and convert the
+//! result. They hold no SQL and make no permission decisions.
+
+pub mod error;
+pub mod extract;
+mod middleware;
+mod routes;
+
+use std::sync::Arc;
+
+use axum::{Router, extract::DefaultBodyLimit};
+use swarm_service::Service;
+use tower_http::{catch_panic::CatchPanicLayer, trace::TraceLayer};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+/// Request bodies larger than this are refused with 413. Session logs get more.
+pub const BODY_LIMIT_BYTES: usize = 4 * 1024 * 1024;
+pub const SESSION_LOGS_BODY_LIMIT_BYTES: usize = 32 * 1024 * 1024;
+
+/// The API key, kept out of `Debug` output and logs.
+#[derive(Clone, Default)]
+pub struct ApiKey(Option<Arc<str>>);
+
+impl ApiKey {
+    /// An empty key means no key: the hub is open.
+    pub fn new(key: Option<String>) -> Self {
+        ApiKey(key.filter(|key| !key.is_empty()).map(Into::into))
+    }
+    pub fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+    fn expose(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_set() { "ApiKey(<redacted>)" } else { "ApiKey(none)" })
+    }
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub service: Service,
+    pub api_key: ApiKey,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "swarm",
+        description = "A coordination hub for crews of AI coding agents. Send `Authorization: Bearer <API_KEY>` \
+            when the hub has a key, and `X-Agent-ID: <uuid>` to act as an agent.",
+    ),
+    tags(
+        (name = "agents", description = "Registration, profiles, heartbeats"),
+        (name = "tasks", description = "Tasks and their state machine"),
+        (name = "sessions", description = "What runners report about agent sessions"),
+        (name = "system", description = "Health, stats, the event log, this document"),
+    ),
+    components(schemas(error::ErrorBody))
+)]
+struct ApiDoc;
+
+/// The whole HTTP application, for `swarm serve` and for tests.
+pub fn router(state: AppState) -> Router {
+    let (router, openapi) = openapi_router().split_for_parts();
+    let openapi = Arc::new(openapi);
+    router
+        .merge(routes::system::docs_router(openapi))
+        .fallback(middleware::not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::require_api_key))
+        .layer(axum::middleware::from_fn(middleware::json_errors))
+        .layer(axum::middleware::from_fn(middleware::cors))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// The OpenAPI document that `GET /openapi.json` serves.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    openapi_router().split_for_parts().1
+}
+
+fn openapi_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(routes::agents::router())
+        .merge(routes::tasks::router())
+        .merge(routes::sessions::router())
+        .merge(routes::system::router())
+}

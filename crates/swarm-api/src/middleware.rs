@@ -1,0 +1,109 @@
+//! Cross-cutting HTTP behaviour: API key, CORS, JSON error bodies, panics.
+
+use axum::{
+    body::{Body, to_bytes},
+    extract::{Request, State},
+    http::{HeaderValue, Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use subtle::ConstantTimeEq;
+
+use crate::{AppState, error::{ApiError, error_response}};
+
+/// Paths anyone may read: the health check and the static docs page (which asks for
+/// the key before it fetches the API description).
+fn is_public(method: &Method, path: &str) -> bool {
+    *method == Method::GET && matches!(path, "/health" | "/docs")
+}
+
+pub async fn require_api_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(expected) = state.api_key.expose() else {
+        return next.run(request).await;
+    };
+    if is_public(request.method(), request.uri().path()) {
+        return next.run(request).await;
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or("");
+    // Constant-time on the contents; only the length can leak, which a key of fixed
+    // length does not mind.
+    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
+        next.run(request).await
+    } else {
+        ApiError::Unauthorized.into_response()
+    }
+}
+
+const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
+const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// Any origin may call the hub (it is guarded by the key, not by origin). Preflight
+/// requests are answered here with 204, before authentication.
+pub async fn cors(request: Request, next: Next) -> Response {
+    let mut response = if request.method() == Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOWED_HEADERS));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(ALLOWED_METHODS));
+    headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("Mcp-Session-Id"));
+    response
+}
+
+/// Errors produced outside our handlers (axum's own rejections, 405s, path decoding)
+/// come as plain text; rewrite them into the JSON shape every client expects.
+pub async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = to_bytes(body, 64 * 1024).await.map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string());
+    let message = match text {
+        Ok(text) if !text.is_empty() => text,
+        _ => match status {
+            StatusCode::METHOD_NOT_ALLOWED => "method not allowed on this path".to_string(),
+            other => other.canonical_reason().unwrap_or("error").to_string(),
+        },
+    };
+    let mut rewritten = error_response(status, &message);
+    for (name, value) in parts.headers.iter() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            rewritten.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    rewritten
+}
+
+pub async fn not_found(request: Request) -> ApiError {
+    ApiError::NotFound(format!("no route for {} {}", request.method(), request.uri().path()))
+}
+
+/// A bug must cost one request, never the server.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
+    let detail = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("unknown panic");
+    tracing::error!(panic = detail, "a request handler panicked");
+    ApiError::Internal.into_response()
+}

@@ -1,0 +1,224 @@
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::IntoResponse,
+};
+use serde::{Deserialize, Serialize};
+use swarm_domain::{
+    agent::{Agent, ProfileUpdate},
+    id::AgentId,
+    task::Task,
+};
+use swarm_service::{InboxSummary, RegisterInput, Registration};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::IncludeQuery;
+use crate::{
+    AppState,
+    error::{ApiError, ErrorBody},
+    extract::{AppJson, CallerHeader},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(agents_register, agents_list))
+        .routes(routes!(agents_get))
+        .routes(routes!(agents_rename))
+        .routes(routes!(agents_update_profile))
+        .routes(routes!(me_get))
+        .routes(routes!(agents_ping))
+        .routes(routes!(agents_close))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterBody {
+    name: String,
+    #[serde(default)]
+    is_lead: bool,
+    description: Option<String>,
+    role: Option<String>,
+    capabilities: Option<Vec<String>>,
+    /// 1 to 20, default 1.
+    max_tasks: Option<i64>,
+}
+
+/// An agent, with its tasks when asked for (`?include=tasks`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentResponse {
+    #[serde(flatten)]
+    agent: Agent,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tasks: Option<Vec<Task>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentListResponse {
+    agents: Vec<AgentResponse>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RenameBody {
+    name: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ProfileBody {
+    role: Option<String>,
+    description: Option<String>,
+    capabilities: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxResponse {
+    unread_count: i64,
+    mentions_count: i64,
+    offered_tasks_count: i64,
+    pool_tasks_count: i64,
+    in_progress_count: i64,
+    #[schema(value_type = Vec<Object>)]
+    recent_mentions: Vec<serde_json::Value>,
+}
+
+impl From<InboxSummary> for InboxResponse {
+    fn from(inbox: InboxSummary) -> Self {
+        InboxResponse {
+            unread_count: inbox.unread_count,
+            mentions_count: inbox.mentions_count,
+            offered_tasks_count: inbox.offered_tasks_count,
+            pool_tasks_count: inbox.pool_tasks_count,
+            in_progress_count: inbox.in_progress_count,
+            recent_mentions: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MeResponse {
+    #[serde(flatten)]
+    agent: Agent,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inbox: Option<InboxResponse>,
+}
+
+/// Register an agent, or bring a known one back online.
+///
+/// The id is the `X-Agent-ID` header, or a new UUID when absent. 201 when created, 200
+/// when the agent existed (an offline agent becomes idle; `maxTasks` is updated).
+#[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = RegisterBody,
+    params(("X-Agent-ID" = Option<String>, Header, description = "The agent's id (UUID)")),
+    responses(
+        (status = 201, description = "Registered", body = Agent),
+        (status = 200, description = "Already registered", body = Agent),
+        (status = 400, description = "Invalid body", body = ErrorBody),
+        (status = 409, description = "Name taken, or another lead is active", body = ErrorBody),
+    ))]
+async fn agents_register(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    AppJson(body): AppJson<RegisterBody>,
+) -> Result<impl IntoResponse, ApiError> {
+    let id = caller.agent_id();
+    let input = RegisterInput {
+        name: body.name,
+        is_lead: body.is_lead,
+        description: body.description,
+        role: body.role,
+        capabilities: body.capabilities,
+        max_tasks: body.max_tasks,
+    };
+    Ok(match state.service.agent_register(id, input).await? {
+        Registration::Created(agent) => (StatusCode::CREATED, Json(agent)),
+        Registration::Existing(agent) => (StatusCode::OK, Json(agent)),
+    })
+}
+
+/// All agents, ordered by name.
+#[utoipa::path(get, path = "/api/agents", tag = "agents", params(IncludeQuery),
+    responses((status = 200, body = AgentListResponse)))]
+async fn agents_list(
+    State(state): State<AppState>,
+    Query(include): Query<IncludeQuery>,
+) -> Result<Json<AgentListResponse>, ApiError> {
+    let mut agents = Vec::new();
+    for agent in state.service.agent_list().await? {
+        agents.push(with_tasks(&state, agent, include.has("tasks")).await?);
+    }
+    Ok(Json(AgentListResponse { agents }))
+}
+
+/// One agent.
+#[utoipa::path(get, path = "/api/agents/{id}", tag = "agents",
+    params(("id" = String, Path, description = "Agent id"), IncludeQuery),
+    responses((status = 200, body = AgentResponse), (status = 404, body = ErrorBody)))]
+async fn agents_get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(include): Query<IncludeQuery>,
+) -> Result<Json<AgentResponse>, ApiError> {
+    let agent = state.service.agent_get(AgentId::parse(&id)?).await?;
+    Ok(Json(with_tasks(&state, agent, include.has("tasks")).await?))
+}
+
+async fn with_tasks(state: &AppState, agent: Agent, include_tasks: bool) -> Result<AgentResponse, ApiError> {
+    let tasks = if include_tasks { Some(state.service.agent_tasks(agent.id).await?) } else { None };
+    Ok(AgentResponse { agent, tasks })
+}
+
+/// Rename an agent (itself, or any agent for the lead).
+#[utoipa::path(put, path = "/api/agents/{id}/name", tag = "agents", request_body = RenameBody,
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = Agent), (status = 404, body = ErrorBody), (status = 409, description = "Name taken", body = ErrorBody)))]
+async fn agents_rename(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<RenameBody>,
+) -> Result<Json<Agent>, ApiError> {
+    Ok(Json(state.service.agent_rename(caller, AgentId::parse(&id)?, &body.name).await?))
+}
+
+/// Change an agent's role, description or capabilities (at least one).
+#[utoipa::path(put, path = "/api/agents/{id}/profile", tag = "agents", request_body = ProfileBody,
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = Agent), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn agents_update_profile(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<ProfileBody>,
+) -> Result<Json<Agent>, ApiError> {
+    let update = ProfileUpdate::parse(body.description, body.role, body.capabilities)?;
+    Ok(Json(state.service.agent_update_profile(caller, AgentId::parse(&id)?, update).await?))
+}
+
+/// The calling agent (`X-Agent-ID`), with its capacity and, on request, its inbox counts.
+#[utoipa::path(get, path = "/me", tag = "agents", params(IncludeQuery),
+    responses((status = 200, body = MeResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn me_get(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Query(include): Query<IncludeQuery>,
+) -> Result<Json<MeResponse>, ApiError> {
+    let (agent, inbox) = state.service.me(caller, include.has("inbox")).await?;
+    Ok(Json(MeResponse { agent, inbox: inbox.map(Into::into) }))
+}
+
+/// Heartbeat: an offline agent becomes idle.
+#[utoipa::path(post, path = "/ping", tag = "agents",
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn agents_ping(State(state): State<AppState>, CallerHeader(caller): CallerHeader) -> Result<StatusCode, ApiError> {
+    state.service.agent_ping(caller).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The calling agent goes offline.
+#[utoipa::path(post, path = "/close", tag = "agents",
+    responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn agents_close(State(state): State<AppState>, CallerHeader(caller): CallerHeader) -> Result<StatusCode, ApiError> {
+    state.service.agent_close(caller).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

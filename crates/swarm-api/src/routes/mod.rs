@@ -1,0 +1,23 @@
+//! One module per resource; each exposes `router()` and the handlers are named
+//! resource-then-verb (`tasks_create`).
+
+pub mod agents;
+pub mod sessions;
+pub mod system;
+pub mod tasks;
+
+use serde::Deserialize;
+
+/// `?include=tasks,inbox`
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct IncludeQuery {
+    /// Comma-separated extras: `tasks` (agents), `inbox` (`/me`).
+    pub include: Option<String>,
+}
+
+impl IncludeQuery {
+    pub fn has(&self, what: &str) -> bool {
+        crate::extract::split_list(self.include.as_deref()).iter().any(|part| part == what)
+    }
+}

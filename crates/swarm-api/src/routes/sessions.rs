@@ -1,0 +1,142 @@
+use axum::{
+    Json,
+    extract::{DefaultBodyLimit, Path, Query, State},
+    http::StatusCode,
+};
+use serde::{Deserialize, Serialize};
+use swarm_domain::{
+    id::{AgentId, TaskId},
+    session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
+};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{
+    router::{OpenApiRouter, UtoipaMethodRouterExt},
+    routes,
+};
+
+use crate::{
+    AppState, SESSION_LOGS_BODY_LIMIT_BYTES,
+    error::{ApiError, ErrorBody},
+    extract::AppJson,
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(session_logs_create).layer(DefaultBodyLimit::max(SESSION_LOGS_BODY_LIMIT_BYTES)))
+        .routes(routes!(session_logs_for_task))
+        .routes(routes!(session_costs_create, session_costs_list))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionLogsBody {
+    session_id: String,
+    iteration: i64,
+    lines: Vec<String>,
+    task_id: Option<TaskId>,
+    cli: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionLogsCreated {
+    success: bool,
+    count: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionLogsResponse {
+    logs: Vec<SessionLog>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCostBody {
+    session_id: String,
+    agent_id: AgentId,
+    total_cost_usd: f64,
+    task_id: Option<TaskId>,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    cache_read_tokens: Option<i64>,
+    cache_write_tokens: Option<i64>,
+    duration_ms: Option<i64>,
+    num_turns: Option<i64>,
+    model: Option<String>,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct SessionCostQuery {
+    task_id: Option<String>,
+    agent_id: Option<String>,
+    /// 1 to 1000, default 100.
+    limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionCostsResponse {
+    costs: Vec<SessionCost>,
+}
+
+/// Append lines of an agent session's output (stream-json), in order.
+#[utoipa::path(post, path = "/api/session-logs", tag = "sessions", request_body = SessionLogsBody,
+    responses((status = 201, body = SessionLogsCreated), (status = 400, body = ErrorBody), (status = 404, description = "Unknown task", body = ErrorBody)))]
+async fn session_logs_create(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<SessionLogsBody>,
+) -> Result<(StatusCode, Json<SessionLogsCreated>), ApiError> {
+    let logs = NewSessionLogs::parse(body.session_id, body.iteration, body.task_id, body.cli, body.lines)?;
+    let count = state.service.session_logs_append(logs).await?;
+    Ok((StatusCode::CREATED, Json(SessionLogsCreated { success: true, count })))
+}
+
+/// A task's session output, in the order it was written.
+#[utoipa::path(get, path = "/api/tasks/{id}/session-logs", tag = "sessions", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = SessionLogsResponse), (status = 404, body = ErrorBody)))]
+async fn session_logs_for_task(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionLogsResponse>, ApiError> {
+    let logs = state.service.session_logs_for_task(TaskId::parse(&id)?).await?;
+    Ok(Json(SessionLogsResponse { logs }))
+}
+
+/// Record what an agent session cost.
+#[utoipa::path(post, path = "/api/session-costs", tag = "sessions", request_body = SessionCostBody,
+    responses((status = 201, body = SessionCost), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn session_costs_create(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<SessionCostBody>,
+) -> Result<(StatusCode, Json<SessionCost>), ApiError> {
+    let cost = NewSessionCost {
+        session_id: body.session_id,
+        agent_id: body.agent_id,
+        task_id: body.task_id,
+        total_cost_usd: body.total_cost_usd,
+        input_tokens: body.input_tokens,
+        output_tokens: body.output_tokens,
+        cache_read_tokens: body.cache_read_tokens,
+        cache_write_tokens: body.cache_write_tokens,
+        duration_ms: body.duration_ms,
+        num_turns: body.num_turns,
+        model: body.model,
+        is_error: body.is_error,
+    };
+    Ok((StatusCode::CREATED, Json(state.service.session_cost_record(cost).await?)))
+}
+
+/// Session costs, newest first.
+#[utoipa::path(get, path = "/api/session-costs", tag = "sessions", params(SessionCostQuery),
+    responses((status = 200, body = SessionCostsResponse), (status = 400, body = ErrorBody)))]
+async fn session_costs_list(
+    State(state): State<AppState>,
+    Query(query): Query<SessionCostQuery>,
+) -> Result<Json<SessionCostsResponse>, ApiError> {
+    let task_id = query.task_id.as_deref().filter(|id| !id.is_empty()).map(TaskId::parse).transpose()?;
+    let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
+    let costs = state.service.session_cost_list(task_id, agent_id, query.limit).await?;
+    Ok(Json(SessionCostsResponse { costs }))
+}

@@ -1,0 +1,77 @@
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    extract::{Query, State},
+    response::{Html, IntoResponse},
+    routing::get,
+};
+use serde::{Deserialize, Serialize};
+use swarm_domain::{event::Event, id::AgentId, stats::Stats};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    AppState,
+    error::{ApiError, ErrorBody},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(stats_get))
+        .routes(routes!(logs_list))
+}
+
+/// `/openapi.json` and the `/docs` page that renders it.
+pub fn docs_router(openapi: Arc<utoipa::openapi::OpenApi>) -> Router<AppState> {
+    Router::new()
+        .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+        .route("/docs", get(|| async { Html(include_str!("../docs.html")) }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthResponse {
+    status: &'static str,
+    version: &'static str,
+    /// `sqlite` or `postgres`.
+    database: &'static str,
+}
+
+/// Liveness; needs no key.
+#[utoipa::path(get, path = "/health", tag = "system", responses((status = 200, body = HealthResponse)))]
+async fn health(State(state): State<AppState>) -> impl IntoResponse {
+    Json(HealthResponse {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        database: state.service.backend_name(),
+    })
+}
+
+/// Agents by status and tasks by status.
+#[utoipa::path(get, path = "/api/stats", tag = "system", responses((status = 200, body = Stats)))]
+async fn stats_get(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
+    Ok(Json(state.service.stats().await?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct LogsQuery {
+    /// 1 to 1000, default 100.
+    limit: Option<i64>,
+    agent_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogsResponse {
+    logs: Vec<Event>,
+}
+
+/// The event log, newest first.
+#[utoipa::path(get, path = "/api/logs", tag = "system", params(LogsQuery),
+    responses((status = 200, body = LogsResponse), (status = 400, body = ErrorBody)))]
+async fn logs_list(State(state): State<AppState>, Query(query): Query<LogsQuery>) -> Result<Json<LogsResponse>, ApiError> {
+    let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
+    Ok(Json(LogsResponse { logs: state.service.event_list(agent_id, query.limit).await? }))
+}

@@ -1,0 +1,362 @@
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+    http::StatusCode,
+};
+use serde::{Deserialize, Serialize};
+use swarm_domain::{
+    event::Event,
+    id::{AgentId, TaskId},
+    task::{Task, TaskDraft, TaskStatus},
+};
+use swarm_service::{ActionOutcome, Caller, TaskListQuery, TaskRequest};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    AppState,
+    error::{ApiError, ErrorBody},
+    extract::{AppJson, CallerHeader, OptionalJson, split_list},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(tasks_create, tasks_list))
+        .routes(routes!(tasks_get))
+        .routes(routes!(tasks_finish))
+        .routes(routes!(tasks_cancel))
+        .routes(routes!(tasks_claim))
+        .routes(routes!(tasks_release))
+        .routes(routes!(tasks_accept))
+        .routes(routes!(tasks_reject))
+        .routes(routes!(tasks_start))
+        .routes(routes!(tasks_pause))
+        .routes(routes!(tasks_resume))
+        .routes(routes!(tasks_progress))
+        .routes(routes!(tasks_to_backlog))
+        .routes(routes!(tasks_from_backlog))
+        .routes(routes!(tasks_paused))
+        .routes(routes!(tasks_cancelled))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTaskBody {
+    task: String,
+    /// Assign to this agent (status `pending`).
+    agent_id: Option<AgentId>,
+    /// Offer to this agent (status `offered`).
+    offered_to: Option<AgentId>,
+    task_type: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    /// 0 to 100, default 50.
+    priority: Option<i64>,
+    #[serde(default)]
+    depends_on: Vec<TaskId>,
+    /// Default `api`.
+    source: Option<String>,
+    /// `backlog` to park the task; otherwise leave it out.
+    status: Option<TaskStatus>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListTasksQuery {
+    /// One status or a comma-separated list.
+    status: Option<String>,
+    agent_id: Option<String>,
+    /// Case-insensitive text in the task.
+    search: Option<String>,
+    source: Option<String>,
+    task_type: Option<String>,
+    /// Comma-separated tags the task must all carry.
+    tags: Option<String>,
+    /// 1 to 1000, default 100.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskListResponse {
+    tasks: Vec<Task>,
+    total: i64,
+}
+
+/// A task with its history (newest first).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskDetailResponse {
+    #[serde(flatten)]
+    task: Task,
+    logs: Vec<Event>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskActionResponse {
+    success: bool,
+    /// True when a finish or cancel found the task already finished; nothing changed.
+    already_finished: bool,
+    task: Task,
+}
+
+impl From<ActionOutcome> for TaskActionResponse {
+    fn from(outcome: ActionOutcome) -> Self {
+        TaskActionResponse { success: true, already_finished: outcome.already_finished, task: outcome.task }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FinishBody {
+    /// `completed` or `failed`.
+    status: TaskStatus,
+    output: Option<String>,
+    failure_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct ReasonBody {
+    reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ProgressBody {
+    progress: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TasksResponse {
+    tasks: Vec<Task>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledTask {
+    id: TaskId,
+    task: String,
+    failure_reason: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CancelledTasksResponse {
+    cancelled: Vec<CancelledTask>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct CancelledQuery {
+    task_id: Option<String>,
+}
+
+/// Create a task: offered (`offeredTo`), assigned (`agentId`), parked (`status: backlog`)
+/// or in the pool.
+#[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = CreateTaskBody,
+    responses((status = 201, body = Task), (status = 400, description = "Invalid, or a named agent or dependency does not exist", body = ErrorBody)))]
+async fn tasks_create(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    AppJson(body): AppJson<CreateTaskBody>,
+) -> Result<(StatusCode, Json<Task>), ApiError> {
+    let backlog = match body.status {
+        None => false,
+        Some(TaskStatus::Backlog) => true,
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "status may only be \"backlog\" at creation, got {other:?}; the rest follows from agentId and offeredTo"
+            )));
+        }
+    };
+    let draft = TaskDraft {
+        task: body.task,
+        agent_id: body.agent_id,
+        offered_to: body.offered_to,
+        backlog,
+        source: body.source,
+        task_type: body.task_type,
+        tags: body.tags,
+        priority: body.priority,
+        depends_on: body.depends_on,
+        origin: Default::default(),
+    };
+    let task = state.service.task_create(caller, draft).await?;
+    Ok((StatusCode::CREATED, Json(task)))
+}
+
+/// Tasks, newest first, with the total that match.
+#[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(ListTasksQuery),
+    responses((status = 200, body = TaskListResponse), (status = 400, body = ErrorBody)))]
+async fn tasks_list(
+    State(state): State<AppState>,
+    Query(query): Query<ListTasksQuery>,
+) -> Result<Json<TaskListResponse>, ApiError> {
+    let statuses = split_list(query.status.as_deref())
+        .iter()
+        .map(|status| TaskStatus::parse(status))
+        .collect::<Result<Vec<_>, _>>()?;
+    let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
+    let list_query = TaskListQuery {
+        statuses,
+        agent_id,
+        search: query.search,
+        source: query.source,
+        task_type: query.task_type,
+        tags: split_list(query.tags.as_deref()),
+        limit: query.limit,
+        offset: query.offset,
+    };
+    let (tasks, total) = state.service.task_list(list_query).await?;
+    Ok(Json(TaskListResponse { tasks, total }))
+}
+
+/// One task and its history.
+#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskDetailResponse), (status = 404, body = ErrorBody)))]
+async fn tasks_get(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<TaskDetailResponse>, ApiError> {
+    let detail = state.service.task_detail(TaskId::parse(&id)?).await?;
+    Ok(Json(TaskDetailResponse { task: detail.task, logs: detail.logs }))
+}
+
+async fn act(state: &AppState, caller: Caller, id: &str, request: TaskRequest) -> Result<Json<TaskActionResponse>, ApiError> {
+    let outcome = state.service.task_act(caller, TaskId::parse(id)?, request).await?;
+    Ok(Json(outcome.into()))
+}
+
+/// Finish an `in_progress` task as completed or failed. Finishing again changes
+/// nothing and answers `alreadyFinished: true`.
+#[utoipa::path(post, path = "/api/tasks/{id}/finish", tag = "tasks", request_body = FinishBody,
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, description = "Another agent's task", body = ErrorBody),
+        (status = 409, description = "Not in progress", body = ErrorBody)))]
+async fn tasks_finish(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<FinishBody>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
+    let request = TaskRequest::Finish { status: body.status, output: body.output, failure_reason: body.failure_reason };
+    act(&state, caller, &id, request).await
+}
+
+/// Cancel a task that is not finished (the lead, the creator, or an operator).
+#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", request_body(content = ReasonBody, description = "Optional"),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_cancel(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    OptionalJson(body): OptionalJson<ReasonBody>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Cancel { reason: body.reason }).await
+}
+
+/// Take a pool task (`unassigned` → `pending`); needs capacity and completed dependencies.
+#[utoipa::path(post, path = "/api/tasks/{id}/claim", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 409, body = ErrorBody)))]
+async fn tasks_claim(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Claim).await
+}
+
+/// Give an own pending task back to the pool.
+#[utoipa::path(post, path = "/api/tasks/{id}/release", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_release(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Release).await
+}
+
+/// Accept a task offered to the caller (`offered` or `reviewing` → `pending`).
+#[utoipa::path(post, path = "/api/tasks/{id}/accept", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_accept(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Accept).await
+}
+
+/// Decline a task offered to the caller; it returns to the pool.
+#[utoipa::path(post, path = "/api/tasks/{id}/reject", tag = "tasks", request_body(content = ReasonBody, description = "Optional"),
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_reject(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    OptionalJson(body): OptionalJson<ReasonBody>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Reject { reason: body.reason }).await
+}
+
+/// Begin work on an own pending task (`pending` → `in_progress`); the poll does this for runners.
+#[utoipa::path(post, path = "/api/tasks/{id}/start", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_start(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Start).await
+}
+
+/// Pause an own task in progress.
+#[utoipa::path(post, path = "/api/tasks/{id}/pause", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_pause(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Pause).await
+}
+
+/// Resume an own paused task.
+#[utoipa::path(post, path = "/api/tasks/{id}/resume", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_resume(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Resume).await
+}
+
+/// Record a progress note (the assignee or the lead); refused once the task is finished.
+#[utoipa::path(post, path = "/api/tasks/{id}/progress", tag = "tasks", request_body = ProgressBody,
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_progress(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<ProgressBody>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Progress { progress: body.progress }).await
+}
+
+/// Park a pool task in the backlog.
+#[utoipa::path(post, path = "/api/tasks/{id}/to-backlog", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_to_backlog(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::ToBacklog).await
+}
+
+/// Move a backlog task into the pool.
+#[utoipa::path(post, path = "/api/tasks/{id}/from-backlog", tag = "tasks", params(("id" = String, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn tasks_from_backlog(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::FromBacklog).await
+}
+
+/// The calling agent's paused tasks.
+#[utoipa::path(get, path = "/api/paused-tasks", tag = "tasks",
+    responses((status = 200, body = TasksResponse), (status = 400, body = ErrorBody)))]
+async fn tasks_paused(State(state): State<AppState>, CallerHeader(caller): CallerHeader) -> Result<Json<TasksResponse>, ApiError> {
+    Ok(Json(TasksResponse { tasks: state.service.tasks_paused(caller).await? }))
+}
+
+/// That task if cancelled, else the calling agent's tasks cancelled in the last 5 minutes.
+#[utoipa::path(get, path = "/cancelled-tasks", tag = "tasks", params(CancelledQuery),
+    responses((status = 200, body = CancelledTasksResponse), (status = 400, body = ErrorBody)))]
+async fn tasks_cancelled(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Query(query): Query<CancelledQuery>,
+) -> Result<Json<CancelledTasksResponse>, ApiError> {
+    let task_id = query.task_id.as_deref().filter(|id| !id.is_empty()).map(TaskId::parse).transpose()?;
+    let cancelled = state
+        .service
+        .tasks_cancelled(caller, task_id)
+        .await?
+        .into_iter()
+        .map(|task| CancelledTask { id: task.id, task: task.task, failure_reason: task.failure_reason })
+        .collect();
+    Ok(Json(CancelledTasksResponse { cancelled }))
+}

@@ -1,0 +1,104 @@
+//! The event log (`GET /api/logs`): an append-only history of what happened.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    id::{AgentId, EventId, TaskId},
+    time::Timestamp,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    AgentJoined,
+    AgentStatusChange,
+    AgentLeft,
+    TaskCreated,
+    TaskStatusChange,
+    TaskProgress,
+    TaskOffered,
+    TaskAccepted,
+    TaskRejected,
+    TaskClaimed,
+    TaskReleased,
+    ChannelMessage,
+}
+
+impl EventType {
+    pub const ALL: [EventType; 12] = [
+        EventType::AgentJoined,
+        EventType::AgentStatusChange,
+        EventType::AgentLeft,
+        EventType::TaskCreated,
+        EventType::TaskStatusChange,
+        EventType::TaskProgress,
+        EventType::TaskOffered,
+        EventType::TaskAccepted,
+        EventType::TaskRejected,
+        EventType::TaskClaimed,
+        EventType::TaskReleased,
+        EventType::ChannelMessage,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EventType::AgentJoined => "agent_joined",
+            EventType::AgentStatusChange => "agent_status_change",
+            EventType::AgentLeft => "agent_left",
+            EventType::TaskCreated => "task_created",
+            EventType::TaskStatusChange => "task_status_change",
+            EventType::TaskProgress => "task_progress",
+            EventType::TaskOffered => "task_offered",
+            EventType::TaskAccepted => "task_accepted",
+            EventType::TaskRejected => "task_rejected",
+            EventType::TaskClaimed => "task_claimed",
+            EventType::TaskReleased => "task_released",
+            EventType::ChannelMessage => "channel_message",
+        }
+    }
+
+    /// Unknown names read back from a newer database are kept as the closest generic kind
+    /// rather than failing the whole read.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub id: EventId,
+    pub event_type: EventType,
+    pub agent_id: Option<AgentId>,
+    pub task_id: Option<TaskId>,
+    pub old_value: Option<String>,
+    pub new_value: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Value>,
+    pub created_at: Timestamp,
+}
+
+/// An event to append; stores give it an id and write it in the same transaction as
+/// the change it records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    pub event_type: EventType,
+    pub agent_id: Option<AgentId>,
+    pub task_id: Option<TaskId>,
+    pub old_value: Option<String>,
+    pub new_value: Option<String>,
+    pub metadata: Option<serde_json::Value>,
+}
+
+impl NewEvent {
+    pub fn new(event_type: EventType) -> Self {
+        NewEvent {
+            event_type,
+            agent_id: None,
+            task_id: None,
+            old_value: None,
+            new_value: None,
+            metadata: None,
+        }
+    }
+}

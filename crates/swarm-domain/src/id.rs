@@ -1,0 +1,65 @@
+//! Identifiers. Ids are UUIDs on the wire (CONTRACT.md); new ones are v7 so that
+//! they sort by creation time, which the stores use to break timestamp ties.
+
+use std::{fmt, str::FromStr};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::Invalid;
+
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
+        #[serde(transparent)]
+        #[schema(value_type = String, format = Uuid)]
+        pub struct $name(Uuid);
+
+        impl $name {
+            pub fn new_v7() -> Self {
+                $name(Uuid::now_v7())
+            }
+            pub fn from_uuid(uuid: Uuid) -> Self {
+                $name(uuid)
+            }
+            pub fn as_uuid(&self) -> Uuid {
+                self.0
+            }
+            pub fn parse(text: &str) -> Result<Self, Invalid> {
+                Uuid::parse_str(text.trim())
+                    .map($name)
+                    .map_err(|_| Invalid(format!("{} must be a UUID, got {:?}", $what, text)))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.hyphenated().fmt(f)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Invalid;
+            fn from_str(text: &str) -> Result<Self, Invalid> {
+                Self::parse(text)
+            }
+        }
+    };
+}
+
+uuid_id!(
+    /// The id of an agent (the `X-Agent-ID` header).
+    AgentId,
+    "agent id"
+);
+uuid_id!(
+    /// The id of a task.
+    TaskId,
+    "task id"
+);
+uuid_id!(
+    /// The id of an event log entry.
+    EventId,
+    "event id"
+);

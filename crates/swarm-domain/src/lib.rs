@@ -1,0 +1,25 @@
+//! Plain types and state machines of swarm.
+//!
+//! Architecture invariant: this crate does no I/O. It knows nothing of SQL,
+//! HTTP or JSON-over-the-wire beyond the serde shapes of CONTRACT.md.
+
+pub mod agent;
+pub mod event;
+pub mod id;
+pub mod session;
+pub mod stats;
+pub mod task;
+pub mod time;
+
+use std::fmt;
+
+/// A value a user supplied that breaks a rule. The message is shown to the user as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+impl Invalid {
+    pub fn new(message: impl fmt::Display) -> Self {
+        Invalid(message.to_string())
+    }
+}

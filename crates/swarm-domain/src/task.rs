@@ -1,0 +1,545 @@
+//! Tasks and their state machine: the one place that says which transition may
+//! happen from which status, under which guard. The stores apply a [`TaskChange`]
+//! as a single guarded `UPDATE`; see `docs/state_machine.md` for the diagram.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Invalid, event::EventType, id::AgentId, id::TaskId, time::Timestamp};
+
+pub const PRIORITY_DEFAULT: i32 = 50;
+pub const TASK_TEXT_MAX_CHARS: usize = 100_000;
+pub const OUTPUT_MAX_CHARS: usize = 1_000_000;
+pub const TAGS_MAX: usize = 50;
+pub const DEPENDENCIES_MAX: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Backlog,
+    Unassigned,
+    Offered,
+    Reviewing,
+    Pending,
+    InProgress,
+    Paused,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 10] = [
+        TaskStatus::Backlog,
+        TaskStatus::Unassigned,
+        TaskStatus::Offered,
+        TaskStatus::Reviewing,
+        TaskStatus::Pending,
+        TaskStatus::InProgress,
+        TaskStatus::Paused,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ];
+    pub const FINISHED: [TaskStatus; 3] =
+        [TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskStatus::Backlog => "backlog",
+            TaskStatus::Unassigned => "unassigned",
+            TaskStatus::Offered => "offered",
+            TaskStatus::Reviewing => "reviewing",
+            TaskStatus::Pending => "pending",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Paused => "paused",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, Invalid> {
+        Self::ALL.into_iter().find(|status| status.as_str() == text).ok_or_else(|| {
+            let known: Vec<&str> = Self::ALL.iter().map(TaskStatus::as_str).collect();
+            Invalid(format!("unknown task status {text:?} (expected one of {})", known.join(", ")))
+        })
+    }
+
+    /// Finished statuses are final: nothing moves a task out of them.
+    pub fn is_finished(&self) -> bool {
+        Self::FINISHED.contains(self)
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a task came from, set once at creation (Slack thread, GitHub event, channel mention).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskOrigin {
+    pub slack_channel_id: Option<String>,
+    pub slack_thread_ts: Option<String>,
+    pub slack_user_id: Option<String>,
+    pub mention_message_id: Option<String>,
+    pub mention_channel_id: Option<String>,
+    pub github_repo: Option<String>,
+    pub github_event_type: Option<String>,
+    pub github_number: Option<i64>,
+    pub github_comment_id: Option<i64>,
+    pub github_author: Option<String>,
+    pub github_url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: TaskId,
+    pub agent_id: Option<AgentId>,
+    pub creator_agent_id: Option<AgentId>,
+    pub task: String,
+    pub status: TaskStatus,
+    pub source: String,
+    pub task_type: Option<String>,
+    pub tags: Vec<String>,
+    pub priority: i32,
+    pub depends_on: Vec<TaskId>,
+    pub offered_to: Option<AgentId>,
+    pub offered_at: Option<Timestamp>,
+    pub accepted_at: Option<Timestamp>,
+    pub rejection_reason: Option<String>,
+    pub created_at: Timestamp,
+    pub last_updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    pub failure_reason: Option<String>,
+    pub output: Option<String>,
+    pub progress: Option<String>,
+    pub notified_at: Option<Timestamp>,
+    #[serde(flatten)]
+    pub origin: TaskOrigin,
+}
+
+/// A task to create, validated: build it with [`NewTask::parse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTask {
+    pub id: TaskId,
+    pub task: String,
+    pub status: TaskStatus,
+    pub agent_id: Option<AgentId>,
+    pub creator_agent_id: Option<AgentId>,
+    pub offered_to: Option<AgentId>,
+    pub source: String,
+    pub task_type: Option<String>,
+    pub tags: Vec<String>,
+    pub priority: i32,
+    pub depends_on: Vec<TaskId>,
+    pub origin: TaskOrigin,
+}
+
+/// What a caller asks for when creating a task, before validation.
+#[derive(Debug, Clone, Default)]
+pub struct TaskDraft {
+    pub task: String,
+    pub agent_id: Option<AgentId>,
+    pub offered_to: Option<AgentId>,
+    pub backlog: bool,
+    pub source: Option<String>,
+    pub task_type: Option<String>,
+    pub tags: Vec<String>,
+    pub priority: Option<i64>,
+    pub depends_on: Vec<TaskId>,
+    pub origin: TaskOrigin,
+}
+
+impl NewTask {
+    /// The first status follows CONTRACT.md: offered, else assigned (pending), else
+    /// backlog when asked for, else the pool (unassigned).
+    pub fn parse(draft: TaskDraft, creator: Option<AgentId>) -> Result<Self, Invalid> {
+        let text = draft.task.trim();
+        if text.is_empty() {
+            return Err(Invalid::new("task must not be empty"));
+        }
+        if text.chars().count() > TASK_TEXT_MAX_CHARS {
+            return Err(Invalid(format!("task must be at most {TASK_TEXT_MAX_CHARS} characters")));
+        }
+        if draft.agent_id.is_some() && draft.offered_to.is_some() {
+            return Err(Invalid::new("give agentId (assign) or offeredTo (offer), not both"));
+        }
+        if draft.backlog && (draft.agent_id.is_some() || draft.offered_to.is_some()) {
+            return Err(Invalid::new("a backlog task cannot be assigned or offered yet"));
+        }
+        let status = match (&draft.offered_to, &draft.agent_id, draft.backlog) {
+            (Some(_), _, _) => TaskStatus::Offered,
+            (None, Some(_), _) => TaskStatus::Pending,
+            (None, None, true) => TaskStatus::Backlog,
+            (None, None, false) => TaskStatus::Unassigned,
+        };
+        let priority = match draft.priority {
+            None => PRIORITY_DEFAULT,
+            Some(p) if (0..=100).contains(&p) => p as i32,
+            Some(p) => return Err(Invalid(format!("priority must be between 0 and 100, got {p}"))),
+        };
+        let source = parse_word("source", draft.source.as_deref().unwrap_or("api"))?;
+        let task_type = draft.task_type.as_deref().map(|t| parse_word("taskType", t)).transpose()?;
+        Ok(NewTask {
+            id: TaskId::new_v7(),
+            task: text.to_string(),
+            status,
+            agent_id: draft.agent_id,
+            creator_agent_id: creator,
+            offered_to: draft.offered_to,
+            source,
+            task_type,
+            tags: parse_tags(draft.tags)?,
+            priority,
+            depends_on: parse_dependencies(draft.depends_on)?,
+            origin: draft.origin,
+        })
+    }
+}
+
+fn parse_word(field: &str, text: &str) -> Result<String, Invalid> {
+    let text = text.trim();
+    let ok = !text.is_empty()
+        && text.len() <= 64
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'));
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err(Invalid(format!(
+            "{field} must be 1 to 64 letters, digits or _-.: characters, got {text:?}"
+        )))
+    }
+}
+
+pub fn parse_tags(tags: Vec<String>) -> Result<Vec<String>, Invalid> {
+    if tags.len() > TAGS_MAX {
+        return Err(Invalid(format!("at most {TAGS_MAX} tags")));
+    }
+    let mut parsed: Vec<String> = Vec::with_capacity(tags.len());
+    for tag in tags {
+        let tag = tag.trim();
+        if tag.is_empty() || tag.chars().count() > 100 {
+            return Err(Invalid::new("each tag must be 1 to 100 characters"));
+        }
+        if !parsed.iter().any(|t| t == tag) {
+            parsed.push(tag.to_string());
+        }
+    }
+    Ok(parsed)
+}
+
+fn parse_dependencies(depends_on: Vec<TaskId>) -> Result<Vec<TaskId>, Invalid> {
+    if depends_on.len() > DEPENDENCIES_MAX {
+        return Err(Invalid(format!("at most {DEPENDENCIES_MAX} dependencies")));
+    }
+    let mut parsed = Vec::with_capacity(depends_on.len());
+    for id in depends_on {
+        if !parsed.contains(&id) {
+            parsed.push(id);
+        }
+    }
+    Ok(parsed)
+}
+
+/// Check a free-text field (output, reasons, progress) for size.
+pub fn parse_note(field: &str, text: Option<String>) -> Result<Option<String>, Invalid> {
+    match text {
+        Some(text) if text.chars().count() > OUTPUT_MAX_CHARS => {
+            Err(Invalid(format!("{field} must be at most {OUTPUT_MAX_CHARS} characters")))
+        }
+        other => Ok(other),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishOutcome {
+    Completed { output: Option<String> },
+    Failed { failure_reason: Option<String> },
+}
+
+impl FinishOutcome {
+    pub fn status(&self) -> TaskStatus {
+        match self {
+            FinishOutcome::Completed { .. } => TaskStatus::Completed,
+            FinishOutcome::Failed { .. } => TaskStatus::Failed,
+        }
+    }
+}
+
+/// Every status transition of a task. Each variant carries the agent its guard names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskAction {
+    /// A pool task taken by an agent with capacity whose dependencies are done.
+    Claim { agent: AgentId },
+    /// An agent gives a pending task back to the pool.
+    Release { agent: AgentId },
+    /// The agent an offer was made to takes it.
+    Accept { agent: AgentId },
+    /// The agent an offer was made to declines it; it returns to the pool.
+    Reject { agent: AgentId, reason: Option<String> },
+    /// The assignee begins work (in the poll, or explicitly).
+    Start { agent: AgentId },
+    Pause { agent: AgentId },
+    Resume { agent: AgentId },
+    /// `assignee` is the agent the task must belong to; `None` when the caller may
+    /// finish any task (the lead, an operator).
+    Finish { assignee: Option<AgentId>, outcome: FinishOutcome },
+    Cancel { reason: Option<String> },
+    ToBacklog,
+    FromBacklog,
+}
+
+/// Set a nullable column, clear it, or leave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldUpdate<T> {
+    #[default]
+    Keep,
+    Set(T),
+    Clear,
+}
+
+/// The guard of a transition, all of which must hold in the `WHERE` clause.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskGuard {
+    /// `agent_id` must be this agent.
+    pub assignee: Option<AgentId>,
+    /// `offered_to` must be this agent.
+    pub offered_to: Option<AgentId>,
+    /// Every `dependsOn` task must be `completed`.
+    pub dependencies_completed: bool,
+    /// This agent must have fewer `in_progress` tasks than its `maxTasks`.
+    pub capacity_of: Option<AgentId>,
+}
+
+/// The columns a transition writes besides `status` and `last_updated_at`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskUpdates {
+    pub agent_id: FieldUpdate<AgentId>,
+    pub offered_to: FieldUpdate<AgentId>,
+    pub set_accepted_at: bool,
+    pub set_finished_at: bool,
+    pub output: Option<String>,
+    pub failure_reason: Option<String>,
+    pub rejection_reason: Option<String>,
+}
+
+/// A transition ready for a store: `UPDATE tasks SET <to, updates> WHERE id = ? AND
+/// status IN <from> AND <guard> RETURNING ...`, plus the event log rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskChange {
+    pub from: &'static [TaskStatus],
+    pub to: TaskStatus,
+    pub guard: TaskGuard,
+    pub updates: TaskUpdates,
+    /// Logged besides `task_status_change`, e.g. `task_claimed`.
+    pub event: Option<EventType>,
+}
+
+impl TaskAction {
+    pub fn name(&self) -> &'static str {
+        match self {
+            TaskAction::Claim { .. } => "claim",
+            TaskAction::Release { .. } => "release",
+            TaskAction::Accept { .. } => "accept",
+            TaskAction::Reject { .. } => "reject",
+            TaskAction::Start { .. } => "start",
+            TaskAction::Pause { .. } => "pause",
+            TaskAction::Resume { .. } => "resume",
+            TaskAction::Finish { .. } => "finish",
+            TaskAction::Cancel { .. } => "cancel",
+            TaskAction::ToBacklog => "to_backlog",
+            TaskAction::FromBacklog => "from_backlog",
+        }
+    }
+
+    /// The transition table. Paused tasks may be cancelled too (the reference
+    /// forgot them, which left paused work impossible to withdraw).
+    pub fn change(&self) -> TaskChange {
+        use TaskStatus::*;
+        let mut guard = TaskGuard::default();
+        let mut updates = TaskUpdates::default();
+        let (from, to, event): (&'static [TaskStatus], TaskStatus, Option<EventType>) = match self {
+            TaskAction::Claim { agent } => {
+                guard.dependencies_completed = true;
+                guard.capacity_of = Some(*agent);
+                updates.agent_id = FieldUpdate::Set(*agent);
+                (&[Unassigned], Pending, Some(EventType::TaskClaimed))
+            }
+            TaskAction::Release { agent } => {
+                guard.assignee = Some(*agent);
+                updates.agent_id = FieldUpdate::Clear;
+                (&[Pending], Unassigned, Some(EventType::TaskReleased))
+            }
+            TaskAction::Accept { agent } => {
+                guard.offered_to = Some(*agent);
+                updates.agent_id = FieldUpdate::Set(*agent);
+                updates.set_accepted_at = true;
+                (&[Offered, Reviewing], Pending, Some(EventType::TaskAccepted))
+            }
+            TaskAction::Reject { agent, reason } => {
+                guard.offered_to = Some(*agent);
+                updates.offered_to = FieldUpdate::Clear;
+                updates.rejection_reason = reason.clone();
+                (&[Offered, Reviewing], Unassigned, Some(EventType::TaskRejected))
+            }
+            TaskAction::Start { agent } => {
+                guard.assignee = Some(*agent);
+                guard.dependencies_completed = true;
+                guard.capacity_of = Some(*agent);
+                (&[Pending], InProgress, None)
+            }
+            TaskAction::Pause { agent } => {
+                guard.assignee = Some(*agent);
+                (&[InProgress], Paused, None)
+            }
+            TaskAction::Resume { agent } => {
+                guard.assignee = Some(*agent);
+                guard.capacity_of = Some(*agent);
+                (&[Paused], InProgress, None)
+            }
+            TaskAction::Finish { assignee, outcome } => {
+                guard.assignee = *assignee;
+                updates.set_finished_at = true;
+                match outcome {
+                    FinishOutcome::Completed { output } => updates.output = output.clone(),
+                    FinishOutcome::Failed { failure_reason } => {
+                        updates.failure_reason = failure_reason.clone()
+                    }
+                }
+                (&[InProgress], outcome.status(), None)
+            }
+            TaskAction::Cancel { reason } => {
+                updates.set_finished_at = true;
+                updates.failure_reason = reason.clone();
+                (&[Pending, InProgress, Paused, Offered, Reviewing, Unassigned, Backlog], Cancelled, None)
+            }
+            TaskAction::ToBacklog => (&[Unassigned], Backlog, None),
+            TaskAction::FromBacklog => (&[Backlog], Unassigned, None),
+        };
+        TaskChange { from, to, guard, updates, event }
+    }
+}
+
+/// Why a transition did not happen, worked out from the task as it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    WrongStatus { current: TaskStatus, allowed: &'static [TaskStatus] },
+    NotAssignee,
+    NotOfferedToYou,
+    DependenciesNotCompleted { waiting_on: Vec<TaskId> },
+    NoCapacity { in_progress: i64, max_tasks: i32 },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::WrongStatus { current, allowed } => {
+                let allowed: Vec<&str> = allowed.iter().map(TaskStatus::as_str).collect();
+                write!(f, "task is {current}; this action needs it to be {}", allowed.join(" or "))
+            }
+            Refusal::NotAssignee => f.write_str("task is assigned to another agent"),
+            Refusal::NotOfferedToYou => f.write_str("task was not offered to you"),
+            Refusal::DependenciesNotCompleted { waiting_on } => {
+                let ids: Vec<String> = waiting_on.iter().map(ToString::to_string).collect();
+                write!(f, "task depends on tasks that are not completed: {}", ids.join(", "))
+            }
+            Refusal::NoCapacity { in_progress, max_tasks } => write!(
+                f,
+                "agent is at capacity ({in_progress} of {max_tasks} tasks in progress)"
+            ),
+        }
+    }
+}
+
+impl TaskChange {
+    /// The part of the guard that can be read off the task row alone; dependency and
+    /// capacity guards need other rows and are checked by the caller.
+    pub fn refusal_from_row(&self, task: &Task) -> Option<Refusal> {
+        if !self.from.contains(&task.status) {
+            return Some(Refusal::WrongStatus { current: task.status, allowed: self.from });
+        }
+        if let Some(assignee) = self.guard.assignee
+            && task.agent_id != Some(assignee)
+        {
+            return Some(Refusal::NotAssignee);
+        }
+        if let Some(offered_to) = self.guard.offered_to
+            && task.offered_to != Some(offered_to)
+        {
+            return Some(Refusal::NotOfferedToYou);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn draft(task: &str) -> TaskDraft {
+        TaskDraft { task: task.to_string(), ..TaskDraft::default() }
+    }
+
+    #[test]
+    fn initial_status_follows_the_contract() {
+        let agent = AgentId::new_v7();
+        let check = |draft: TaskDraft, expected: TaskStatus| {
+            assert_eq!(NewTask::parse(draft, None).unwrap().status, expected);
+        };
+        check(draft("pool"), TaskStatus::Unassigned);
+        check(TaskDraft { agent_id: Some(agent), ..draft("assigned") }, TaskStatus::Pending);
+        check(TaskDraft { offered_to: Some(agent), ..draft("offered") }, TaskStatus::Offered);
+        check(TaskDraft { backlog: true, ..draft("later") }, TaskStatus::Backlog);
+    }
+
+    #[test]
+    fn rejects_bad_drafts() {
+        let agent = AgentId::new_v7();
+        let check = |draft: TaskDraft| assert!(NewTask::parse(draft, None).is_err());
+        check(draft("  "));
+        check(TaskDraft { priority: Some(101), ..draft("x") });
+        check(TaskDraft { priority: Some(-1), ..draft("x") });
+        check(TaskDraft { agent_id: Some(agent), offered_to: Some(agent), ..draft("x") });
+        check(TaskDraft { backlog: true, agent_id: Some(agent), ..draft("x") });
+        check(TaskDraft { source: Some("has space".into()), ..draft("x") });
+    }
+
+    #[test]
+    fn finished_statuses_are_never_a_source() {
+        let agent = AgentId::new_v7();
+        let actions = [
+            TaskAction::Claim { agent },
+            TaskAction::Release { agent },
+            TaskAction::Accept { agent },
+            TaskAction::Reject { agent, reason: None },
+            TaskAction::Start { agent },
+            TaskAction::Pause { agent },
+            TaskAction::Resume { agent },
+            TaskAction::Finish { assignee: None, outcome: FinishOutcome::Completed { output: None } },
+            TaskAction::Cancel { reason: None },
+            TaskAction::ToBacklog,
+            TaskAction::FromBacklog,
+        ];
+        for action in actions {
+            let change = action.change();
+            assert!(
+                change.from.iter().all(|s| !s.is_finished()),
+                "{} may leave a finished status",
+                action.name()
+            );
+        }
+    }
+
+    #[test]
+    fn status_names_round_trip() {
+        for status in TaskStatus::ALL {
+            assert_eq!(TaskStatus::parse(status.as_str()).unwrap(), status);
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Registration, profiles, heartbeats: the agent side of the service.
+
+use swarm_domain::{
+    agent::{Agent, NewAgent, ProfileUpdate, parse_name},
+    id::AgentId,
+    task::Task,
+    time::Timestamp,
+};
+use swarm_store::{Registered, TaskFilter};
+
+use crate::{Caller, Change, Service, ServiceError, ServiceResult};
+
+/// Tasks listed with an agent (`?include=tasks`): its most recent ones.
+const AGENT_TASKS_LIMIT: i64 = 100;
+
+#[derive(Debug, Clone, Default)]
+pub struct RegisterInput {
+    pub name: String,
+    pub is_lead: bool,
+    pub description: Option<String>,
+    pub role: Option<String>,
+    pub capabilities: Option<Vec<String>>,
+    pub max_tasks: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registration {
+    Created(Agent),
+    Existing(Agent),
+}
+
+/// The counts of `GET /me?include=inbox`. Inbox messages and mentions come with the
+/// Slack and channel features; until then they are zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InboxSummary {
+    pub unread_count: i64,
+    pub mentions_count: i64,
+    pub offered_tasks_count: i64,
+    pub pool_tasks_count: i64,
+    pub in_progress_count: i64,
+}
+
+impl Service {
+    /// `id` is the caller's `X-Agent-ID`, or a new id when none was sent.
+    pub async fn agent_register(
+        &self,
+        id: Option<AgentId>,
+        input: RegisterInput,
+    ) -> ServiceResult<Registration> {
+        let new_agent = NewAgent::parse(
+            id.unwrap_or_else(AgentId::new_v7),
+            &input.name,
+            input.is_lead,
+            input.description,
+            input.role,
+            input.capabilities,
+            input.max_tasks,
+        )?;
+        let registered = self.store.agent_register(&new_agent, Timestamp::now()).await?;
+        self.publish(Change::Agent { agent_id: new_agent.id });
+        Ok(match registered {
+            Registered::Created(agent) => Registration::Created(agent),
+            Registered::Existing(agent) => Registration::Existing(agent),
+        })
+    }
+
+    pub async fn agent_get(&self, id: AgentId) -> ServiceResult<Agent> {
+        self.store.agent_get(id).await?.ok_or_else(|| unknown_agent(id))
+    }
+
+    pub async fn agent_list(&self) -> ServiceResult<Vec<Agent>> {
+        Ok(self.store.agent_list().await?)
+    }
+
+    /// The agent's most recent tasks, newest first.
+    pub async fn agent_tasks(&self, id: AgentId) -> ServiceResult<Vec<Task>> {
+        let filter = TaskFilter { agent_id: Some(id), limit: AGENT_TASKS_LIMIT, ..TaskFilter::default() };
+        Ok(self.store.task_list(&filter).await?.0)
+    }
+
+    pub async fn agent_rename(&self, caller: Caller, id: AgentId, name: &str) -> ServiceResult<Agent> {
+        let name = parse_name(name)?;
+        self.require_self_or_lead(caller, id, "rename").await?;
+        let agent = self.store.agent_rename(id, &name, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+        self.publish(Change::Agent { agent_id: id });
+        Ok(agent)
+    }
+
+    pub async fn agent_update_profile(
+        &self,
+        caller: Caller,
+        id: AgentId,
+        update: ProfileUpdate,
+    ) -> ServiceResult<Agent> {
+        self.require_self_or_lead(caller, id, "change the profile of").await?;
+        let agent = self
+            .store
+            .agent_update_profile(id, &update, Timestamp::now())
+            .await?
+            .ok_or_else(|| unknown_agent(id))?;
+        self.publish(Change::Agent { agent_id: id });
+        Ok(agent)
+    }
+
+    /// The caller and, when asked, what waits for it.
+    pub async fn me(&self, caller: Caller, include_inbox: bool) -> ServiceResult<(Agent, Option<InboxSummary>)> {
+        let id = caller.require_agent()?;
+        let agent = self.agent_get(id).await?;
+        if !include_inbox {
+            return Ok((agent, None));
+        }
+        let counts = self.store.agent_work_counts(id).await?;
+        let inbox = InboxSummary {
+            offered_tasks_count: counts.offered_to_me,
+            pool_tasks_count: counts.pool,
+            in_progress_count: counts.in_progress,
+            ..InboxSummary::default()
+        };
+        Ok((agent, Some(inbox)))
+    }
+
+    /// A heartbeat: an `offline` agent becomes `idle`.
+    pub async fn agent_ping(&self, caller: Caller) -> ServiceResult<Agent> {
+        let id = caller.require_agent()?;
+        let agent = self.store.agent_heartbeat(id, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+        self.publish(Change::Agent { agent_id: id });
+        Ok(agent)
+    }
+
+    pub async fn agent_close(&self, caller: Caller) -> ServiceResult<Agent> {
+        let id = caller.require_agent()?;
+        let agent = self.store.agent_close(id, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+        self.publish(Change::Agent { agent_id: id });
+        Ok(agent)
+    }
+
+    /// The registered agent behind a caller; an unknown id is told how to register.
+    pub(crate) async fn caller_agent(&self, caller: Caller) -> ServiceResult<Option<Agent>> {
+        match caller {
+            Caller::Operator => Ok(None),
+            Caller::Agent(id) => self.store.agent_get(id).await?.map(Some).ok_or_else(|| {
+                ServiceError::NotFound(format!(
+                    "agent {id} (X-Agent-ID) is not registered: register it with POST /api/agents first"
+                ))
+            }),
+        }
+    }
+
+    async fn require_self_or_lead(&self, caller: Caller, target: AgentId, verb: &str) -> ServiceResult<()> {
+        match self.caller_agent(caller).await? {
+            None => Ok(()),
+            Some(agent) if agent.id == target || agent.is_lead => Ok(()),
+            Some(_) => Err(ServiceError::Forbidden(format!(
+                "only the agent itself or the lead may {verb} agent {target}"
+            ))),
+        }
+    }
+}
+
+pub(crate) fn unknown_agent(id: AgentId) -> ServiceError {
+    ServiceError::NotFound(format!("agent {id} not found"))
+}

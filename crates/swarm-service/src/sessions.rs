@@ -1,0 +1,66 @@
+//! The event log, session logs and costs reported by runners, and stats.
+
+use swarm_domain::{
+    event::Event,
+    id::{AgentId, TaskId},
+    session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
+    stats::Stats,
+    time::Timestamp,
+};
+use swarm_store::{EventFilter, SessionCostFilter};
+
+use crate::{Service, ServiceError, ServiceResult};
+
+pub const LIST_LIMIT_DEFAULT: i64 = 100;
+pub const LIST_LIMIT_MAX: i64 = 1000;
+
+fn bounded_limit(limit: Option<i64>) -> ServiceResult<i64> {
+    let limit = limit.unwrap_or(LIST_LIMIT_DEFAULT);
+    if (1..=LIST_LIMIT_MAX).contains(&limit) {
+        Ok(limit)
+    } else {
+        Err(ServiceError::Invalid(format!("limit must be between 1 and {LIST_LIMIT_MAX}")))
+    }
+}
+
+impl Service {
+    pub async fn event_list(&self, agent_id: Option<AgentId>, limit: Option<i64>) -> ServiceResult<Vec<Event>> {
+        let filter = EventFilter { agent_id, task_id: None, limit: bounded_limit(limit)? };
+        Ok(self.store.event_list(&filter).await?)
+    }
+
+    pub async fn session_logs_append(&self, logs: NewSessionLogs) -> ServiceResult<u64> {
+        if let Some(task_id) = logs.task_id {
+            self.task_get(task_id).await?;
+        }
+        Ok(self.store.session_logs_append(&logs, Timestamp::now()).await?)
+    }
+
+    pub async fn session_logs_for_task(&self, task_id: TaskId) -> ServiceResult<Vec<SessionLog>> {
+        self.task_get(task_id).await?;
+        Ok(self.store.session_logs_for_task(task_id).await?)
+    }
+
+    pub async fn session_cost_record(&self, cost: NewSessionCost) -> ServiceResult<SessionCost> {
+        let cost = cost.validate()?;
+        self.agent_get(cost.agent_id).await?;
+        if let Some(task_id) = cost.task_id {
+            self.task_get(task_id).await?;
+        }
+        Ok(self.store.session_cost_insert(&cost, Timestamp::now()).await?)
+    }
+
+    pub async fn session_cost_list(
+        &self,
+        task_id: Option<TaskId>,
+        agent_id: Option<AgentId>,
+        limit: Option<i64>,
+    ) -> ServiceResult<Vec<SessionCost>> {
+        let filter = SessionCostFilter { task_id, agent_id, limit: bounded_limit(limit)? };
+        Ok(self.store.session_cost_list(&filter).await?)
+    }
+
+    pub async fn stats(&self) -> ServiceResult<Stats> {
+        Ok(self.store.stats().await?)
+    }
+}

@@ -1,0 +1,327 @@
+//! Tasks: creation, listing, and every transition of the state machine in
+//! `swarm_domain::task` with the permissions around it.
+
+use swarm_domain::{
+    event::Event,
+    id::{AgentId, TaskId},
+    task::{FinishOutcome, NewTask, Refusal, Task, TaskAction, TaskDraft, TaskStatus, parse_note},
+    time::Timestamp,
+};
+use swarm_store::{Applied, EventFilter, TaskFilter};
+
+use crate::{Caller, Change, Service, ServiceError, ServiceResult};
+
+pub const TASK_PAGE_DEFAULT: i64 = 100;
+pub const TASK_PAGE_MAX: i64 = 1000;
+/// How far back `GET /cancelled-tasks` looks without a task id.
+const RECENTLY_CANCELLED_MILLIS: i64 = 5 * 60 * 1000;
+const TASK_HISTORY_LIMIT: i64 = 500;
+
+/// What an adapter asks to do to a task. The service turns it into a
+/// [`TaskAction`] with the right guard for the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskRequest {
+    Claim,
+    Release,
+    Accept,
+    Reject { reason: Option<String> },
+    Start,
+    Pause,
+    Resume,
+    Finish { status: TaskStatus, output: Option<String>, failure_reason: Option<String> },
+    Cancel { reason: Option<String> },
+    ToBacklog,
+    FromBacklog,
+    Progress { progress: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionOutcome {
+    pub task: Task,
+    /// A finish or cancel that found the task already finished: nothing changed.
+    pub already_finished: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskDetail {
+    pub task: Task,
+    /// The task's history, newest first.
+    pub logs: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskListQuery {
+    pub statuses: Vec<TaskStatus>,
+    pub agent_id: Option<AgentId>,
+    pub search: Option<String>,
+    pub source: Option<String>,
+    pub task_type: Option<String>,
+    pub tags: Vec<String>,
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+impl Service {
+    pub async fn task_create(&self, caller: Caller, draft: TaskDraft) -> ServiceResult<Task> {
+        let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
+        let new_task = NewTask::parse(draft, creator)?;
+        self.require_agents_exist(&[new_task.agent_id, new_task.offered_to]).await?;
+        self.require_tasks_exist(&new_task.depends_on).await?;
+        let task = self.store.task_create(&new_task, Timestamp::now()).await?;
+        self.publish(Change::Task { task_id: task.id });
+        Ok(task)
+    }
+
+    pub async fn task_get(&self, id: TaskId) -> ServiceResult<Task> {
+        self.store.task_get(id).await?.ok_or_else(|| unknown_task(id))
+    }
+
+    pub async fn task_detail(&self, id: TaskId) -> ServiceResult<TaskDetail> {
+        let task = self.task_get(id).await?;
+        let filter = EventFilter { task_id: Some(id), limit: TASK_HISTORY_LIMIT, ..EventFilter::default() };
+        let logs = self.store.event_list(&filter).await?;
+        Ok(TaskDetail { task, logs })
+    }
+
+    pub async fn task_list(&self, query: TaskListQuery) -> ServiceResult<(Vec<Task>, i64)> {
+        let limit = query.limit.unwrap_or(TASK_PAGE_DEFAULT);
+        if !(1..=TASK_PAGE_MAX).contains(&limit) {
+            return Err(ServiceError::Invalid(format!("limit must be between 1 and {TASK_PAGE_MAX}")));
+        }
+        let offset = query.offset.unwrap_or(0);
+        if offset < 0 {
+            return Err(ServiceError::Invalid("offset must not be negative".into()));
+        }
+        let filter = TaskFilter {
+            statuses: query.statuses,
+            agent_id: query.agent_id,
+            source: query.source,
+            task_type: query.task_type,
+            tags: query.tags,
+            search: query.search.filter(|text| !text.trim().is_empty()),
+            limit,
+            offset,
+            ..TaskFilter::default()
+        };
+        Ok(self.store.task_list(&filter).await?)
+    }
+
+    /// The caller's paused tasks, so a restarted runner can resume them.
+    pub async fn tasks_paused(&self, caller: Caller) -> ServiceResult<Vec<Task>> {
+        let agent = caller.require_agent()?;
+        let filter = TaskFilter {
+            statuses: vec![TaskStatus::Paused],
+            agent_id: Some(agent),
+            limit: TASK_PAGE_MAX,
+            ..TaskFilter::default()
+        };
+        Ok(self.store.task_list(&filter).await?.0)
+    }
+
+    /// That task if it is cancelled; else the caller's tasks cancelled in the last five
+    /// minutes, so a runner can stop work that was withdrawn.
+    pub async fn tasks_cancelled(&self, caller: Caller, task_id: Option<TaskId>) -> ServiceResult<Vec<Task>> {
+        if let Some(id) = task_id {
+            let task = self.task_get(id).await?;
+            return Ok(if task.status == TaskStatus::Cancelled { vec![task] } else { vec![] });
+        }
+        let agent = caller.require_agent()?;
+        let filter = TaskFilter {
+            statuses: vec![TaskStatus::Cancelled],
+            agent_id: Some(agent),
+            finished_since: Some(Timestamp::now().minus_millis(RECENTLY_CANCELLED_MILLIS)),
+            limit: TASK_PAGE_MAX,
+            ..TaskFilter::default()
+        };
+        Ok(self.store.task_list(&filter).await?.0)
+    }
+
+    /// Perform one task action for the caller: the one entry point of every REST task
+    /// action and its MCP twin.
+    pub async fn task_act(&self, caller: Caller, id: TaskId, request: TaskRequest) -> ServiceResult<ActionOutcome> {
+        let caller_agent = self.caller_agent(caller).await?;
+        let is_lead = caller_agent.as_ref().is_some_and(|agent| agent.is_lead);
+        let privileged = caller_agent.is_none() || is_lead;
+        let task = self.task_get(id).await?;
+
+        let action = match request {
+            TaskRequest::Progress { progress } => {
+                return self.task_progress(caller, &task, progress, privileged).await;
+            }
+            TaskRequest::Finish { status, output, failure_reason } => {
+                let outcome = match status {
+                    TaskStatus::Completed => FinishOutcome::Completed { output: parse_note("output", output)? },
+                    TaskStatus::Failed => FinishOutcome::Failed {
+                        failure_reason: parse_note("failureReason", failure_reason)?,
+                    },
+                    other => {
+                        return Err(ServiceError::Invalid(format!(
+                            "status must be completed or failed, got {other}"
+                        )));
+                    }
+                };
+                if !privileged && task.agent_id != caller.agent_id() {
+                    return Err(ServiceError::Forbidden("task belongs to another agent".into()));
+                }
+                if task.status.is_finished() {
+                    return Ok(ActionOutcome { task, already_finished: true });
+                }
+                let assignee = if privileged { None } else { caller.agent_id() };
+                TaskAction::Finish { assignee, outcome }
+            }
+            TaskRequest::Cancel { reason } => {
+                let is_creator = caller.agent_id().is_some() && task.creator_agent_id == caller.agent_id();
+                if !privileged && !is_creator {
+                    return Err(ServiceError::Forbidden(
+                        "only the lead or the task's creator may cancel it".into(),
+                    ));
+                }
+                if task.status == TaskStatus::Cancelled {
+                    return Ok(ActionOutcome { task, already_finished: true });
+                }
+                TaskAction::Cancel { reason: parse_note("reason", reason)? }
+            }
+            TaskRequest::ToBacklog | TaskRequest::FromBacklog if !privileged && task.creator_agent_id != caller.agent_id() => {
+                return Err(ServiceError::Forbidden(
+                    "only the lead or the task's creator may move it to or from the backlog".into(),
+                ));
+            }
+            TaskRequest::ToBacklog => TaskAction::ToBacklog,
+            TaskRequest::FromBacklog => TaskAction::FromBacklog,
+            agent_request => {
+                let agent = caller.require_agent()?;
+                match agent_request {
+                    TaskRequest::Claim => TaskAction::Claim { agent },
+                    TaskRequest::Release => TaskAction::Release { agent },
+                    TaskRequest::Accept => TaskAction::Accept { agent },
+                    TaskRequest::Reject { reason } => TaskAction::Reject { agent, reason: parse_note("reason", reason)? },
+                    TaskRequest::Start => TaskAction::Start { agent },
+                    TaskRequest::Pause => TaskAction::Pause { agent },
+                    TaskRequest::Resume => TaskAction::Resume { agent },
+                    _ => unreachable!("handled above"),
+                }
+            }
+        };
+        self.task_apply(caller, id, &action).await
+    }
+
+    async fn task_apply(&self, caller: Caller, id: TaskId, action: &TaskAction) -> ServiceResult<ActionOutcome> {
+        let change = action.change();
+        match self.store.task_apply(id, &change, caller.agent_id(), Timestamp::now()).await? {
+            Applied::Changed { after, .. } => {
+                self.publish(Change::Task { task_id: id });
+                Ok(ActionOutcome { task: after, already_finished: false })
+            }
+            Applied::NotFound => Err(unknown_task(id)),
+            Applied::Refused { current } => {
+                // A finish or cancel that lost a race to another finish is not an error.
+                if current.status.is_finished()
+                    && matches!(action, TaskAction::Finish { .. })
+                    || (current.status == TaskStatus::Cancelled && matches!(action, TaskAction::Cancel { .. }))
+                {
+                    return Ok(ActionOutcome { task: current, already_finished: true });
+                }
+                let refusal = self.explain_refusal(&change, &current).await?;
+                Err(refusal_error(action, &refusal))
+            }
+        }
+    }
+
+    async fn task_progress(
+        &self,
+        caller: Caller,
+        task: &Task,
+        progress: String,
+        privileged: bool,
+    ) -> ServiceResult<ActionOutcome> {
+        let progress = parse_note("progress", Some(progress))?.unwrap_or_default();
+        if progress.trim().is_empty() {
+            return Err(ServiceError::Invalid("progress must not be empty".into()));
+        }
+        if !privileged && task.agent_id != caller.agent_id() {
+            return Err(ServiceError::Forbidden("only the task's assignee or the lead may report progress".into()));
+        }
+        let assignee = if privileged { None } else { caller.agent_id() };
+        let applied = self
+            .store
+            .task_set_progress(task.id, &progress, assignee, caller.agent_id(), Timestamp::now())
+            .await?;
+        match applied {
+            Applied::Changed { after, .. } => {
+                self.publish(Change::Task { task_id: task.id });
+                Ok(ActionOutcome { task: after, already_finished: false })
+            }
+            Applied::NotFound => Err(unknown_task(task.id)),
+            Applied::Refused { current } if current.status.is_finished() => Err(ServiceError::Conflict(format!(
+                "task is {}: a finished task takes no more progress",
+                current.status
+            ))),
+            Applied::Refused { .. } => {
+                Err(ServiceError::Forbidden("only the task's assignee or the lead may report progress".into()))
+            }
+        }
+    }
+
+    /// Why a guard was false, read after the fact: the row explains most refusals;
+    /// dependencies and capacity need a look at other rows.
+    async fn explain_refusal(
+        &self,
+        change: &swarm_domain::task::TaskChange,
+        current: &Task,
+    ) -> ServiceResult<Refusal> {
+        if let Some(refusal) = change.refusal_from_row(current) {
+            return Ok(refusal);
+        }
+        if change.guard.dependencies_completed {
+            let waiting_on = self.store.task_unfinished_dependencies(current.id).await?;
+            if !waiting_on.is_empty() {
+                return Ok(Refusal::DependenciesNotCompleted { waiting_on });
+            }
+        }
+        if let Some(agent_id) = change.guard.capacity_of {
+            let agent = self.agent_get(agent_id).await?;
+            return Ok(Refusal::NoCapacity { in_progress: agent.capacity.current, max_tasks: agent.max_tasks });
+        }
+        // The row changed between the guard and this read; report what we see now.
+        Ok(Refusal::WrongStatus { current: current.status, allowed: change.from })
+    }
+
+    async fn require_agents_exist(&self, ids: &[Option<AgentId>]) -> ServiceResult<()> {
+        let wanted: Vec<AgentId> = ids.iter().flatten().copied().collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let existing = self.store.agents_existing(&wanted).await?;
+        match wanted.iter().find(|id| !existing.contains(id)) {
+            Some(missing) => Err(ServiceError::Invalid(format!("agent {missing} does not exist"))),
+            None => Ok(()),
+        }
+    }
+
+    async fn require_tasks_exist(&self, ids: &[TaskId]) -> ServiceResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let existing = self.store.tasks_existing(ids).await?;
+        let missing: Vec<String> = ids.iter().filter(|id| !existing.contains(id)).map(ToString::to_string).collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(ServiceError::Invalid(format!("dependsOn names tasks that do not exist: {}", missing.join(", "))))
+        }
+    }
+}
+
+fn refusal_error(action: &TaskAction, refusal: &Refusal) -> ServiceError {
+    let message = format!("cannot {} task: {refusal}", action.name().replace('_', " "));
+    match refusal {
+        Refusal::NotAssignee | Refusal::NotOfferedToYou => ServiceError::Forbidden(message),
+        Refusal::WrongStatus { .. } | Refusal::DependenciesNotCompleted { .. } | Refusal::NoCapacity { .. } => {
+            ServiceError::Conflict(message)
+        }
+    }
+}
+
+pub(crate) fn unknown_task(id: TaskId) -> ServiceError {
+    ServiceError::NotFound(format!("task {id} not found"))
+}

@@ -1,0 +1,345 @@
+//! Agents: registration, profile, presence, and the busy/idle status that follows work.
+
+use sqlx::{PgConnection, PgExecutor, PgPool};
+use swarm_domain::{
+    agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
+    event::EventType,
+    id::AgentId,
+    stats::WorkCounts,
+    time::Timestamp,
+};
+use swarm_store::{Registered, StoreError, StoreResult, status_for_work};
+use uuid::Uuid;
+
+use crate::{
+    error::{corrupt, db},
+    events,
+    rows::{agent_from_row, agent_select},
+};
+
+/// The key of the advisory lock that serializes registrations. Row locks cannot make
+/// "no other active lead exists" atomic with the insert (there is no row to lock when
+/// none exists), and registrations are rare enough to take turns.
+const REGISTRATION_LOCK: i64 = 0x7377_6172_6d5f_6c64; // "swarm_ld"
+
+pub(crate) async fn get<'e>(executor: impl PgExecutor<'e>, id: AgentId) -> StoreResult<Option<Agent>> {
+    sqlx::query(concat!(agent_select!(), " WHERE a.id = $1"))
+        .bind(id.as_uuid())
+        .try_map(agent_from_row)
+        .fetch_optional(executor)
+        .await
+        .map_err(db)
+}
+
+pub(crate) async fn list(pool: &PgPool) -> StoreResult<Vec<Agent>> {
+    sqlx::query(concat!(agent_select!(), " ORDER BY a.name, a.id"))
+        .try_map(agent_from_row)
+        .fetch_all(pool)
+        .await
+        .map_err(db)
+}
+
+pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(REGISTRATION_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+
+    let existing: Option<(String, bool)> =
+        sqlx::query_as("SELECT status, is_lead FROM agents WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(new.id.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+
+    if let Some((status, is_lead)) = existing {
+        let status = parse_status(&status)?;
+        // A lead coming back must not make two active leads, whatever the request says.
+        let becomes_active_lead = is_lead && status == AgentStatus::Offline;
+        if new.is_lead || becomes_active_lead {
+            ensure_no_other_active_lead(&mut tx, new.id).await?;
+        }
+        sqlx::query("UPDATE agents SET max_tasks = $2, last_updated_at = $3 WHERE id = $1")
+            .bind(new.id.as_uuid())
+            .bind(new.max_tasks)
+            .bind(now.datetime())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        if status == AgentStatus::Offline {
+            settle_status(&mut tx, new.id, now, Wake::Yes).await?;
+        }
+        let agent = get_known(&mut tx, new.id).await?;
+        tx.commit().await.map_err(db)?;
+        return Ok(Registered::Existing(agent));
+    }
+
+    if new.is_lead {
+        ensure_no_other_active_lead(&mut tx, new.id).await?;
+    }
+    ensure_name_free(&mut tx, &new.name, new.id).await?;
+    sqlx::query(
+        "INSERT INTO agents (id, name, is_lead, status, description, role, capabilities, \
+                             max_tasks, created_at, last_updated_at) \
+         VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $8)",
+    )
+    .bind(new.id.as_uuid())
+    .bind(&new.name)
+    .bind(new.is_lead)
+    .bind(new.description.as_deref())
+    .bind(new.role.as_deref())
+    .bind(&new.capabilities)
+    .bind(new.max_tasks)
+    .bind(now.datetime())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    let joined = events::event(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
+    events::insert(&mut tx, &joined, now).await?;
+    let agent = get_known(&mut tx, new.id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Registered::Created(agent))
+}
+
+pub(crate) async fn rename(pool: &PgPool, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    if lock_status(&mut tx, id).await?.is_none() {
+        return Ok(None);
+    }
+    ensure_name_free(&mut tx, name, id).await?;
+    // A rename racing past the check above still hits the unique index: `db` turns that
+    // into a Conflict too, only with a less specific message.
+    sqlx::query("UPDATE agents SET name = $2, last_updated_at = $3 WHERE id = $1")
+        .bind(id.as_uuid())
+        .bind(name)
+        .bind(now.datetime())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    let agent = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Some(agent))
+}
+
+pub(crate) async fn update_profile(
+    pool: &PgPool,
+    id: AgentId,
+    update: &ProfileUpdate,
+    now: Timestamp,
+) -> StoreResult<Option<Agent>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    // A field left out of the update is kept: NULL falls back to the column.
+    let updated = sqlx::query(
+        "UPDATE agents SET description = coalesce($2, description), role = coalesce($3, role), \
+                           capabilities = coalesce($4, capabilities), last_updated_at = $5 \
+         WHERE id = $1",
+    )
+    .bind(id.as_uuid())
+    .bind(update.description.as_deref())
+    .bind(update.role.as_deref())
+    .bind(update.capabilities.as_ref())
+    .bind(now.datetime())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    if updated.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let agent = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Some(agent))
+}
+
+pub(crate) async fn heartbeat(pool: &PgPool, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let Some(status) = lock_status(&mut tx, id).await? else {
+        return Ok(None);
+    };
+    sqlx::query("UPDATE agents SET last_updated_at = $2 WHERE id = $1")
+        .bind(id.as_uuid())
+        .bind(now.datetime())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    if status == AgentStatus::Offline {
+        settle_status(&mut tx, id, now, Wake::Yes).await?;
+    }
+    let agent = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Some(agent))
+}
+
+pub(crate) async fn close(pool: &PgPool, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let Some(status) = lock_status(&mut tx, id).await? else {
+        return Ok(None);
+    };
+    if status != AgentStatus::Offline {
+        sqlx::query("UPDATE agents SET status = 'offline', last_updated_at = $2 WHERE id = $1")
+            .bind(id.as_uuid())
+            .bind(now.datetime())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let left = events::event(
+            EventType::AgentLeft,
+            Some(id),
+            None,
+            Some(status.as_str()),
+            Some(AgentStatus::Offline.as_str()),
+        );
+        events::insert(&mut tx, &left, now).await?;
+    }
+    let agent = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Some(agent))
+}
+
+pub(crate) async fn work_counts(pool: &PgPool, id: AgentId) -> StoreResult<WorkCounts> {
+    let (offered_to_me, pool_count, in_progress): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM tasks WHERE offered_to = $1 AND status = 'offered'), \
+                (SELECT count(*) FROM tasks WHERE status = 'unassigned'), \
+                (SELECT count(*) FROM tasks WHERE agent_id = $1 AND status = 'in_progress')",
+    )
+    .bind(id.as_uuid())
+    .fetch_one(pool)
+    .await
+    .map_err(db)?;
+    Ok(WorkCounts { offered_to_me, pool: pool_count, in_progress })
+}
+
+/// In the order asked for, so callers can name the first unknown id.
+pub(crate) async fn existing(pool: &PgPool, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let uuids: Vec<Uuid> = ids.iter().map(AgentId::as_uuid).collect();
+    let found: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM agents WHERE id = ANY($1)")
+        .bind(&uuids)
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
+    Ok(ids.iter().copied().filter(|id| found.contains(&id.as_uuid())).collect())
+}
+
+/// Whether [`settle_status`] may bring an `offline` agent back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// The agent itself showed up (registration, heartbeat).
+    Yes,
+    /// Someone else's action touched its work; an absent agent stays `offline`.
+    No,
+}
+
+/// Set the agent `busy` when it holds an `in_progress` task, else `idle`, logging the
+/// change. The caller holds the agent's row lock, so the count is not racing another
+/// transaction's change of this agent's work.
+pub(crate) async fn settle_status(
+    conn: &mut PgConnection,
+    id: AgentId,
+    now: Timestamp,
+    wake: Wake,
+) -> StoreResult<()> {
+    let row: Option<(String, i64)> = sqlx::query_as(
+        "SELECT a.status, (SELECT count(*) FROM tasks t \
+                           WHERE t.agent_id = a.id AND t.status = 'in_progress') \
+         FROM agents a WHERE a.id = $1",
+    )
+    .bind(id.as_uuid())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db)?;
+    let Some((status, in_progress)) = row else {
+        return Ok(());
+    };
+    let status = parse_status(&status)?;
+    let target = status_for_work(in_progress);
+    if status == target || (status == AgentStatus::Offline && wake == Wake::No) {
+        return Ok(());
+    }
+    sqlx::query("UPDATE agents SET status = $2, last_updated_at = $3 WHERE id = $1")
+        .bind(id.as_uuid())
+        .bind(target.as_str())
+        .bind(now.datetime())
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    let change = events::event(
+        EventType::AgentStatusChange,
+        Some(id),
+        None,
+        Some(status.as_str()),
+        Some(target.as_str()),
+    );
+    events::insert(conn, &change, now).await
+}
+
+/// Lock the rows of `ids` in id order (the one order every transaction uses).
+pub(crate) async fn lock_in_order(conn: &mut PgConnection, ids: &mut Vec<AgentId>) -> StoreResult<()> {
+    ids.sort();
+    ids.dedup();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let uuids: Vec<Uuid> = ids.iter().map(AgentId::as_uuid).collect();
+    sqlx::query("SELECT 1 FROM agents WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE")
+        .bind(&uuids)
+        .execute(conn)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
+async fn lock_status(conn: &mut PgConnection, id: AgentId) -> StoreResult<Option<AgentStatus>> {
+    let status: Option<String> = sqlx::query_scalar("SELECT status FROM agents WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(id.as_uuid())
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?;
+    status.as_deref().map(parse_status).transpose()
+}
+
+async fn ensure_no_other_active_lead(conn: &mut PgConnection, id: AgentId) -> StoreResult<()> {
+    let active_lead: Option<(Uuid, String)> = sqlx::query_as(
+        "SELECT id, name FROM agents WHERE is_lead AND status <> 'offline' AND id <> $1 \
+         ORDER BY created_at LIMIT 1",
+    )
+    .bind(id.as_uuid())
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    match active_lead {
+        Some((lead_id, lead_name)) => Err(StoreError::Conflict(format!(
+            "a lead is already registered: {lead_name} ({lead_id}); only one lead may be active at a time"
+        ))),
+        None => Ok(()),
+    }
+}
+
+async fn ensure_name_free(conn: &mut PgConnection, name: &str, id: AgentId) -> StoreResult<()> {
+    let holder: Option<Uuid> = sqlx::query_scalar("SELECT id FROM agents WHERE name = $1 AND id <> $2")
+        .bind(name)
+        .bind(id.as_uuid())
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?;
+    match holder {
+        Some(holder) => Err(StoreError::Conflict(format!("agent name '{name}' is taken by agent {holder}"))),
+        None => Ok(()),
+    }
+}
+
+/// Read back a row this transaction just wrote.
+async fn get_known(conn: &mut PgConnection, id: AgentId) -> StoreResult<Agent> {
+    get(conn, id).await?.ok_or_else(|| vanished("agent", id))
+}
+
+pub(crate) fn vanished(what: &str, id: impl std::fmt::Display) -> StoreError {
+    db(corrupt(what, swarm_domain::Invalid(format!("{what} {id} vanished inside its own transaction"))))
+}
+
+fn parse_status(text: &str) -> StoreResult<AgentStatus> {
+    AgentStatus::parse(text).map_err(|err| db(corrupt("status", err)))
+}

@@ -1,0 +1,206 @@
+//! Task transitions: one guarded `UPDATE` per [`TaskChange`], in one transaction with
+//! its event log rows and the busy/idle status of the agents whose work changed.
+//!
+//! Why the locks: READ COMMITTED re-evaluates an `UPDATE`'s `WHERE` on the newest row
+//! version, which makes the status guard safe on its own, but the capacity guard counts
+//! *other* task rows. Two starts for one agent could both count the same in_progress
+//! total and both pass. Every transaction that can move a task into `in_progress` for an
+//! agent carries that agent in `capacity_of` and takes the agent's row lock before the
+//! `UPDATE`, so they take turns and each counts what the previous one committed.
+
+use sqlx::{PgPool, Postgres, QueryBuilder};
+use swarm_domain::{
+    event::EventType,
+    id::{AgentId, TaskId},
+    task::{FieldUpdate, Task, TaskChange, TaskStatus},
+    time::Timestamp,
+};
+use swarm_store::{Applied, StoreResult};
+use uuid::Uuid;
+
+use crate::{
+    agents::{self, Wake},
+    error::db,
+    events,
+    rows::{task_from_row, task_select},
+    tasks::get_known,
+};
+
+pub(crate) async fn apply(
+    pool: &PgPool,
+    id: TaskId,
+    change: &TaskChange,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let before = sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
+        .bind(id.as_uuid())
+        .try_map(task_from_row)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+    let Some(before) = before else {
+        return Ok(Applied::NotFound);
+    };
+
+    let assignee_after = match change.updates.agent_id {
+        FieldUpdate::Keep => before.agent_id,
+        FieldUpdate::Set(agent) => Some(agent),
+        FieldUpdate::Clear => None,
+    };
+    // Every agent row this transaction may write or must count for, locked up front in
+    // id order: the capacity guard and the status updates below then cannot deadlock.
+    let mut involved: Vec<AgentId> =
+        [change.guard.capacity_of, before.agent_id, assignee_after].into_iter().flatten().collect();
+    agents::lock_in_order(&mut tx, &mut involved).await?;
+
+    let mut update = guarded_update(id, change, now);
+    let changed: Option<Uuid> = update.build_query_scalar().fetch_optional(&mut *tx).await.map_err(db)?;
+    if changed.is_none() {
+        tx.rollback().await.map_err(db)?;
+        return Ok(Applied::Refused { current: before });
+    }
+
+    let status_change = events::event(
+        EventType::TaskStatusChange,
+        actor,
+        Some(id),
+        Some(before.status.as_str()),
+        Some(change.to.as_str()),
+    );
+    events::insert(&mut tx, &status_change, now).await?;
+    if let Some(event_type) = change.event {
+        let extra = events::event(
+            event_type,
+            actor,
+            Some(id),
+            Some(before.status.as_str()),
+            Some(change.to.as_str()),
+        );
+        events::insert(&mut tx, &extra, now).await?;
+    }
+    let mut assignees: Vec<AgentId> = [before.agent_id, assignee_after].into_iter().flatten().collect();
+    assignees.dedup();
+    for agent in assignees {
+        agents::settle_status(&mut tx, agent, now, Wake::No).await?;
+    }
+
+    let after = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}
+
+/// `UPDATE tasks SET <to, updates> WHERE id AND status IN <from> AND <guard> RETURNING id`.
+/// The shape follows the change; every value is a bound parameter.
+fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuilder<Postgres> {
+    let updates = &change.updates;
+    let mut query = QueryBuilder::<Postgres>::new("UPDATE tasks SET status = ");
+    query.push_bind(change.to.as_str());
+    query.push(", last_updated_at = ").push_bind(now.datetime());
+    match updates.agent_id {
+        FieldUpdate::Keep => {}
+        FieldUpdate::Set(agent) => {
+            query.push(", agent_id = ").push_bind(agent.as_uuid());
+        }
+        FieldUpdate::Clear => {
+            query.push(", agent_id = NULL");
+        }
+    }
+    match updates.offered_to {
+        FieldUpdate::Keep => {}
+        FieldUpdate::Set(agent) => {
+            query.push(", offered_to = ").push_bind(agent.as_uuid());
+        }
+        FieldUpdate::Clear => {
+            query.push(", offered_to = NULL");
+        }
+    }
+    if updates.set_accepted_at {
+        query.push(", accepted_at = ").push_bind(now.datetime());
+    }
+    if updates.set_finished_at {
+        query.push(", finished_at = ").push_bind(now.datetime());
+    }
+    if let Some(output) = &updates.output {
+        query.push(", output = ").push_bind(output.clone());
+    }
+    if let Some(reason) = &updates.failure_reason {
+        query.push(", failure_reason = ").push_bind(reason.clone());
+    }
+    if let Some(reason) = &updates.rejection_reason {
+        query.push(", rejection_reason = ").push_bind(reason.clone());
+    }
+
+    let from: Vec<&str> = change.from.iter().map(TaskStatus::as_str).collect();
+    query.push(" WHERE id = ").push_bind(id.as_uuid());
+    query.push(" AND status = ANY(").push_bind(from).push(")");
+    let guard = &change.guard;
+    if let Some(assignee) = guard.assignee {
+        query.push(" AND agent_id = ").push_bind(assignee.as_uuid());
+    }
+    if let Some(offered_to) = guard.offered_to {
+        query.push(" AND offered_to = ").push_bind(offered_to.as_uuid());
+    }
+    if guard.dependencies_completed {
+        query.push(
+            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d \
+              JOIN tasks dt ON dt.id = d.depends_on_task_id \
+              WHERE d.task_id = tasks.id AND dt.status <> 'completed')",
+        );
+    }
+    if let Some(agent) = guard.capacity_of {
+        query
+            .push(" AND (SELECT count(*) FROM tasks c WHERE c.agent_id = ")
+            .push_bind(agent.as_uuid())
+            .push(" AND c.status = 'in_progress') < (SELECT a.max_tasks FROM agents a WHERE a.id = ")
+            .push_bind(agent.as_uuid())
+            .push(")");
+    }
+    query.push(" RETURNING id");
+    query
+}
+
+/// Guarded by the task not being finished (finished is final: a late note must not
+/// revive it) and, when given, by the assignee.
+pub(crate) async fn set_progress(
+    pool: &PgPool,
+    id: TaskId,
+    progress: &str,
+    assignee: Option<AgentId>,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let before = sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
+        .bind(id.as_uuid())
+        .try_map(task_from_row)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+    let Some(before) = before else {
+        return Ok(Applied::NotFound);
+    };
+    let changed: Option<Uuid> = sqlx::query_scalar(
+        "UPDATE tasks SET progress = $2, last_updated_at = $3 \
+         WHERE id = $1 AND status NOT IN ('completed', 'failed', 'cancelled') \
+           AND ($4::uuid IS NULL OR agent_id = $4) \
+         RETURNING id",
+    )
+    .bind(id.as_uuid())
+    .bind(progress)
+    .bind(now.datetime())
+    .bind(assignee.map(|agent| agent.as_uuid()))
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if changed.is_none() {
+        tx.rollback().await.map_err(db)?;
+        return Ok(Applied::Refused { current: before });
+    }
+    let noted = events::event(EventType::TaskProgress, actor, Some(id), None, Some(progress));
+    events::insert(&mut tx, &noted, now).await?;
+    let after = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}

@@ -1,0 +1,226 @@
+//! The PostgreSQL implementation of [`swarm_store::Store`], the scale-out backend.
+//!
+//! Several `swarm serve` replicas may share one database, so every guard lives in SQL and
+//! every write is one transaction at READ COMMITTED.
+//!
+//! Architecture invariant: row locks are always taken in one order — at most one task
+//! row first (`FOR UPDATE`), then agent rows sorted by id (`FOR NO KEY UPDATE`, which
+//! leaves foreign key checks of concurrent inserts unblocked). No transaction waits for a
+//! task row while it holds an agent row, so these transactions cannot deadlock each other.
+//! Registration serializes on one advisory lock instead (see `agents.rs`).
+
+mod agents;
+mod apply;
+mod error;
+mod events;
+mod rows;
+mod sessions;
+mod stats;
+mod tasks;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::{
+    PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
+use swarm_domain::{
+    agent::{Agent, NewAgent, ProfileUpdate},
+    event::Event,
+    id::{AgentId, TaskId},
+    session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
+    stats::{Stats, WorkCounts},
+    task::{NewTask, Task, TaskChange},
+    time::Timestamp,
+};
+use swarm_store::{
+    Applied, EventFilter, Registered, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
+};
+
+use crate::error::db;
+
+/// Enough for a replica's concurrent requests; a shared server has to fit every replica's
+/// pool (and the test suite's many stores) under its `max_connections`.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct PgStore {
+    pool: PgPool,
+    description: String,
+}
+
+impl PgStore {
+    /// Connect to a `postgres://` URL with [`DEFAULT_MAX_CONNECTIONS`] and bring the schema
+    /// up to date.
+    pub async fn connect(url: &str) -> StoreResult<PgStore> {
+        Self::connect_with(url, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// Like [`PgStore::connect`], with a pool of at most `max_connections`.
+    ///
+    /// Several processes may start at once on one database: sqlx's migrator holds a
+    /// session advisory lock (keyed by the database name) while it checks and applies
+    /// migrations, so the later ones wait and then find the work done.
+    pub async fn connect_with(url: &str, max_connections: u32) -> StoreResult<PgStore> {
+        let options: PgConnectOptions = url.parse().map_err(db)?;
+        let description = describe_options(&options);
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await
+            .map_err(db)?;
+        if let Err(err) = sqlx::migrate!("./migrations").run(&pool).await {
+            // A failed migration may leave its advisory lock on a pooled connection;
+            // closing the pool releases it for the next process.
+            pool.close().await;
+            return Err(StoreError::Backend(Box::new(err)));
+        }
+        Ok(PgStore { pool, description })
+    }
+
+    /// Where the data lives, for start-up logs; never includes the password.
+    pub fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    /// Close the pool, waiting for connections in use to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn describe_options(options: &PgConnectOptions) -> String {
+    let database = options.get_database().unwrap_or(options.get_username());
+    match options.get_socket() {
+        Some(socket) => format!("PostgreSQL at {} (socket)/{database}", socket.display()),
+        None => format!("PostgreSQL at {}:{}/{database}", options.get_host(), options.get_port()),
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend_name(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
+        agents::register(&self.pool, agent, now).await
+    }
+
+    async fn agent_get(&self, id: AgentId) -> StoreResult<Option<Agent>> {
+        agents::get(&self.pool, id).await
+    }
+
+    async fn agent_list(&self) -> StoreResult<Vec<Agent>> {
+        agents::list(&self.pool).await
+    }
+
+    async fn agent_rename(&self, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>> {
+        agents::rename(&self.pool, id, name, now).await
+    }
+
+    async fn agent_update_profile(
+        &self,
+        id: AgentId,
+        update: &ProfileUpdate,
+        now: Timestamp,
+    ) -> StoreResult<Option<Agent>> {
+        agents::update_profile(&self.pool, id, update, now).await
+    }
+
+    async fn agent_heartbeat(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
+        agents::heartbeat(&self.pool, id, now).await
+    }
+
+    async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
+        agents::close(&self.pool, id, now).await
+    }
+
+    async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts> {
+        agents::work_counts(&self.pool, id).await
+    }
+
+    async fn agents_existing(&self, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
+        agents::existing(&self.pool, ids).await
+    }
+
+    async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
+        tasks::create(&self.pool, task, now).await
+    }
+
+    async fn task_get(&self, id: TaskId) -> StoreResult<Option<Task>> {
+        tasks::get(&self.pool, id).await
+    }
+
+    async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
+        tasks::list(&self.pool, filter).await
+    }
+
+    async fn tasks_existing(&self, ids: &[TaskId]) -> StoreResult<Vec<TaskId>> {
+        tasks::existing(&self.pool, ids).await
+    }
+
+    async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>> {
+        tasks::unfinished_dependencies(&self.pool, id).await
+    }
+
+    async fn task_apply(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        apply::apply(&self.pool, id, change, actor, now).await
+    }
+
+    async fn task_set_progress(
+        &self,
+        id: TaskId,
+        progress: &str,
+        assignee: Option<AgentId>,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        apply::set_progress(&self.pool, id, progress, assignee, actor, now).await
+    }
+
+    async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {
+        events::list(&self.pool, filter).await
+    }
+
+    async fn session_logs_append(&self, logs: &NewSessionLogs, now: Timestamp) -> StoreResult<u64> {
+        sessions::logs_append(&self.pool, logs, now).await
+    }
+
+    async fn session_logs_for_task(&self, task_id: TaskId) -> StoreResult<Vec<SessionLog>> {
+        sessions::logs_for_task(&self.pool, task_id).await
+    }
+
+    async fn session_cost_insert(&self, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost> {
+        sessions::cost_insert(&self.pool, cost, now).await
+    }
+
+    async fn session_cost_list(&self, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>> {
+        sessions::cost_list(&self.pool, filter).await
+    }
+
+    async fn stats(&self) -> StoreResult<Stats> {
+        stats::stats(&self.pool).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_leaves_out_the_password() {
+        let options: PgConnectOptions = "postgres://swarm:secret@db.example:5433/swarm".parse().unwrap();
+        let text = describe_options(&options);
+        assert_eq!(text, "PostgreSQL at db.example:5433/swarm");
+        assert!(!text.contains("secret"));
+    }
+}

@@ -1,0 +1,232 @@
+//! Tasks: creation and reads. Transitions live in `apply.rs`.
+
+use sqlx::{PgConnection, PgExecutor, PgPool, Postgres, QueryBuilder};
+use swarm_domain::{
+    event::EventType,
+    id::TaskId,
+    task::{NewTask, Task, TaskStatus},
+    time::Timestamp,
+};
+use swarm_store::{StoreError, StoreResult, TaskFilter};
+use uuid::Uuid;
+
+use crate::{
+    agents::vanished,
+    error::{db, violated_constraint},
+    events,
+    rows::{task_from_row, task_select},
+};
+
+pub(crate) async fn get<'e>(executor: impl PgExecutor<'e>, id: TaskId) -> StoreResult<Option<Task>> {
+    sqlx::query(concat!(task_select!(), " WHERE t.id = $1"))
+        .bind(id.as_uuid())
+        .try_map(task_from_row)
+        .fetch_optional(executor)
+        .await
+        .map_err(db)
+}
+
+/// Read back a row this transaction just wrote.
+pub(crate) async fn get_known(conn: &mut PgConnection, id: TaskId) -> StoreResult<Task> {
+    get(conn, id).await?.ok_or_else(|| vanished("task", id))
+}
+
+pub(crate) async fn list(pool: &PgPool, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
+    // One snapshot for both statements, so the total always describes the page.
+    let mut tx = pool
+        .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .await
+        .map_err(db)?;
+    let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM tasks t");
+    push_filter(&mut count, filter);
+    let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await.map_err(db)?;
+
+    let mut page = QueryBuilder::<Postgres>::new(task_select!());
+    push_filter(&mut page, filter);
+    page.push(" ORDER BY t.created_at DESC, t.id DESC LIMIT ")
+        .push_bind(filter.limit.max(0))
+        .push(" OFFSET ")
+        .push_bind(filter.offset.max(0));
+    let tasks = page.build().try_map(task_from_row).fetch_all(&mut *tx).await.map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok((tasks, total))
+}
+
+fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &TaskFilter) {
+    query.push(" WHERE TRUE");
+    if !filter.statuses.is_empty() {
+        let statuses: Vec<&str> = filter.statuses.iter().map(TaskStatus::as_str).collect();
+        query.push(" AND t.status = ANY(").push_bind(statuses).push(")");
+    }
+    if let Some(agent_id) = filter.agent_id {
+        query.push(" AND t.agent_id = ").push_bind(agent_id.as_uuid());
+    }
+    if let Some(creator) = filter.creator_agent_id {
+        query.push(" AND t.creator_agent_id = ").push_bind(creator.as_uuid());
+    }
+    if let Some(offered_to) = filter.offered_to {
+        query.push(" AND t.offered_to = ").push_bind(offered_to.as_uuid());
+    }
+    if let Some(source) = &filter.source {
+        query.push(" AND t.source = ").push_bind(source.clone());
+    }
+    if let Some(task_type) = &filter.task_type {
+        query.push(" AND t.task_type = ").push_bind(task_type.clone());
+    }
+    for tag in &filter.tags {
+        query
+            .push(" AND t.id IN (SELECT g.task_id FROM task_tags g WHERE g.tag = ")
+            .push_bind(tag.clone())
+            .push(")");
+    }
+    if let Some(search) = &filter.search {
+        // strpos, not LIKE: the user's % and _ are plain characters.
+        query.push(" AND strpos(lower(t.task), lower(").push_bind(search.clone()).push(")) > 0");
+    }
+    if let Some(since) = filter.finished_since {
+        query.push(" AND t.finished_at >= ").push_bind(since.datetime());
+    }
+}
+
+/// In the order asked for, so callers can name the first unknown id.
+pub(crate) async fn existing(pool: &PgPool, ids: &[TaskId]) -> StoreResult<Vec<TaskId>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let uuids: Vec<Uuid> = ids.iter().map(TaskId::as_uuid).collect();
+    let found: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM tasks WHERE id = ANY($1)")
+        .bind(&uuids)
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
+    Ok(ids.iter().copied().filter(|id| found.contains(&id.as_uuid())).collect())
+}
+
+pub(crate) async fn unfinished_dependencies(pool: &PgPool, id: TaskId) -> StoreResult<Vec<TaskId>> {
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT d.depends_on_task_id FROM task_dependencies d \
+         JOIN tasks dt ON dt.id = d.depends_on_task_id \
+         WHERE d.task_id = $1 AND dt.status <> 'completed' \
+         ORDER BY d.position",
+    )
+    .bind(id.as_uuid())
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    Ok(ids.into_iter().map(TaskId::from_uuid).collect())
+}
+
+pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    if let Err(err) = insert(&mut tx, task, now).await {
+        // The failed statement aborted the transaction: roll back before looking anything up.
+        tx.rollback().await.map_err(db)?;
+        return Err(match violated_constraint(&err) {
+            Some(constraint) if constraint.ends_with("_fkey") => {
+                missing_reference(pool, task, &constraint).await?
+            }
+            _ => db(err),
+        });
+    }
+
+    let created = events::event(
+        EventType::TaskCreated,
+        task.creator_agent_id,
+        Some(task.id),
+        None,
+        Some(task.status.as_str()),
+    );
+    events::insert(&mut tx, &created, now).await?;
+    if task.status == TaskStatus::Offered {
+        let offered =
+            events::event(EventType::TaskOffered, task.offered_to, Some(task.id), None, Some(task.status.as_str()));
+        events::insert(&mut tx, &offered, now).await?;
+    }
+    let created = get_known(&mut tx, task.id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(created)
+}
+
+async fn insert(conn: &mut PgConnection, task: &NewTask, now: Timestamp) -> Result<(), sqlx::Error> {
+    let offered_at = (task.status == TaskStatus::Offered).then_some(now.datetime());
+    let origin = &task.origin;
+    sqlx::query(
+        "INSERT INTO tasks (id, agent_id, creator_agent_id, task, status, source, task_type, \
+                            priority, offered_to, offered_at, created_at, last_updated_at, \
+                            slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id, \
+                            mention_channel_id, github_repo, github_event_type, github_number, \
+                            github_comment_id, github_author, github_url) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15, $16, $17, \
+                 $18, $19, $20, $21, $22)",
+    )
+    .bind(task.id.as_uuid())
+    .bind(task.agent_id.map(|id| id.as_uuid()))
+    .bind(task.creator_agent_id.map(|id| id.as_uuid()))
+    .bind(&task.task)
+    .bind(task.status.as_str())
+    .bind(&task.source)
+    .bind(task.task_type.as_deref())
+    .bind(task.priority)
+    .bind(task.offered_to.map(|id| id.as_uuid()))
+    .bind(offered_at)
+    .bind(now.datetime())
+    .bind(origin.slack_channel_id.as_deref())
+    .bind(origin.slack_thread_ts.as_deref())
+    .bind(origin.slack_user_id.as_deref())
+    .bind(origin.mention_message_id.as_deref())
+    .bind(origin.mention_channel_id.as_deref())
+    .bind(origin.github_repo.as_deref())
+    .bind(origin.github_event_type.as_deref())
+    .bind(origin.github_number)
+    .bind(origin.github_comment_id)
+    .bind(origin.github_author.as_deref())
+    .bind(origin.github_url.as_deref())
+    .execute(&mut *conn)
+    .await?;
+
+    // ON CONFLICT: a repeated tag or dependency is kept once, at its first position.
+    if !task.tags.is_empty() {
+        sqlx::query(
+            "INSERT INTO task_tags (task_id, position, tag) \
+             SELECT $1, (u.ord - 1)::int, u.tag FROM unnest($2::text[]) WITH ORDINALITY AS u(tag, ord) \
+             ORDER BY u.ord ON CONFLICT DO NOTHING",
+        )
+        .bind(task.id.as_uuid())
+        .bind(&task.tags)
+        .execute(&mut *conn)
+        .await?;
+    }
+    if !task.depends_on.is_empty() {
+        let depends_on: Vec<Uuid> = task.depends_on.iter().map(TaskId::as_uuid).collect();
+        sqlx::query(
+            "INSERT INTO task_dependencies (task_id, depends_on_task_id, position) \
+             SELECT $1, u.dep, (u.ord - 1)::int FROM unnest($2::uuid[]) WITH ORDINALITY AS u(dep, ord) \
+             ORDER BY u.ord ON CONFLICT DO NOTHING",
+        )
+        .bind(task.id.as_uuid())
+        .bind(&depends_on)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The violated constraint says which field; the message also names the missing id.
+async fn missing_reference(pool: &PgPool, task: &NewTask, constraint: &str) -> StoreResult<StoreError> {
+    let agent = match constraint {
+        "tasks_agent_id_fkey" => Some(("agentId", task.agent_id)),
+        "tasks_offered_to_fkey" => Some(("offeredTo", task.offered_to)),
+        "tasks_creator_agent_id_fkey" => Some(("creatorAgentId", task.creator_agent_id)),
+        _ => None,
+    };
+    if let Some((field, Some(agent))) = agent {
+        return Ok(StoreError::MissingReference(format!("{field}: agent {agent} does not exist")));
+    }
+    if constraint == "task_dependencies_depends_on_task_id_fkey" {
+        let found = existing(pool, &task.depends_on).await?;
+        if let Some(missing) = task.depends_on.iter().find(|id| !found.contains(id)) {
+            return Ok(StoreError::MissingReference(format!("dependsOn: task {missing} does not exist")));
+        }
+    }
+    Ok(StoreError::MissingReference("a referenced agent or task does not exist".to_string()))
+}

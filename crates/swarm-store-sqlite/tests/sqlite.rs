@@ -1,0 +1,94 @@
+//! What is particular to the SQLite backend: several stores (processes) on one file.
+//! The behaviour shared with PostgreSQL is covered by the conformance suite in
+//! `crates/swarm/tests/it/store/`.
+
+use std::sync::Arc;
+
+use swarm_domain::{
+    agent::NewAgent,
+    id::AgentId,
+    task::{NewTask, TaskAction, TaskDraft, TaskStatus},
+    time::Timestamp,
+};
+use swarm_store::{Applied, Registered, Store, StoreError};
+use swarm_store_sqlite::SqliteStore;
+use tokio::task::JoinSet;
+
+fn worker(name: &str, max_tasks: i64) -> NewAgent {
+    NewAgent::parse(AgentId::new_v7(), name, false, None, None, None, Some(max_tasks)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_on_one_file_see_each_other_and_never_double_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    // Opened at once, as `swarm serve` and `swarm mcp` may be: both migrate safely.
+    let (first, second) = tokio::join!(SqliteStore::open(&path), SqliteStore::open(&path));
+    let (first, second) = (Arc::new(first.unwrap()), Arc::new(second.unwrap()));
+    assert!(first.describe().ends_with("swarm.db"), "{}", first.describe());
+
+    let now = Timestamp::now();
+    let alice = worker("alice", 5);
+    let bob = worker("bob", 5);
+    first.agent_register(&alice, now).await.unwrap();
+    second.agent_register(&bob, now).await.unwrap();
+    let taken = worker("alice", 1);
+    assert!(matches!(second.agent_register(&taken, now).await, Err(StoreError::Conflict(_))));
+
+    let mut tasks = Vec::new();
+    for n in 0..10 {
+        let draft = TaskDraft { task: format!("pool task {n}"), ..TaskDraft::default() };
+        tasks.push(first.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap());
+    }
+
+    // Every task is claimed by both agents through both stores at once.
+    let mut claims = JoinSet::new();
+    for task in &tasks {
+        for (store, agent) in [(&first, alice.id), (&second, bob.id)] {
+            let (store, id) = (Arc::clone(store), task.id);
+            claims.spawn(async move {
+                let change = TaskAction::Claim { agent }.change();
+                store.task_apply(id, &change, Some(agent), now).await
+            });
+        }
+    }
+    let mut n_changed = 0;
+    while let Some(outcome) = claims.join_next().await {
+        match outcome.unwrap().unwrap() {
+            Applied::Changed { after, .. } => {
+                assert_eq!(after.status, TaskStatus::Pending);
+                n_changed += 1;
+            }
+            Applied::Refused { .. } => {}
+            Applied::NotFound => panic!("task vanished"),
+        }
+    }
+    assert_eq!(n_changed, tasks.len());
+
+    let stats = second.stats().await.unwrap();
+    assert_eq!(stats.tasks.pending, 10);
+    assert_eq!(stats.agents.idle, 2);
+    first.close().await;
+    second.close().await;
+}
+
+#[tokio::test]
+async fn reopening_keeps_data_and_registration_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let now = Timestamp::now();
+    let alice = worker("alice", 1);
+    {
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert!(matches!(store.agent_register(&alice, now).await, Ok(Registered::Created(_))));
+        store.agent_close(alice.id, now).await.unwrap();
+        store.close().await;
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    let again = NewAgent { max_tasks: 3, ..alice.clone() };
+    let Ok(Registered::Existing(agent)) = store.agent_register(&again, now).await else {
+        panic!("expected the existing agent");
+    };
+    assert_eq!(agent.max_tasks, 3);
+    assert_eq!(agent.status.as_str(), "idle");
+}

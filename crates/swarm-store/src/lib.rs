@@ -1,0 +1,178 @@
+//! The storage interface of swarm.
+//!
+//! One trait, two implementations (`swarm-store-sqlite`, `swarm-store-postgres`), one
+//! conformance suite (`crates/swarm/tests/it/store/`) run against both.
+//!
+//! Architecture invariant: every method that changes state is one transaction whose SQL
+//! carries its guard; a guard that is false changes nothing and is reported as an
+//! outcome ([`Applied::Refused`]), never as an error string. Every state change appends
+//! its event log rows in the same transaction. Permissions are not checked here: that is
+//! the service's job.
+
+use async_trait::async_trait;
+use swarm_domain::{
+    agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
+    event::Event,
+    id::{AgentId, TaskId},
+    session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
+    stats::{Stats, WorkCounts},
+    task::{NewTask, Task, TaskChange, TaskStatus},
+    time::Timestamp,
+};
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A uniqueness rule was broken (agent name, one lead). The message is user-facing.
+    #[error("{0}")]
+    Conflict(String),
+    /// A referenced row does not exist (foreign key). The message is user-facing.
+    #[error("{0}")]
+    MissingReference(String),
+    /// The database failed; the message is for the log, not the user.
+    #[error("database error: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The outcome of a guarded change to one row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied<T> {
+    /// The guard held: the row before and after the change.
+    Changed { before: T, after: T },
+    /// The row exists but the guard was false; nothing changed. The row as it stands.
+    Refused { current: T },
+    NotFound,
+}
+
+/// How registration went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registered {
+    /// A new agent row was inserted (`agent_joined` logged).
+    Created(Agent),
+    /// The agent existed: `offline` became `idle`, `max_tasks` was updated.
+    Existing(Agent),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Any of these statuses; empty means all.
+    pub statuses: Vec<TaskStatus>,
+    pub agent_id: Option<AgentId>,
+    pub creator_agent_id: Option<AgentId>,
+    pub offered_to: Option<AgentId>,
+    pub source: Option<String>,
+    pub task_type: Option<String>,
+    /// Tasks carrying every one of these tags.
+    pub tags: Vec<String>,
+    /// Case-insensitive substring of the task text.
+    pub search: Option<String>,
+    /// Only tasks with `finished_at >= finished_since`.
+    pub finished_since: Option<Timestamp>,
+    /// Page size (the service bounds it) and offset; ordered newest first.
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    pub agent_id: Option<AgentId>,
+    pub task_id: Option<TaskId>,
+    pub limit: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionCostFilter {
+    pub task_id: Option<TaskId>,
+    pub agent_id: Option<AgentId>,
+    pub limit: i64,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `"sqlite"` or `"postgres"`, for logs and `/health`.
+    fn backend_name(&self) -> &'static str;
+
+    // ----- agents -----
+
+    /// Insert the agent, or, when `agent.id` exists, bring it back (`offline` → `idle`,
+    /// logged as `agent_status_change`) and update `max_tasks`; other fields are kept.
+    /// Conflicts: the name is taken by another agent; `agent.is_lead` while another
+    /// lead that is not `offline` exists (this check and the insert are atomic).
+    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registered>;
+    async fn agent_get(&self, id: AgentId) -> StoreResult<Option<Agent>>;
+    /// All agents ordered by name.
+    async fn agent_list(&self) -> StoreResult<Vec<Agent>>;
+    /// Conflict when another agent has the name.
+    async fn agent_rename(&self, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>>;
+    async fn agent_update_profile(
+        &self,
+        id: AgentId,
+        update: &ProfileUpdate,
+        now: Timestamp,
+    ) -> StoreResult<Option<Agent>>;
+    /// A heartbeat: `offline` → `idle` (logged), `last_updated_at` bumped.
+    async fn agent_heartbeat(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
+    /// The agent goes `offline` (logged as `agent_left`); a no-op when already offline.
+    async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
+    /// Offered-to-me, pool (unassigned) and my in-progress counts.
+    async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts>;
+    /// Which of `ids` exist.
+    async fn agents_existing(&self, ids: &[AgentId]) -> StoreResult<Vec<AgentId>>;
+
+    // ----- tasks -----
+
+    /// Insert the task with its tags and dependencies, logging `task_created` (and
+    /// `task_offered` when offered), in one transaction.
+    async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task>;
+    async fn task_get(&self, id: TaskId) -> StoreResult<Option<Task>>;
+    /// A page of tasks, newest first, and the total that match the filter.
+    async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)>;
+    /// Which of `ids` exist.
+    async fn tasks_existing(&self, ids: &[TaskId]) -> StoreResult<Vec<TaskId>>;
+    /// Dependencies of the task that are not `completed`.
+    async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>>;
+
+    /// Apply one transition of the task state machine as a single guarded `UPDATE`:
+    /// `status IN change.from` and every part of `change.guard` must hold. On success it
+    /// also, in the same transaction: logs `task_status_change` (old → new status, by
+    /// `actor`) and `change.event` when set; and sets the status of the agents involved
+    /// (the assignee before and after) to `busy` when they hold an `in_progress` task,
+    /// else `idle`, unless they are `offline` (logged as `agent_status_change`).
+    async fn task_apply(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>>;
+
+    /// Record a progress note, guarded by the task not being finished and, when given,
+    /// by `assignee`. Logs `task_progress`.
+    async fn task_set_progress(
+        &self,
+        id: TaskId,
+        progress: &str,
+        assignee: Option<AgentId>,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>>;
+
+    // ----- event log, sessions, stats -----
+
+    /// Newest first.
+    async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>>;
+    /// Appends the lines in order; returns how many were stored.
+    async fn session_logs_append(&self, logs: &NewSessionLogs, now: Timestamp) -> StoreResult<u64>;
+    /// In the order they were written.
+    async fn session_logs_for_task(&self, task_id: TaskId) -> StoreResult<Vec<SessionLog>>;
+    async fn session_cost_insert(&self, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost>;
+    /// Newest first.
+    async fn session_cost_list(&self, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>>;
+    async fn stats(&self) -> StoreResult<Stats>;
+}
+
+/// Agents whose status is set by their work, for stores computing `busy`/`idle`.
+pub fn status_for_work(in_progress: i64) -> AgentStatus {
+    if in_progress > 0 { AgentStatus::Busy } else { AgentStatus::Idle }
+}

@@ -1,0 +1,315 @@
+//! `swarm task create|list|show|finish|cancel`.
+
+use std::io::Read;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use swarm_client::{Client, CreateTaskRequest, FinishStatus, TaskQuery};
+use swarm_domain::{
+    id::TaskId,
+    task::{Task, TaskStatus},
+};
+
+use super::{
+    HubArgs, JSON_HELP, agent_names, hub_failure,
+    output::{self, EVENT_HEADERS, TASK_HEADERS},
+    resolve_agent,
+};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TaskCommand {
+    /// Create a task: in the pool (default), assigned (--agent), offered (--offer-to)
+    /// or in the backlog (--backlog)
+    ///
+    /// Prints the new task's id alone on a line, so that scripts can capture it
+    /// (`id=$(swarm task create "...")`); --json prints the whole task instead.
+    Create(CreateArgs),
+    /// List tasks, newest first, with optional filters
+    ///
+    /// Shows id, status, priority, agent (its assignee, or who it is offered to) and
+    /// the start of the text. --json prints `{tasks, total}`.
+    List(ListArgs),
+    /// Show every field of a task, then its history (newest first)
+    Show(ShowArgs),
+    /// Finish an in_progress task as completed (default) or failed
+    ///
+    /// Finishing a task that is already finished changes nothing and says so. The
+    /// hub refuses (403) to finish a task assigned to another agent than the one
+    /// given by --agent-id.
+    Finish(FinishArgs),
+    /// Cancel a task that is not finished yet
+    Cancel(CancelArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// What to do, in plain words; `-` reads it from stdin
+    #[arg(value_name = "TEXT")]
+    text: String,
+    /// Assign the task to this agent (name or id): it starts as pending
+    #[arg(long, value_name = "AGENT", conflicts_with_all = ["offer_to", "backlog"])]
+    agent: Option<String>,
+    /// Offer the task to this agent (name or id), who may accept or reject it
+    #[arg(long, value_name = "AGENT", conflicts_with = "backlog")]
+    offer_to: Option<String>,
+    /// Priority from 0 to 100; higher runs first [hub default: 50]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..=100))]
+    priority: Option<i64>,
+    /// A tag; repeat for several
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Kind of task, e.g. `bugfix` or `review` (letters, digits, `_-.:`)
+    #[arg(long = "type", value_name = "TYPE")]
+    task_type: Option<String>,
+    /// Id of a task that must be completed before this one can start; repeat for several
+    #[arg(long, value_name = "TASK_ID")]
+    depends_on: Vec<TaskId>,
+    /// Put the task in the backlog, where no agent picks it up yet
+    #[arg(long)]
+    backlog: bool,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+    #[command(flatten)]
+    hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only tasks in this status; repeat or separate with commas for several
+    /// (backlog, unassigned, offered, reviewing, pending, in_progress, paused,
+    /// completed, failed, cancelled)
+    #[arg(long, value_name = "STATUS", value_delimiter = ',', value_parser = parse_status)]
+    status: Vec<TaskStatus>,
+    /// Only tasks assigned to this agent (name or id)
+    #[arg(long, value_name = "AGENT")]
+    agent: Option<String>,
+    /// Only tasks whose text contains this (case-insensitive)
+    #[arg(long, value_name = "TEXT")]
+    search: Option<String>,
+    /// Only tasks of this kind (as given by `task create --type`)
+    #[arg(long = "type", value_name = "TYPE")]
+    task_type: Option<String>,
+    /// Only tasks carrying this tag; repeat or separate with commas to require several
+    #[arg(long = "tag", value_name = "TAG", value_delimiter = ',')]
+    tags: Vec<String>,
+    /// Show at most this many tasks (1 to 1000)
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    limit: u32,
+    /// Skip this many tasks first (for the next page)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    offset: u32,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+    #[command(flatten)]
+    hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// Id of the task
+    #[arg(value_name = "TASK_ID")]
+    id: TaskId,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+    #[command(flatten)]
+    hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FinishArgs {
+    /// Id of the task
+    #[arg(value_name = "TASK_ID")]
+    id: TaskId,
+    /// Mark the task failed instead of completed
+    #[arg(long)]
+    failed: bool,
+    /// The result of the work, kept with a completed task
+    #[arg(long, value_name = "TEXT", conflicts_with = "failed")]
+    output: Option<String>,
+    /// Why the task failed (with --failed)
+    #[arg(long, value_name = "TEXT", requires = "failed")]
+    reason: Option<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+    #[command(flatten)]
+    hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CancelArgs {
+    /// Id of the task
+    #[arg(value_name = "TASK_ID")]
+    id: TaskId,
+    /// Why the task is cancelled; kept as its failure reason
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+    #[command(flatten)]
+    hub: HubArgs,
+}
+
+pub(crate) async fn run_task(command: TaskCommand) -> anyhow::Result<()> {
+    match command {
+        TaskCommand::Create(args) => task_create(args).await,
+        TaskCommand::List(args) => task_list(args).await,
+        TaskCommand::Show(args) => task_show(args).await,
+        TaskCommand::Finish(args) => task_finish(args).await,
+        TaskCommand::Cancel(args) => task_cancel(args).await,
+    }
+}
+
+async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
+    let client = args.hub.connect()?;
+    let text = if args.text == "-" { read_stdin()? } else { args.text };
+    let agent_id = match &args.agent {
+        Some(agent) => Some(resolve_agent(&client, agent).await?),
+        None => None,
+    };
+    let offered_to = match &args.offer_to {
+        Some(agent) => Some(resolve_agent(&client, agent).await?),
+        None => None,
+    };
+    let request = CreateTaskRequest {
+        task: text,
+        agent_id,
+        offered_to,
+        task_type: args.task_type,
+        tags: args.tags,
+        priority: args.priority,
+        depends_on: args.depends_on,
+        source: None,
+        status: args.backlog.then_some(TaskStatus::Backlog),
+    };
+    let task = client
+        .create_task(&request)
+        .await
+        .map_err(|err| hub_failure("cannot create the task".to_string(), err, |_| None))?;
+    if args.json {
+        return output::print_json(&task);
+    }
+    println!("{}", task.id);
+    Ok(())
+}
+
+async fn task_list(args: ListArgs) -> anyhow::Result<()> {
+    let client = args.hub.connect()?;
+    let agent_id = match &args.agent {
+        Some(agent) => Some(resolve_agent(&client, agent).await?),
+        None => None,
+    };
+    let query = TaskQuery {
+        status: args.status,
+        agent_id,
+        search: args.search.filter(|search| !search.is_empty()),
+        source: None,
+        task_type: args.task_type,
+        tags: args.tags,
+        limit: Some(args.limit),
+        offset: Some(args.offset),
+    };
+    let list = client.list_tasks(&query).await.context("cannot list tasks")?;
+    if args.json {
+        return output::print_json(&list);
+    }
+    if list.tasks.is_empty() {
+        match list.total {
+            0 => println!("no tasks"),
+            total => println!("no tasks at offset {} ({total} in all)", args.offset),
+        }
+        return Ok(());
+    }
+    let names = agent_names(&client).await;
+    print!("{}", output::table(&TASK_HEADERS, &output::task_rows(&list.tasks, &names)));
+    let shown_to = u64::from(args.offset) + list.tasks.len() as u64;
+    if (shown_to as i64) < list.total {
+        println!(
+            "showing {}-{shown_to} of {}; next page: --offset {shown_to}",
+            u64::from(args.offset) + 1,
+            list.total
+        );
+    }
+    Ok(())
+}
+
+async fn task_show(args: ShowArgs) -> anyhow::Result<()> {
+    let client = args.hub.connect()?;
+    let id = args.id;
+    let detail = client
+        .get_task(id)
+        .await
+        .map_err(|err| hub_failure(format!("cannot show task {id}"), err, not_found_tip))?;
+    if args.json {
+        return output::print_json(&detail);
+    }
+    let names = agent_names(&client).await;
+    print!("{}", output::task_fields(&detail.task, &names));
+    if !detail.logs.is_empty() {
+        println!("\nhistory (newest first):");
+        print!("{}", output::table(&EVENT_HEADERS, &output::event_rows(&detail.logs, &names)));
+    }
+    Ok(())
+}
+
+async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
+    let client = args.hub.connect()?;
+    let id = args.id;
+    let status = if args.failed { FinishStatus::Failed } else { FinishStatus::Completed };
+    let answer = client
+        .finish_task(id, status, args.output.as_deref(), args.reason.as_deref())
+        .await
+        .map_err(|err| hub_failure(format!("cannot finish task {id}"), err, |status| refusal_tip(&client, id, status)))?;
+    if args.json {
+        return output::print_json(&answer);
+    }
+    print_finish_outcome(&answer.task, answer.already_finished);
+    Ok(())
+}
+
+async fn task_cancel(args: CancelArgs) -> anyhow::Result<()> {
+    let client = args.hub.connect()?;
+    let id = args.id;
+    let answer = client
+        .cancel_task(id, args.reason.as_deref())
+        .await
+        .map_err(|err| hub_failure(format!("cannot cancel task {id}"), err, |status| refusal_tip(&client, id, status)))?;
+    if args.json {
+        return output::print_json(&answer);
+    }
+    print_finish_outcome(&answer.task, answer.already_finished);
+    Ok(())
+}
+
+fn print_finish_outcome(task: &Task, already_finished: bool) {
+    if already_finished {
+        println!("task {} was already finished ({}); nothing changed", task.id, task.status);
+    } else {
+        println!("task {} is now {}", task.id, task.status);
+    }
+}
+
+fn not_found_tip(status: u16) -> Option<String> {
+    (status == 404).then(|| "check the id with `swarm task list`".to_string())
+}
+
+/// What to do when the hub refuses to finish or cancel a task.
+fn refusal_tip(client: &Client, id: TaskId, status: u16) -> Option<String> {
+    match status {
+        403 if client.agent_id().is_none() => Some(format!(
+            "act as the agent allowed to do this with --agent-id or AGENT_ID (see `swarm task show {id}`)"
+        )),
+        403 => Some(format!("--agent-id / AGENT_ID names an agent that may not do this; see `swarm task show {id}`")),
+        409 | 400 => Some(format!("see the task's status with `swarm task show {id}`")),
+        _ => not_found_tip(status),
+    }
+}
+
+fn parse_status(text: &str) -> Result<TaskStatus, String> {
+    TaskStatus::parse(text.trim()).map_err(|err| err.to_string())
+}
+
+fn read_stdin() -> anyhow::Result<String> {
+    let mut text = String::new();
+    std::io::stdin().read_to_string(&mut text).context("cannot read the task text from stdin")?;
+    Ok(text)
+}

@@ -1,0 +1,63 @@
+//! `swarm`: one binary for the hub (`serve`) and its client commands.
+//!
+//! `main` only parses arguments, runs the chosen command and maps the result to an
+//! exit code; each command lives in its own module.
+
+mod commands;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "swarm",
+    version,
+    about = "A coordination hub for crews of AI coding agents",
+    long_about = "A coordination hub for crews of AI coding agents.\n\n\
+        Run the hub with `swarm serve`; talk to a running hub with `swarm task`, \
+        `swarm agent` and `swarm stats`."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the hub: HTTP API on --host:--port, backed by SQLite (default) or PostgreSQL.
+    Serve(serve::ServeArgs),
+    /// Create, list, show, finish and cancel tasks on a running hub.
+    #[command(subcommand)]
+    Task(commands::TaskCommand),
+    /// List and show agents on a running hub.
+    #[command(subcommand)]
+    Agent(commands::AgentCommand),
+    /// Show agent and task counts of a running hub.
+    Stats(commands::StatsArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Task(command) => commands::run_task(command).await,
+            Command::Agent(command) => commands::run_agent(command).await,
+            Command::Stats(args) => commands::run_stats(args).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Every integration test of swarm, compiled into one binary.
+
+mod api_flow;
+mod durability;
+mod hub;
+mod store;
+mod support;

@@ -1,0 +1,233 @@
+//! The store conformance suite: every test runs against SQLite and PostgreSQL (see
+//! `support::store_tests!`) and checks what the `Store` trait documents, through the
+//! trait only.
+//!
+//! Not covered yet: the `reviewing` status. No `TaskAction` leads into it (the poll
+//! will), so accept and reject are exercised from `offered` only.
+
+mod agents;
+mod claims;
+mod endings;
+mod lists;
+mod race;
+mod tasks;
+mod work;
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicI64, Ordering},
+};
+
+use swarm_domain::{
+    agent::{Agent, NewAgent},
+    event::{Event, EventType},
+    id::{AgentId, TaskId},
+    task::{FinishOutcome, Task, TaskAction, TaskDraft, NewTask},
+    time::Timestamp,
+};
+use swarm_store::{Applied, EventFilter, Registered, Store};
+
+/// 2026-01-20T10:00:00.123Z: a start with a non-zero millisecond part, so that a
+/// store that drops milliseconds is caught.
+const CLOCK_START_MILLIS: i64 = 1_768_903_200_123;
+
+/// A store plus a clock that moves one second per reading, so that every write has
+/// its own timestamp and "newest first" is well defined.
+pub struct Fixture {
+    pub store: Arc<dyn Store>,
+    clock: AtomicI64,
+}
+
+impl Fixture {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Fixture { store, clock: AtomicI64::new(CLOCK_START_MILLIS) }
+    }
+
+    /// The next instant, one second after the previous one.
+    pub fn now(&self) -> Timestamp {
+        let millis = self.clock.fetch_add(1000, Ordering::SeqCst) + 1000;
+        Timestamp::from_unix_millis(millis).expect("a valid timestamp")
+    }
+
+    /// Register a new agent; panics unless it was created.
+    pub async fn register(&self, name: &str, is_lead: bool, max_tasks: i64) -> Agent {
+        let new = new_agent(AgentId::new_v7(), name, is_lead, max_tasks);
+        match self.store.agent_register(&new, self.now()).await {
+            Ok(Registered::Created(agent)) => agent,
+            other => panic!("register {name}: expected Created, got {other:?}"),
+        }
+    }
+
+    /// A worker that works one task at a time.
+    pub async fn worker(&self, name: &str) -> AgentId {
+        self.register(name, false, 1).await.id
+    }
+
+    pub async fn agent(&self, id: AgentId) -> Agent {
+        self.store.agent_get(id).await.expect("agent_get").expect("the agent exists")
+    }
+
+    pub async fn create(&self, draft: TaskDraft, creator: Option<AgentId>) -> Task {
+        let new = NewTask::parse(draft, creator).expect("a valid task draft");
+        self.store.task_create(&new, self.now()).await.expect("task_create")
+    }
+
+    /// A task in the pool (`unassigned`).
+    pub async fn pool_task(&self, text: &str) -> Task {
+        self.create(draft(text), None).await
+    }
+
+    /// A task assigned to `agent` (`pending`).
+    pub async fn assigned_task(&self, text: &str, agent: AgentId) -> Task {
+        self.create(TaskDraft { agent_id: Some(agent), ..draft(text) }, None).await
+    }
+
+    /// A task offered to `agent` (`offered`).
+    pub async fn offered_task(&self, text: &str, agent: AgentId) -> Task {
+        self.create(TaskDraft { offered_to: Some(agent), ..draft(text) }, None).await
+    }
+
+    /// A task `agent` is working on (`in_progress`).
+    pub async fn started_task(&self, text: &str, agent: AgentId) -> Task {
+        let task = self.assigned_task(text, agent).await;
+        self.must_change(task.id, TaskAction::Start { agent }).await
+    }
+
+    /// A task `agent` finished with `completed`.
+    pub async fn completed_task(&self, text: &str, agent: AgentId) -> Task {
+        let task = self.started_task(text, agent).await;
+        self.must_change(task.id, complete(agent)).await
+    }
+
+    pub async fn task(&self, id: TaskId) -> Task {
+        self.store.task_get(id).await.expect("task_get").expect("the task exists")
+    }
+
+    /// Apply `action` as the agent it names (no actor for cancel and backlog moves).
+    pub async fn apply(&self, id: TaskId, action: TaskAction) -> Applied<Task> {
+        self.apply_at(id, action, self.now()).await
+    }
+
+    pub async fn apply_at(&self, id: TaskId, action: TaskAction, now: Timestamp) -> Applied<Task> {
+        let actor = actor_of(&action);
+        self.store
+            .task_apply(id, &action.change(), actor, now)
+            .await
+            .unwrap_or_else(|err| panic!("task_apply {}: {err}", action.name()))
+    }
+
+    /// Apply `action`, which must succeed; the task after it.
+    pub async fn must_change(&self, id: TaskId, action: TaskAction) -> Task {
+        let name = action.name();
+        match self.apply(id, action).await {
+            Applied::Changed { before, after } => {
+                assert_eq!(before.id, id);
+                assert_eq!(after.id, id);
+                after
+            }
+            other => panic!("{name}: expected Changed, got {other:?}"),
+        }
+    }
+
+    /// Apply `action`, which must be refused without changing the task or logging
+    /// anything about it; the task as it stands.
+    pub async fn must_refuse(&self, id: TaskId, action: TaskAction) -> Task {
+        let name = action.name();
+        let task_before = self.task(id).await;
+        let n_events_before = self.task_events(id).await.len();
+        let current = match self.apply(id, action).await {
+            Applied::Refused { current } => current,
+            other => panic!("{name} from {}: expected Refused, got {other:?}", task_before.status),
+        };
+        assert_eq!(current, task_before, "{name}: Refused must report the task as it stands");
+        assert_eq!(self.task(id).await, task_before, "{name}: a refusal must change nothing");
+        assert_eq!(
+            self.task_events(id).await.len(),
+            n_events_before,
+            "{name}: a refusal must log nothing"
+        );
+        current
+    }
+
+    /// The event log of one task, newest first.
+    pub async fn task_events(&self, id: TaskId) -> Vec<Event> {
+        let filter = EventFilter { task_id: Some(id), limit: 1000, ..EventFilter::default() };
+        self.store.event_list(&filter).await.expect("event_list")
+    }
+
+    /// The event log of one agent, newest first.
+    pub async fn agent_events(&self, id: AgentId) -> Vec<Event> {
+        let filter = EventFilter { agent_id: Some(id), limit: 1000, ..EventFilter::default() };
+        self.store.event_list(&filter).await.expect("event_list")
+    }
+}
+
+pub fn new_agent(id: AgentId, name: &str, is_lead: bool, max_tasks: i64) -> NewAgent {
+    NewAgent::parse(id, name, is_lead, None, None, None, Some(max_tasks)).expect("a valid agent")
+}
+
+pub fn draft(text: &str) -> TaskDraft {
+    TaskDraft { task: text.to_string(), ..TaskDraft::default() }
+}
+
+pub fn complete(agent: AgentId) -> TaskAction {
+    TaskAction::Finish {
+        assignee: Some(agent),
+        outcome: FinishOutcome::Completed { output: Some("done".to_string()) },
+    }
+}
+
+pub fn fail(agent: AgentId) -> TaskAction {
+    TaskAction::Finish {
+        assignee: Some(agent),
+        outcome: FinishOutcome::Failed { failure_reason: Some("broken".to_string()) },
+    }
+}
+
+pub fn cancel() -> TaskAction {
+    TaskAction::Cancel { reason: Some("not needed".to_string()) }
+}
+
+/// The agent an action is performed by, as the service would pass it.
+pub fn actor_of(action: &TaskAction) -> Option<AgentId> {
+    match action {
+        TaskAction::Claim { agent }
+        | TaskAction::Release { agent }
+        | TaskAction::Accept { agent }
+        | TaskAction::Reject { agent, .. }
+        | TaskAction::Start { agent }
+        | TaskAction::Pause { agent }
+        | TaskAction::Resume { agent } => Some(*agent),
+        TaskAction::Finish { assignee, .. } => *assignee,
+        TaskAction::Cancel { .. } | TaskAction::ToBacklog | TaskAction::FromBacklog => None,
+    }
+}
+
+/// Events of one kind, newest first.
+pub fn of_type(events: &[Event], event_type: EventType) -> Vec<&Event> {
+    events.iter().filter(|event| event.event_type == event_type).collect()
+}
+
+/// The `task_status_change` rows as `(old, new)` pairs, oldest first.
+pub fn status_changes(events: &[Event]) -> Vec<(String, String)> {
+    let mut changes: Vec<(String, String)> = of_type(events, EventType::TaskStatusChange)
+        .into_iter()
+        .map(|event| {
+            (
+                event.old_value.clone().unwrap_or_default(),
+                event.new_value.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    changes.reverse();
+    changes
+}
+
+pub fn pair(old: &str, new: &str) -> (String, String) {
+    (old.to_string(), new.to_string())
+}
+
+pub fn sorted<T: Ord>(mut items: Vec<T>) -> Vec<T> {
+    items.sort();
+    items
+}

@@ -1,0 +1,204 @@
+//! Creating tasks and reading them back: initial statuses, every field, the events of
+//! creation, missing references, dependencies.
+
+use std::sync::Arc;
+
+use swarm_domain::{
+    event::EventType,
+    id::{AgentId, TaskId},
+    task::{NewTask, PRIORITY_DEFAULT, TaskDraft, TaskOrigin, TaskStatus},
+};
+use swarm_store::{Store, StoreError, TaskFilter};
+
+use super::{Fixture, cancel, draft, fail, of_type, sorted};
+use crate::support::store_tests;
+
+store_tests!(
+    create_round_trips_every_field,
+    create_picks_the_initial_status,
+    create_logs_created_and_offered,
+    create_refuses_missing_references,
+    unknown_task_reads_as_none,
+    tasks_existing_reports_known_ids,
+    unfinished_dependencies_are_those_not_completed,
+);
+
+async fn create_round_trips_every_field(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let creator = fx.worker("creator").await;
+    let assignee = fx.worker("assignee").await;
+    let first_dep = fx.pool_task("dependency one").await;
+    let second_dep = fx.pool_task("dependency two").await;
+    let origin = TaskOrigin {
+        slack_channel_id: Some("C123".into()),
+        slack_thread_ts: Some("1700000000.000100".into()),
+        slack_user_id: Some("U42".into()),
+        mention_message_id: Some("m-1".into()),
+        mention_channel_id: Some("ch-1".into()),
+        github_repo: Some("swarm/swarm".into()),
+        github_event_type: Some("issue_comment".into()),
+        github_number: Some(17),
+        github_comment_id: Some(9_000_000_001),
+        github_author: Some("octocat".into()),
+        github_url: Some("https://github.com/swarm/swarm/issues/17".into()),
+    };
+    let new = NewTask::parse(
+        TaskDraft {
+            task: "  Write the conformance suite  ".into(),
+            agent_id: Some(assignee),
+            source: Some("github".into()),
+            task_type: Some("testing".into()),
+            tags: vec!["zeta".into(), "alpha".into(), "mid".into()],
+            priority: Some(77),
+            // Deliberately not in creation order: the order given is kept.
+            depends_on: vec![second_dep.id, first_dep.id],
+            origin: origin.clone(),
+            ..TaskDraft::default()
+        },
+        Some(creator),
+    )
+    .unwrap();
+    let created_at = fx.now();
+    let task = fx.store.task_create(&new, created_at).await.unwrap();
+
+    assert_eq!(task.id, new.id);
+    assert_eq!(task.task, "Write the conformance suite");
+    assert_eq!(task.status, TaskStatus::Pending);
+    assert_eq!(task.agent_id, Some(assignee));
+    assert_eq!(task.creator_agent_id, Some(creator));
+    assert_eq!(task.source, "github");
+    assert_eq!(task.task_type.as_deref(), Some("testing"));
+    assert_eq!(task.tags, ["zeta", "alpha", "mid"]);
+    assert_eq!(task.priority, 77);
+    assert_eq!(task.depends_on, [second_dep.id, first_dep.id]);
+    assert_eq!(task.offered_to, None);
+    assert_eq!(task.offered_at, None);
+    assert_eq!(task.accepted_at, None);
+    assert_eq!(task.rejection_reason, None);
+    assert_eq!(task.created_at, created_at, "timestamps keep their milliseconds");
+    assert_eq!(task.last_updated_at, created_at);
+    assert_eq!(task.finished_at, None);
+    assert_eq!(task.failure_reason, None);
+    assert_eq!(task.output, None);
+    assert_eq!(task.progress, None);
+    assert_eq!(task.notified_at, None);
+    assert_eq!(task.origin, origin);
+    assert_eq!(fx.task(task.id).await, task, "task_get must return what task_create did");
+
+    let plain = fx.pool_task("defaults").await;
+    assert_eq!(plain.priority, PRIORITY_DEFAULT);
+    assert_eq!(plain.source, "api");
+    assert!(plain.tags.is_empty());
+    assert!(plain.depends_on.is_empty());
+    assert_eq!(plain.origin, TaskOrigin::default());
+    assert_eq!(fx.task(plain.id).await, plain);
+}
+
+async fn create_picks_the_initial_status(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let agent = fx.worker("worker-1").await;
+
+    let pool = fx.pool_task("pool").await;
+    assert_eq!(pool.status, TaskStatus::Unassigned);
+    assert_eq!(pool.agent_id, None);
+
+    let assigned = fx.assigned_task("assigned", agent).await;
+    assert_eq!(assigned.status, TaskStatus::Pending);
+    assert_eq!(assigned.agent_id, Some(agent));
+
+    let offered_at = fx.now();
+    let new = NewTask::parse(TaskDraft { offered_to: Some(agent), ..draft("offered") }, None).unwrap();
+    let offered = fx.store.task_create(&new, offered_at).await.unwrap();
+    assert_eq!(offered.status, TaskStatus::Offered);
+    assert_eq!(offered.offered_to, Some(agent));
+    assert_eq!(offered.offered_at, Some(offered_at));
+    assert_eq!(offered.agent_id, None);
+
+    let backlog = fx.create(TaskDraft { backlog: true, ..draft("later") }, None).await;
+    assert_eq!(backlog.status, TaskStatus::Backlog);
+
+    for task in [pool, assigned, offered, backlog] {
+        assert_eq!(fx.task(task.id).await, task);
+    }
+}
+
+async fn create_logs_created_and_offered(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let creator = fx.worker("creator").await;
+    let agent = fx.worker("worker-1").await;
+
+    let pool = fx.create(draft("pool"), Some(creator)).await;
+    let events = fx.task_events(pool.id).await;
+    assert_eq!(of_type(&events, EventType::TaskCreated).len(), 1, "{events:?}");
+    assert!(of_type(&events, EventType::TaskOffered).is_empty(), "{events:?}");
+    assert!(events.iter().all(|event| event.task_id == Some(pool.id)));
+    assert_eq!(of_type(&events, EventType::TaskCreated)[0].created_at, pool.created_at);
+
+    let offered =
+        fx.create(TaskDraft { offered_to: Some(agent), ..draft("offered") }, Some(creator)).await;
+    let events = fx.task_events(offered.id).await;
+    assert_eq!(of_type(&events, EventType::TaskCreated).len(), 1, "{events:?}");
+    assert_eq!(of_type(&events, EventType::TaskOffered).len(), 1, "{events:?}");
+    assert!(events.iter().all(|event| event.task_id == Some(offered.id)));
+}
+
+async fn create_refuses_missing_references(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let ghost = AgentId::new_v7();
+    let drafts = [
+        ("agentId", TaskDraft { agent_id: Some(ghost), ..draft("assigned to a ghost") }),
+        ("offeredTo", TaskDraft { offered_to: Some(ghost), ..draft("offered to a ghost") }),
+        (
+            "dependsOn",
+            TaskDraft { depends_on: vec![TaskId::new_v7()], ..draft("depends on a ghost") },
+        ),
+    ];
+    for (field, draft) in drafts {
+        let new = NewTask::parse(draft, None).unwrap();
+        let res = fx.store.task_create(&new, fx.now()).await;
+        assert!(
+            matches!(res, Err(StoreError::MissingReference(_))),
+            "{field} naming nothing: expected MissingReference, got {res:?}"
+        );
+        assert_eq!(fx.store.task_get(new.id).await.unwrap(), None, "{field}: nothing stored");
+        assert!(fx.task_events(new.id).await.is_empty(), "{field}: nothing logged");
+    }
+    let filter = TaskFilter { limit: 100, ..TaskFilter::default() };
+    assert_eq!(fx.store.task_list(&filter).await.unwrap().1, 0);
+}
+
+async fn unknown_task_reads_as_none(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    fx.pool_task("something").await;
+    assert_eq!(fx.store.task_get(TaskId::new_v7()).await.unwrap(), None);
+}
+
+async fn tasks_existing_reports_known_ids(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let first = fx.pool_task("one").await.id;
+    let second = fx.pool_task("two").await.id;
+    let unknown = TaskId::new_v7();
+    let existing = fx.store.tasks_existing(&[second, unknown, first]).await.unwrap();
+    assert_eq!(sorted(existing), sorted(vec![first, second]));
+    assert!(fx.store.tasks_existing(&[]).await.unwrap().is_empty());
+    assert!(fx.store.tasks_existing(&[unknown]).await.unwrap().is_empty());
+}
+
+async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let agent = fx.register("worker-1", false, 5).await.id;
+    let completed = fx.completed_task("completed", agent).await;
+    let failed = fx.started_task("failed", agent).await;
+    fx.must_change(failed.id, fail(agent)).await;
+    let cancelled = fx.pool_task("cancelled").await;
+    fx.must_change(cancelled.id, cancel()).await;
+    let waiting = fx.pool_task("still in the pool").await;
+
+    let deps = vec![completed.id, failed.id, cancelled.id, waiting.id];
+    let task = fx.create(TaskDraft { depends_on: deps, ..draft("dependent") }, None).await;
+    let unfinished = fx.store.task_unfinished_dependencies(task.id).await.unwrap();
+    assert_eq!(sorted(unfinished), sorted(vec![failed.id, cancelled.id, waiting.id]));
+
+    let free = fx.pool_task("no dependencies").await;
+    assert!(fx.store.task_unfinished_dependencies(free.id).await.unwrap().is_empty());
+}
