@@ -40,18 +40,12 @@ pub(crate) async fn get(conn: &mut SqliteConnection, id: AgentId) -> StoreResult
 }
 
 pub(crate) async fn list(pool: &SqlitePool) -> StoreResult<Vec<Agent>> {
-    let rows = sqlx::query(concat!(select_agent!(), " ORDER BY a.name, a.id"))
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
+    let rows =
+        sqlx::query(concat!(select_agent!(), " ORDER BY a.name, a.id")).fetch_all(pool).await.map_err(db)?;
     rows.iter().map(from_row).collect()
 }
 
-pub(crate) async fn register(
-    store: &SqliteStore,
-    new: &NewAgent,
-    now: Timestamp,
-) -> StoreResult<Registered> {
+pub(crate) async fn register(store: &SqliteStore, new: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
     let mut tx = store.begin_write().await?;
     if new.is_lead {
         let active_lead: Option<(String, String)> = sqlx::query_as(
@@ -87,8 +81,8 @@ pub(crate) async fn register(
     }
 
     ensure_name_free(&mut tx, &new.name, new.id).await?;
-    let capabilities = serde_json::to_string(&new.capabilities)
-        .map_err(|error| StoreError::Backend(Box::new(error)))?;
+    let capabilities =
+        serde_json::to_string(&new.capabilities).map_err(|error| StoreError::Backend(Box::new(error)))?;
     sqlx::query(
         "INSERT INTO agents (id, name, is_lead, status, description, role, capabilities,
                              max_tasks, created_at, last_updated_at)
@@ -106,13 +100,7 @@ pub(crate) async fn register(
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    let joined = events::event(
-        EventType::AgentJoined,
-        Some(new.id),
-        None,
-        None,
-        Some("idle"),
-    );
+    let joined = events::event(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
     events::insert(&mut tx, &joined, now).await?;
     let agent = get_known(&mut tx, new.id).await?;
     tx.commit().await.map_err(db)?;
@@ -200,11 +188,7 @@ pub(crate) async fn heartbeat(
     Ok(Some(agent))
 }
 
-pub(crate) async fn close(
-    store: &SqliteStore,
-    id: AgentId,
-    now: Timestamp,
-) -> StoreResult<Option<Agent>> {
+pub(crate) async fn close(store: &SqliteStore, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
     let mut tx = store.begin_write().await?;
     let Some(agent) = get(&mut tx, id).await? else {
         return Ok(None);
@@ -242,11 +226,7 @@ pub(crate) async fn work_counts(pool: &SqlitePool, id: AgentId) -> StoreResult<W
     .fetch_one(pool)
     .await
     .map_err(db)?;
-    Ok(WorkCounts {
-        offered_to_me,
-        pool: pool_count,
-        in_progress,
-    })
+    Ok(WorkCounts { offered_to_me, pool: pool_count, in_progress })
 }
 
 pub(crate) async fn existing(pool: &SqlitePool, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
@@ -259,20 +239,9 @@ pub(crate) async fn existing(pool: &SqlitePool, ids: &[AgentId]) -> StoreResult<
         list.push_bind(id.to_string());
     }
     query.push(")");
-    let found: Vec<String> = query
-        .build_query_scalar()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
-    let found: HashSet<AgentId> = found
-        .iter()
-        .map(|id| agent_id(id))
-        .collect::<StoreResult<_>>()?;
-    Ok(ids
-        .iter()
-        .copied()
-        .filter(|id| found.contains(id))
-        .collect())
+    let found: Vec<String> = query.build_query_scalar().fetch_all(pool).await.map_err(db)?;
+    let found: HashSet<AgentId> = found.iter().map(|id| agent_id(id)).collect::<StoreResult<_>>()?;
+    Ok(ids.iter().copied().filter(|id| found.contains(id)).collect())
 }
 
 /// Whether [`settle_status`] may bring an `offline` agent back.
@@ -327,26 +296,21 @@ pub(crate) async fn settle_status(
 }
 
 async fn ensure_name_free(conn: &mut SqliteConnection, name: &str, id: AgentId) -> StoreResult<()> {
-    let holder: Option<String> =
-        sqlx::query_scalar("SELECT id FROM agents WHERE name = ? AND id <> ?")
-            .bind(name)
-            .bind(id.to_string())
-            .fetch_optional(conn)
-            .await
-            .map_err(db)?;
+    let holder: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE name = ? AND id <> ?")
+        .bind(name)
+        .bind(id.to_string())
+        .fetch_optional(conn)
+        .await
+        .map_err(db)?;
     match holder {
-        Some(holder) => Err(StoreError::Conflict(format!(
-            "agent name '{name}' is taken by agent {holder}"
-        ))),
+        Some(holder) => Err(StoreError::Conflict(format!("agent name '{name}' is taken by agent {holder}"))),
         None => Ok(()),
     }
 }
 
 /// Read back a row this transaction just wrote.
 async fn get_known(conn: &mut SqliteConnection, id: AgentId) -> StoreResult<Agent> {
-    get(conn, id)
-        .await?
-        .ok_or_else(|| corrupt(format!("agent {id} vanished inside its own transaction")))
+    get(conn, id).await?.ok_or_else(|| corrupt(format!("agent {id} vanished inside its own transaction")))
 }
 
 fn parse_status(text: &str) -> StoreResult<AgentStatus> {
@@ -355,8 +319,8 @@ fn parse_status(text: &str) -> StoreResult<AgentStatus> {
 
 fn from_row(row: &SqliteRow) -> StoreResult<Agent> {
     let max_tasks: i64 = column(row, "max_tasks")?;
-    let max_tasks = i32::try_from(max_tasks)
-        .map_err(|_| corrupt(format!("max_tasks out of range: {max_tasks}")))?;
+    let max_tasks =
+        i32::try_from(max_tasks).map_err(|_| corrupt(format!("max_tasks out of range: {max_tasks}")))?;
     Ok(Agent {
         id: get_agent_id(row, "id")?,
         name: column(row, "name")?,

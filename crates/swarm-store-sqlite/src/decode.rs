@@ -39,10 +39,7 @@ pub(crate) fn get_agent_id(row: &SqliteRow, name: &str) -> StoreResult<AgentId> 
 }
 
 pub(crate) fn get_opt_agent_id(row: &SqliteRow, name: &str) -> StoreResult<Option<AgentId>> {
-    column::<Option<String>>(row, name)?
-        .as_deref()
-        .map(agent_id)
-        .transpose()
+    column::<Option<String>>(row, name)?.as_deref().map(agent_id).transpose()
 }
 
 pub(crate) fn get_task_id(row: &SqliteRow, name: &str) -> StoreResult<TaskId> {
@@ -50,15 +47,11 @@ pub(crate) fn get_task_id(row: &SqliteRow, name: &str) -> StoreResult<TaskId> {
 }
 
 pub(crate) fn get_opt_task_id(row: &SqliteRow, name: &str) -> StoreResult<Option<TaskId>> {
-    column::<Option<String>>(row, name)?
-        .as_deref()
-        .map(task_id)
-        .transpose()
+    column::<Option<String>>(row, name)?.as_deref().map(task_id).transpose()
 }
 
 pub(crate) fn timestamp(millis: i64) -> StoreResult<Timestamp> {
-    Timestamp::from_unix_millis(millis)
-        .ok_or_else(|| corrupt(format!("timestamp out of range: {millis}")))
+    Timestamp::from_unix_millis(millis).ok_or_else(|| corrupt(format!("timestamp out of range: {millis}")))
 }
 
 pub(crate) fn get_timestamp(row: &SqliteRow, name: &str) -> StoreResult<Timestamp> {
@@ -73,11 +66,8 @@ pub(crate) fn get_opt_timestamp(row: &SqliteRow, name: &str) -> StoreResult<Opti
 pub(crate) fn get_strings(row: &SqliteRow, name: &str) -> StoreResult<Vec<String>> {
     match column::<Option<String>>(row, name)? {
         None => Ok(Vec::new()),
-        Some(text) => serde_json::from_str(&text).map_err(|error| {
-            corrupt(format!(
-                "column {name} is not a JSON array of strings: {error}"
-            ))
-        }),
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|error| corrupt(format!("column {name} is not a JSON array of strings: {error}"))),
     }
 }
 
@@ -86,7 +76,5 @@ pub(crate) fn get_bool(row: &SqliteRow, name: &str) -> StoreResult<bool> {
 }
 
 pub(crate) fn is_foreign_key_violation(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .is_some_and(|error| error.is_foreign_key_violation())
+    error.as_database_error().is_some_and(|error| error.is_foreign_key_violation())
 }

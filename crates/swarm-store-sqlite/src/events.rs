@@ -10,11 +10,7 @@ use swarm_store::{EventFilter, StoreResult};
 
 use crate::decode::{column, corrupt, db, get_opt_agent_id, get_opt_task_id, get_timestamp};
 
-pub(crate) async fn insert(
-    conn: &mut SqliteConnection,
-    event: &NewEvent,
-    now: Timestamp,
-) -> StoreResult<()> {
+pub(crate) async fn insert(conn: &mut SqliteConnection, event: &NewEvent, now: Timestamp) -> StoreResult<()> {
     let metadata = event.metadata.as_ref().map(serde_json::Value::to_string);
     sqlx::query(
         "INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at)
@@ -65,16 +61,12 @@ pub(crate) async fn list(pool: &SqlitePool, filter: &EventFilter) -> StoreResult
     }
     query.push(")");
     if let Some(agent_id) = filter.agent_id {
-        query
-            .push(" AND agent_id = ")
-            .push_bind(agent_id.to_string());
+        query.push(" AND agent_id = ").push_bind(agent_id.to_string());
     }
     if let Some(task_id) = filter.task_id {
         query.push(" AND task_id = ").push_bind(task_id.to_string());
     }
-    query
-        .push(" ORDER BY created_at DESC, id DESC LIMIT ")
-        .push_bind(filter.limit.max(0));
+    query.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(filter.limit.max(0));
     let rows = query.build().fetch_all(pool).await.map_err(db)?;
     rows.iter().map(from_row).collect()
 }

@@ -13,11 +13,7 @@ mod sessions;
 mod tasks;
 mod transitions;
 
-use std::{
-    path::{Path, PathBuf},
-    str::FromStr,
-    time::Duration,
-};
+use std::{path::Path, str::FromStr, time::Duration};
 
 use async_trait::async_trait;
 use sqlx::{
@@ -45,7 +41,7 @@ const READ_CONNECTIONS: u32 = 4;
 pub struct SqliteStore {
     read: SqlitePool,
     write: SqlitePool,
-    path: PathBuf,
+    location: String,
 }
 
 impl SqliteStore {
@@ -64,7 +60,7 @@ impl SqliteStore {
 
     /// Where the data lives, for start-up logs.
     pub fn describe(&self) -> String {
-        format!("SQLite file {}", self.path.display())
+        self.location.clone()
     }
 
     /// Close both pools, waiting for connections in use to be returned.
@@ -80,8 +76,14 @@ impl SqliteStore {
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true)
             .synchronous(SqliteSynchronous::Normal);
-        let path = std::path::absolute(options.get_filename())
-            .unwrap_or_else(|_| options.get_filename().to_path_buf());
+        let filename = options.get_filename();
+        // sqlx names an in-memory database `file:sqlx-in-memory-<n>`.
+        let location = if filename.to_string_lossy().starts_with("file:") {
+            "SQLite in memory".to_string()
+        } else {
+            let path = std::path::absolute(filename).unwrap_or_else(|_| filename.to_path_buf());
+            format!("SQLite file {}", path.display())
+        };
         // The writer is opened and migrated first: it creates the file and switches it to
         // WAL, which readers then find already done. It is never recycled, which also keeps
         // a `sqlite::memory:` database alive.
@@ -99,7 +101,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(db)?;
-        Ok(SqliteStore { read, write, path })
+        Ok(SqliteStore { read, write, location })
     }
 
     async fn begin_write(&self) -> StoreResult<Transaction<'static, Sqlite>> {
@@ -138,12 +140,7 @@ impl Store for SqliteStore {
         agents::list(&self.read).await
     }
 
-    async fn agent_rename(
-        &self,
-        id: AgentId,
-        name: &str,
-        now: Timestamp,
-    ) -> StoreResult<Option<Agent>> {
+    async fn agent_rename(&self, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>> {
         agents::rename(self, id, name, now).await
     }
 
@@ -226,11 +223,7 @@ impl Store for SqliteStore {
         sessions::logs_for_task(&self.read, task_id).await
     }
 
-    async fn session_cost_insert(
-        &self,
-        cost: &NewSessionCost,
-        now: Timestamp,
-    ) -> StoreResult<SessionCost> {
+    async fn session_cost_insert(&self, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost> {
         sessions::cost_insert(self, cost, now).await
     }
 

@@ -60,10 +60,7 @@ pub(crate) async fn logs_append(
     Ok(logs.lines.len() as u64)
 }
 
-pub(crate) async fn logs_for_task(
-    pool: &SqlitePool,
-    task_id: TaskId,
-) -> StoreResult<Vec<SessionLog>> {
+pub(crate) async fn logs_for_task(pool: &SqlitePool, task_id: TaskId) -> StoreResult<Vec<SessionLog>> {
     let rows = sqlx::query(
         "SELECT id, session_id, iteration, task_id, cli, line_number, content, created_at
          FROM session_logs WHERE task_id = ? ORDER BY id",
@@ -150,13 +147,9 @@ pub(crate) async fn cost_list(
         query.push(" AND task_id = ").push_bind(task_id.to_string());
     }
     if let Some(agent_id) = filter.agent_id {
-        query
-            .push(" AND agent_id = ")
-            .push_bind(agent_id.to_string());
+        query.push(" AND agent_id = ").push_bind(agent_id.to_string());
     }
-    query
-        .push(" ORDER BY created_at DESC, id DESC LIMIT ")
-        .push_bind(filter.limit.max(0));
+    query.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(filter.limit.max(0));
     let rows = query.build().fetch_all(pool).await.map_err(db)?;
     rows.iter().map(cost_from_row).collect()
 }
@@ -188,11 +181,10 @@ pub(crate) async fn stats(pool: &SqlitePool) -> StoreResult<Stats> {
             .fetch_all(&mut *tx)
             .await
             .map_err(db)?;
-    let task_rows: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
+    let task_rows: Vec<(String, i64)> = sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
     tx.commit().await.map_err(db)?;
 
     let mut agents = AgentCounts::default();

@@ -14,8 +14,8 @@ use swarm_store::{StoreError, StoreResult, TaskFilter};
 use crate::{
     SqliteStore,
     decode::{
-        column, corrupt, db, get_opt_agent_id, get_opt_timestamp, get_strings, get_task_id,
-        get_timestamp, is_foreign_key_violation, task_id,
+        column, corrupt, db, get_opt_agent_id, get_opt_timestamp, get_strings, get_task_id, get_timestamp,
+        is_foreign_key_violation, task_id,
     },
     events,
 };
@@ -49,9 +49,7 @@ pub(crate) async fn get(conn: &mut SqliteConnection, id: TaskId) -> StoreResult<
 
 /// Read back a row this transaction just wrote.
 pub(crate) async fn get_known(conn: &mut SqliteConnection, id: TaskId) -> StoreResult<Task> {
-    get(conn, id)
-        .await?
-        .ok_or_else(|| corrupt(format!("task {id} vanished inside its own transaction")))
+    get(conn, id).await?.ok_or_else(|| corrupt(format!("task {id} vanished inside its own transaction")))
 }
 
 pub(crate) async fn list(pool: &SqlitePool, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
@@ -59,11 +57,7 @@ pub(crate) async fn list(pool: &SqlitePool, filter: &TaskFilter) -> StoreResult<
     let mut tx = pool.begin().await.map_err(db)?;
     let mut count = QueryBuilder::<Sqlite>::new("SELECT count(*) FROM tasks t");
     push_filter(&mut count, filter);
-    let total: i64 = count
-        .build_query_scalar()
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db)?;
+    let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await.map_err(db)?;
 
     let mut page = QueryBuilder::<Sqlite>::new(select_task!());
     push_filter(&mut page, filter);
@@ -72,10 +66,7 @@ pub(crate) async fn list(pool: &SqlitePool, filter: &TaskFilter) -> StoreResult<
         .push(" OFFSET ")
         .push_bind(filter.offset.max(0));
     let rows = page.build().fetch_all(&mut *tx).await.map_err(db)?;
-    let tasks = rows
-        .iter()
-        .map(from_row)
-        .collect::<StoreResult<Vec<Task>>>()?;
+    let tasks = rows.iter().map(from_row).collect::<StoreResult<Vec<Task>>>()?;
     tx.commit().await.map_err(db)?;
     Ok((tasks, total))
 }
@@ -91,27 +82,19 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &TaskFilter) {
         query.push(")");
     }
     if let Some(agent_id) = filter.agent_id {
-        query
-            .push(" AND t.agent_id = ")
-            .push_bind(agent_id.to_string());
+        query.push(" AND t.agent_id = ").push_bind(agent_id.to_string());
     }
     if let Some(creator) = filter.creator_agent_id {
-        query
-            .push(" AND t.creator_agent_id = ")
-            .push_bind(creator.to_string());
+        query.push(" AND t.creator_agent_id = ").push_bind(creator.to_string());
     }
     if let Some(offered_to) = filter.offered_to {
-        query
-            .push(" AND t.offered_to = ")
-            .push_bind(offered_to.to_string());
+        query.push(" AND t.offered_to = ").push_bind(offered_to.to_string());
     }
     if let Some(source) = &filter.source {
         query.push(" AND t.source = ").push_bind(source.clone());
     }
     if let Some(task_type) = &filter.task_type {
-        query
-            .push(" AND t.task_type = ")
-            .push_bind(task_type.clone());
+        query.push(" AND t.task_type = ").push_bind(task_type.clone());
     }
     for tag in &filter.tags {
         query
@@ -121,15 +104,10 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &TaskFilter) {
     }
     if let Some(search) = &filter.search {
         // instr, not LIKE: the user's % and _ are plain characters.
-        query
-            .push(" AND instr(lower(t.task), lower(")
-            .push_bind(search.clone())
-            .push(")) > 0");
+        query.push(" AND instr(lower(t.task), lower(").push_bind(search.clone()).push(")) > 0");
     }
     if let Some(since) = filter.finished_since {
-        query
-            .push(" AND t.finished_at >= ")
-            .push_bind(since.unix_millis());
+        query.push(" AND t.finished_at >= ").push_bind(since.unix_millis());
     }
 }
 
@@ -143,26 +121,12 @@ pub(crate) async fn existing(pool: &SqlitePool, ids: &[TaskId]) -> StoreResult<V
         list.push_bind(id.to_string());
     }
     query.push(")");
-    let found: Vec<String> = query
-        .build_query_scalar()
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
-    let found: HashSet<TaskId> = found
-        .iter()
-        .map(|id| task_id(id))
-        .collect::<StoreResult<_>>()?;
-    Ok(ids
-        .iter()
-        .copied()
-        .filter(|id| found.contains(id))
-        .collect())
+    let found: Vec<String> = query.build_query_scalar().fetch_all(pool).await.map_err(db)?;
+    let found: HashSet<TaskId> = found.iter().map(|id| task_id(id)).collect::<StoreResult<_>>()?;
+    Ok(ids.iter().copied().filter(|id| found.contains(id)).collect())
 }
 
-pub(crate) async fn unfinished_dependencies(
-    pool: &SqlitePool,
-    id: TaskId,
-) -> StoreResult<Vec<TaskId>> {
+pub(crate) async fn unfinished_dependencies(pool: &SqlitePool, id: TaskId) -> StoreResult<Vec<TaskId>> {
     let ids: Vec<String> = sqlx::query_scalar(
         "SELECT d.depends_on_task_id FROM task_dependencies d
          JOIN tasks dt ON dt.id = d.depends_on_task_id
@@ -176,11 +140,7 @@ pub(crate) async fn unfinished_dependencies(
     ids.iter().map(|id| task_id(id)).collect()
 }
 
-pub(crate) async fn create(
-    store: &SqliteStore,
-    task: &NewTask,
-    now: Timestamp,
-) -> StoreResult<Task> {
+pub(crate) async fn create(store: &SqliteStore, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
     let mut tx = store.begin_write().await?;
     match insert(&mut tx, task, now).await {
         Ok(()) => {}
@@ -213,11 +173,7 @@ pub(crate) async fn create(
     Ok(created)
 }
 
-async fn insert(
-    conn: &mut SqliteConnection,
-    task: &NewTask,
-    now: Timestamp,
-) -> Result<(), sqlx::Error> {
+async fn insert(conn: &mut SqliteConnection, task: &NewTask, now: Timestamp) -> Result<(), sqlx::Error> {
     let offered_at = (task.status == TaskStatus::Offered).then_some(now.unix_millis());
     let origin = &task.origin;
     sqlx::query(
@@ -287,42 +243,20 @@ async fn missing_reference(conn: &mut SqliteConnection, task: &NewTask) -> Store
     ];
     for (field, agent) in agents {
         let Some(agent) = agent else { continue };
-        if !row_exists(
-            conn,
-            "SELECT 1 FROM agents WHERE id = ?",
-            &agent.to_string(),
-        )
-        .await?
-        {
-            return Ok(StoreError::MissingReference(format!(
-                "{field}: agent {agent} does not exist"
-            )));
+        if !row_exists(conn, "SELECT 1 FROM agents WHERE id = ?", &agent.to_string()).await? {
+            return Ok(StoreError::MissingReference(format!("{field}: agent {agent} does not exist")));
         }
     }
     for dependency in &task.depends_on {
-        if !row_exists(
-            conn,
-            "SELECT 1 FROM tasks WHERE id = ?",
-            &dependency.to_string(),
-        )
-        .await?
-        {
-            return Ok(StoreError::MissingReference(format!(
-                "dependsOn: task {dependency} does not exist"
-            )));
+        if !row_exists(conn, "SELECT 1 FROM tasks WHERE id = ?", &dependency.to_string()).await? {
+            return Ok(StoreError::MissingReference(format!("dependsOn: task {dependency} does not exist")));
         }
     }
-    Ok(StoreError::MissingReference(
-        "a referenced agent or task does not exist".to_string(),
-    ))
+    Ok(StoreError::MissingReference("a referenced agent or task does not exist".to_string()))
 }
 
 async fn row_exists(conn: &mut SqliteConnection, sql: &'static str, id: &str) -> StoreResult<bool> {
-    let found: Option<i64> = sqlx::query_scalar(sql)
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-        .map_err(db)?;
+    let found: Option<i64> = sqlx::query_scalar(sql).bind(id).fetch_optional(conn).await.map_err(db)?;
     Ok(found.is_some())
 }
 
@@ -339,8 +273,7 @@ fn from_row(row: &SqliteRow) -> StoreResult<Task> {
         agent_id: get_opt_agent_id(row, "agent_id")?,
         creator_agent_id: get_opt_agent_id(row, "creator_agent_id")?,
         task: column(row, "task")?,
-        status: TaskStatus::parse(&status)
-            .map_err(|error| corrupt(format!("task {id}: {error}")))?,
+        status: TaskStatus::parse(&status).map_err(|error| corrupt(format!("task {id}: {error}")))?,
         source: column(row, "source")?,
         task_type: column(row, "task_type")?,
         tags: get_strings(row, "tags")?,

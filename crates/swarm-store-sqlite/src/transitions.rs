@@ -44,22 +44,11 @@ pub(crate) async fn apply(
     }
 
     let (old_status, new_status) = (before.status.as_str(), change.to.as_str());
-    let status_change = events::event(
-        EventType::TaskStatusChange,
-        actor,
-        Some(id),
-        Some(old_status),
-        Some(new_status),
-    );
+    let status_change =
+        events::event(EventType::TaskStatusChange, actor, Some(id), Some(old_status), Some(new_status));
     events::insert(&mut tx, &status_change, now).await?;
     if let Some(event_type) = change.event {
-        let mut event = events::event(
-            event_type,
-            actor,
-            Some(id),
-            Some(old_status),
-            Some(new_status),
-        );
+        let mut event = events::event(event_type, actor, Some(id), Some(old_status), Some(new_status));
         if let Some(reason) = &change.updates.rejection_reason {
             event.metadata = Some(serde_json::json!({ "reason": reason }));
         }
@@ -86,9 +75,7 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
     let updates = &change.updates;
     let mut query = QueryBuilder::<Sqlite>::new("UPDATE tasks SET status = ");
     query.push_bind(change.to.as_str());
-    query
-        .push(", last_updated_at = ")
-        .push_bind(now.unix_millis());
+    query.push(", last_updated_at = ").push_bind(now.unix_millis());
     push_field(&mut query, "agent_id", updates.agent_id);
     push_field(&mut query, "offered_to", updates.offered_to);
     if updates.set_accepted_at {
@@ -104,9 +91,7 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
     ];
     for (column, note) in notes {
         if let Some(note) = note {
-            query
-                .push(format_args!(", {column} = "))
-                .push_bind(note.clone());
+            query.push(format_args!(", {column} = ")).push_bind(note.clone());
         }
     }
 
@@ -120,14 +105,10 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
 
     let guard = &change.guard;
     if let Some(assignee) = guard.assignee {
-        query
-            .push(" AND agent_id = ")
-            .push_bind(assignee.to_string());
+        query.push(" AND agent_id = ").push_bind(assignee.to_string());
     }
     if let Some(offered_to) = guard.offered_to {
-        query
-            .push(" AND offered_to = ")
-            .push_bind(offered_to.to_string());
+        query.push(" AND offered_to = ").push_bind(offered_to.to_string());
     }
     if guard.dependencies_completed {
         query.push(
@@ -153,9 +134,7 @@ fn push_field(query: &mut QueryBuilder<Sqlite>, column: &str, update: FieldUpdat
     match update {
         FieldUpdate::Keep => {}
         FieldUpdate::Set(agent) => {
-            query
-                .push(format_args!(", {column} = "))
-                .push_bind(agent.to_string());
+            query.push(format_args!(", {column} = ")).push_bind(agent.to_string());
         }
         FieldUpdate::Clear => {
             query.push(format_args!(", {column} = NULL"));
@@ -164,9 +143,8 @@ fn push_field(query: &mut QueryBuilder<Sqlite>, column: &str, update: FieldUpdat
 }
 
 fn missing_agent_message(change: &TaskChange) -> String {
-    let named = [change.updates.agent_id, change.updates.offered_to]
-        .into_iter()
-        .find_map(|update| match update {
+    let named =
+        [change.updates.agent_id, change.updates.offered_to].into_iter().find_map(|update| match update {
             FieldUpdate::Set(agent) => Some(agent),
             _ => None,
         });
@@ -190,9 +168,7 @@ pub(crate) async fn set_progress(
     };
     let mut update = QueryBuilder::<Sqlite>::new("UPDATE tasks SET progress = ");
     update.push_bind(progress.to_string());
-    update
-        .push(", last_updated_at = ")
-        .push_bind(now.unix_millis());
+    update.push(", last_updated_at = ").push_bind(now.unix_millis());
     update.push(" WHERE id = ").push_bind(id.to_string());
     update.push(" AND status NOT IN (");
     let mut finished = update.separated(", ");
@@ -201,28 +177,14 @@ pub(crate) async fn set_progress(
     }
     update.push(")");
     if let Some(assignee) = assignee {
-        update
-            .push(" AND agent_id = ")
-            .push_bind(assignee.to_string());
+        update.push(" AND agent_id = ").push_bind(assignee.to_string());
     }
     update.push(" RETURNING id");
-    if update
-        .build()
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?
-        .is_none()
-    {
+    if update.build().fetch_optional(&mut *tx).await.map_err(db)?.is_none() {
         tx.rollback().await.map_err(db)?;
         return Ok(Applied::Refused { current: before });
     }
-    let noted = events::event(
-        EventType::TaskProgress,
-        actor,
-        Some(id),
-        None,
-        Some(progress),
-    );
+    let noted = events::event(EventType::TaskProgress, actor, Some(id), None, Some(progress));
     events::insert(&mut tx, &noted, now).await?;
     let after = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;

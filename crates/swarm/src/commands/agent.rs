@@ -66,8 +66,7 @@ pub(crate) async fn run_stats(args: StatsArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&stats);
     }
-    print!("{}", stats_summary(&stats));
-    Ok(())
+    output::emit(&stats_summary(&stats))
 }
 
 async fn agent_list(args: AgentListArgs) -> anyhow::Result<()> {
@@ -77,12 +76,10 @@ async fn agent_list(args: AgentListArgs) -> anyhow::Result<()> {
         return output::print_json(&list);
     }
     if list.agents.is_empty() {
-        println!("no agents; they register when a runner starts (`swarm worker`, `swarm lead`)");
-        return Ok(());
+        return output::emit("no agents registered\n");
     }
     let rows: Vec<Vec<String>> = list.agents.iter().map(|view| agent_row(&view.agent)).collect();
-    print!("{}", output::table(&["ID", "NAME", "STATUS", "KIND", "TASKS", "ROLE"], &rows));
-    Ok(())
+    output::emit(&output::table(&["ID", "NAME", "STATUS", "KIND", "TASKS", "ROLE"], &rows))
 }
 
 async fn agent_show(args: AgentShowArgs) -> anyhow::Result<()> {
@@ -95,14 +92,14 @@ async fn agent_show(args: AgentShowArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&view);
     }
-    print!("{}", agent_fields(&view.agent));
+    let mut text = agent_fields(&view.agent);
     let tasks = view.tasks.unwrap_or_default();
     if !tasks.is_empty() {
         let names: HashMap<AgentId, String> = HashMap::from([(view.agent.id, view.agent.name.clone())]);
-        println!("\ntasks:");
-        print!("{}", output::table(&TASK_HEADERS, &output::task_rows(&tasks, &names)));
+        text.push_str("\ntasks:\n");
+        text.push_str(&output::table(&TASK_HEADERS, &output::task_rows(&tasks, &names)));
     }
-    Ok(())
+    output::emit(&text)
 }
 
 fn agent_kind(agent: &Agent) -> &'static str {

@@ -1,7 +1,7 @@
 //! Plain-text rendering shared by the client commands: tables, field lists and
 //! one-line excerpts. Pure functions of their input, so they are unit tested here.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, io::Write};
 
 use anyhow::Context;
 use serde::Serialize;
@@ -10,8 +10,19 @@ use swarm_domain::{event::Event, id::AgentId, task::Task, time::Timestamp};
 /// Print `value` as pretty JSON on stdout (the `--json` output).
 pub(crate) fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("cannot write the answer as JSON")?;
-    println!("{text}");
-    Ok(())
+    emit(&format!("{text}\n"))
+}
+
+/// Write `text` to stdout. A closed pipe (`swarm task list | head`) ends the output
+/// quietly rather than failing.
+pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(err).context("cannot write to stdout"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A table with left-aligned columns separated by two spaces; the last column is
@@ -180,6 +191,16 @@ pub(crate) fn event_rows(events: &[Event], names: &HashMap<AgentId, String>) -> 
         .collect()
 }
 
+/// The line under a page of results that says where the next page starts; empty on
+/// the last page.
+pub(crate) fn page_note(offset: u32, n_shown: usize, total: i64) -> String {
+    let shown_to = i64::from(offset) + n_shown as i64;
+    if n_shown == 0 || shown_to >= total {
+        return String::new();
+    }
+    format!("showing {}-{shown_to} of {total}; next page: --offset {shown_to}\n", i64::from(offset) + 1)
+}
+
 pub(crate) const EVENT_HEADERS: [&str; 4] = ["TIME", "EVENT", "AGENT", "CHANGE"];
 
 #[cfg(test)]
@@ -208,6 +229,13 @@ mod tests {
             ("output", "line one\nline two\n".to_string()),
         ]);
         assert_eq!(text, "id      1\noutput  line one\n        line two\n");
+    }
+
+    #[test]
+    fn page_note_points_at_the_next_page_only_when_there_is_one() {
+        assert_eq!(page_note(0, 50, 120), "showing 1-50 of 120; next page: --offset 50\n");
+        assert_eq!(page_note(100, 20, 120), "");
+        assert_eq!(page_note(0, 3, 3), "");
     }
 
     #[test]

@@ -188,8 +188,7 @@ async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&task);
     }
-    println!("{}", task.id);
-    Ok(())
+    output::emit(&format!("{}\n", task.id))
 }
 
 async fn task_list(args: ListArgs) -> anyhow::Result<()> {
@@ -213,23 +212,15 @@ async fn task_list(args: ListArgs) -> anyhow::Result<()> {
         return output::print_json(&list);
     }
     if list.tasks.is_empty() {
-        match list.total {
-            0 => println!("no tasks"),
-            total => println!("no tasks at offset {} ({total} in all)", args.offset),
-        }
-        return Ok(());
+        return output::emit(&match list.total {
+            0 => "no tasks\n".to_string(),
+            total => format!("no tasks at offset {} ({total} in all)\n", args.offset),
+        });
     }
     let names = agent_names(&client).await;
-    print!("{}", output::table(&TASK_HEADERS, &output::task_rows(&list.tasks, &names)));
-    let shown_to = u64::from(args.offset) + list.tasks.len() as u64;
-    if (shown_to as i64) < list.total {
-        println!(
-            "showing {}-{shown_to} of {}; next page: --offset {shown_to}",
-            u64::from(args.offset) + 1,
-            list.total
-        );
-    }
-    Ok(())
+    let mut text = output::table(&TASK_HEADERS, &output::task_rows(&list.tasks, &names));
+    text.push_str(&output::page_note(args.offset, list.tasks.len(), list.total));
+    output::emit(&text)
 }
 
 async fn task_show(args: ShowArgs) -> anyhow::Result<()> {
@@ -243,12 +234,12 @@ async fn task_show(args: ShowArgs) -> anyhow::Result<()> {
         return output::print_json(&detail);
     }
     let names = agent_names(&client).await;
-    print!("{}", output::task_fields(&detail.task, &names));
+    let mut text = output::task_fields(&detail.task, &names);
     if !detail.logs.is_empty() {
-        println!("\nhistory (newest first):");
-        print!("{}", output::table(&EVENT_HEADERS, &output::event_rows(&detail.logs, &names)));
+        text.push_str("\nhistory (newest first):\n");
+        text.push_str(&output::table(&EVENT_HEADERS, &output::event_rows(&detail.logs, &names)));
     }
-    Ok(())
+    output::emit(&text)
 }
 
 async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
@@ -262,8 +253,7 @@ async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&answer);
     }
-    print_finish_outcome(&answer.task, answer.already_finished);
-    Ok(())
+    output::emit(&finish_outcome(&answer.task, answer.already_finished))
 }
 
 async fn task_cancel(args: CancelArgs) -> anyhow::Result<()> {
@@ -276,15 +266,14 @@ async fn task_cancel(args: CancelArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&answer);
     }
-    print_finish_outcome(&answer.task, answer.already_finished);
-    Ok(())
+    output::emit(&finish_outcome(&answer.task, answer.already_finished))
 }
 
-fn print_finish_outcome(task: &Task, already_finished: bool) {
+fn finish_outcome(task: &Task, already_finished: bool) -> String {
     if already_finished {
-        println!("task {} was already finished ({}); nothing changed", task.id, task.status);
+        format!("task {} was already finished ({}); nothing changed\n", task.id, task.status)
     } else {
-        println!("task {} is now {}", task.id, task.status);
+        format!("task {} is now {}\n", task.id, task.status)
     }
 }
 
@@ -299,7 +288,6 @@ fn refusal_tip(client: &Client, id: TaskId, status: u16) -> Option<String> {
             "act as the agent allowed to do this with --agent-id or AGENT_ID (see `swarm task show {id}`)"
         )),
         403 => Some(format!("--agent-id / AGENT_ID names an agent that may not do this; see `swarm task show {id}`")),
-        409 | 400 => Some(format!("see the task's status with `swarm task show {id}`")),
         _ => not_found_tip(status),
     }
 }

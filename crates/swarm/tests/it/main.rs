@@ -3,5 +3,6 @@
 mod api_flow;
 mod durability;
 mod hub;
+mod service_race;
 mod store;
 mod support;
