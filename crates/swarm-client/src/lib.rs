@@ -36,7 +36,9 @@ pub struct ClientConfig {
 /// What can go wrong talking to the hub. Each message says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("{url:?} is not a valid hub URL ({reason}); set MCP_BASE_URL or --url to e.g. http://localhost:3013")]
+    #[error(
+        "{url:?} is not a valid hub URL ({reason}); set MCP_BASE_URL or --url to e.g. http://localhost:3013"
+    )]
     InvalidUrl { url: String, reason: String },
     #[error(
         "cannot connect to the hub ({reason}); is the hub running at {url}? \
@@ -47,8 +49,11 @@ pub enum ClientError {
     Timeout { url: String, method: Method, path: String },
     #[error("request to the hub failed ({method} {url}{path}): {reason}")]
     Request { url: String, method: Method, path: String, reason: String },
-    /// The hub answered with a non-2xx status; `message` is its `{"error": ...}`.
-    #[error("{}", status_message(*status, message))]
+    /// 401: the hub has an API key and the request did not carry it.
+    #[error("{}", unauthorized_message(*key_sent, message))]
+    Unauthorized { key_sent: bool, message: String },
+    /// Any other non-2xx answer; `message` is the hub's `{"error": ...}`.
+    #[error("the hub answered {}: {message}", status.as_u16())]
     Status { status: StatusCode, message: String },
     #[error(
         "the hub sent a response that cannot be read ({method} {path}: {reason}); \
@@ -62,6 +67,7 @@ impl ClientError {
     pub fn status(&self) -> Option<StatusCode> {
         match self {
             ClientError::Status { status, .. } => Some(*status),
+            ClientError::Unauthorized { .. } => Some(StatusCode::UNAUTHORIZED),
             _ => None,
         }
     }
@@ -72,13 +78,12 @@ impl ClientError {
     }
 }
 
-fn status_message(status: StatusCode, message: &str) -> String {
-    let code = status.as_u16();
-    let mut text = format!("the hub answered {code}: {message}");
-    if status == StatusCode::UNAUTHORIZED {
-        text.push_str(" (the hub needs an API key: set API_KEY or pass --api-key)");
+fn unauthorized_message(key_sent: bool, message: &str) -> String {
+    if key_sent {
+        format!("the hub answered 401: {message} (it refused the API key: check API_KEY or --api-key)")
+    } else {
+        format!("the hub answered 401: {message} (the hub needs its API key: set API_KEY or pass --api-key)")
     }
-    text
 }
 
 /// `GET /health`.
@@ -471,6 +476,9 @@ impl Client {
             Ok(body) => body.error,
             Err(_) => plain_error_text(status, &bytes),
         };
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(ClientError::Unauthorized { key_sent: self.api_key.is_some(), message });
+        }
         Err(ClientError::Status { status, message })
     }
 
@@ -552,8 +560,9 @@ mod tests {
 
     #[test]
     fn unauthorized_says_to_set_the_key() {
-        let err = ClientError::Status { status: StatusCode::UNAUTHORIZED, message: "Unauthorized".into() };
-        assert!(err.to_string().contains("API_KEY"));
+        let err = ClientError::Unauthorized { key_sent: false, message: "Unauthorized".into() };
+        assert!(err.to_string().contains("set API_KEY"));
+        assert_eq!(err.status(), Some(StatusCode::UNAUTHORIZED));
     }
 
     #[test]

@@ -183,3 +183,30 @@ async fn races() {
         h.await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn capacity_race() {
+    let store = Arc::new(PgStore::connect(&fresh_db().await).await.unwrap());
+    for round in 0..5 {
+        let Registered::Created(a) = store.agent_register(&agent(&format!("cap{round}"), false, 2), Timestamp::now()).await.unwrap() else { panic!() };
+        let mut handles = Vec::new();
+        for i in 0..12 {
+            let t = store.task_create(&NewTask::parse(TaskDraft { task: format!("t{i}"), agent_id: Some(a.id), ..Default::default() }, None).unwrap(), Timestamp::now()).await.unwrap();
+            let store = store.clone();
+            let id = a.id;
+            handles.push(tokio::spawn(async move {
+                let r = store.task_apply(t.id, &TaskAction::Start { agent: id }.change(), Some(id), Timestamp::now()).await.unwrap();
+                store.agent_heartbeat(id, Timestamp::now()).await.unwrap();
+                matches!(r, Applied::Changed { .. })
+            }));
+        }
+        let mut n = 0;
+        for h in handles {
+            if h.await.unwrap() { n += 1; }
+        }
+        assert_eq!(n, 2);
+        let ag = store.agent_get(a.id).await.unwrap().unwrap();
+        assert_eq!(ag.status, AgentStatus::Busy);
+        assert_eq!(ag.capacity.current, 2);
+    }
+}

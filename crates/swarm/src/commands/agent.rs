@@ -86,7 +86,8 @@ async fn agent_show(args: AgentShowArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
     let id = resolve_agent(&client, &args.agent).await?;
     let view = client.get_agent(id, true).await.map_err(|err| {
-        let tip = |status| (status == 404).then(|| "see the registered agents with `swarm agent list`".to_string());
+        let tip =
+            |status| (status == 404).then(|| "see the registered agents with `swarm agent list`".to_string());
         hub_failure(format!("cannot show agent {}", args.agent.trim()), err, tip)
     })?;
     if args.json {

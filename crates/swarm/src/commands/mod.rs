@@ -67,7 +67,8 @@ async fn resolve_agent(client: &Client, name_or_id: &str) -> anyhow::Result<Agen
     if let Ok(id) = AgentId::parse(name_or_id) {
         return Ok(id);
     }
-    let agents = client.list_agents(false).await.with_context(|| format!("cannot look up agent {name_or_id:?}"))?;
+    let agents =
+        client.list_agents(false).await.with_context(|| format!("cannot look up agent {name_or_id:?}"))?;
     let exact: Vec<AgentId> =
         agents.agents.iter().filter(|view| view.agent.name == name_or_id).map(|view| view.agent.id).collect();
     if let [id] = exact[..] {

@@ -249,7 +249,9 @@ async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
     let answer = client
         .finish_task(id, status, args.output.as_deref(), args.reason.as_deref())
         .await
-        .map_err(|err| hub_failure(format!("cannot finish task {id}"), err, |status| refusal_tip(&client, id, status)))?;
+        .map_err(|err| {
+            hub_failure(format!("cannot finish task {id}"), err, |status| refusal_tip(&client, id, status))
+        })?;
     if args.json {
         return output::print_json(&answer);
     }
@@ -259,10 +261,9 @@ async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
 async fn task_cancel(args: CancelArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
     let id = args.id;
-    let answer = client
-        .cancel_task(id, args.reason.as_deref())
-        .await
-        .map_err(|err| hub_failure(format!("cannot cancel task {id}"), err, |status| refusal_tip(&client, id, status)))?;
+    let answer = client.cancel_task(id, args.reason.as_deref()).await.map_err(|err| {
+        hub_failure(format!("cannot cancel task {id}"), err, |status| refusal_tip(&client, id, status))
+    })?;
     if args.json {
         return output::print_json(&answer);
     }
@@ -287,7 +288,9 @@ fn refusal_tip(client: &Client, id: TaskId, status: u16) -> Option<String> {
         403 if client.agent_id().is_none() => Some(format!(
             "act as the agent allowed to do this with --agent-id or AGENT_ID (see `swarm task show {id}`)"
         )),
-        403 => Some(format!("--agent-id / AGENT_ID names an agent that may not do this; see `swarm task show {id}`")),
+        403 => Some(format!(
+            "--agent-id / AGENT_ID names an agent that may not do this; see `swarm task show {id}`"
+        )),
         _ => not_found_tip(status),
     }
 }

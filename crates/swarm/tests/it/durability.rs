@@ -62,7 +62,18 @@ async fn two_hubs_on_one_postgres_database_claim_each_task_once() {
     let Some(url) = support::postgres_url() else {
         return;
     };
-    let database = Database::Postgres(support::postgres_fresh_database(&url).await);
+    two_hubs_claim_each_task_once(Database::Postgres(support::postgres_fresh_database(&url).await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hubs_on_one_sqlite_file_claim_each_task_once() {
+    let dir = tempfile::tempdir().unwrap();
+    two_hubs_claim_each_task_once(sqlite_file(dir.path())).await;
+}
+
+/// Two `swarm serve` processes on one database: what one writes the other sees, and
+/// concurrent claims through both never hand a task out twice.
+async fn two_hubs_claim_each_task_once(database: Database) {
     let hub_a = Hub::start(&database, None);
     let hub_b = Hub::start(&database, None);
 
