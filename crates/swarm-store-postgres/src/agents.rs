@@ -103,7 +103,12 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
     Ok(Registered::Created(agent))
 }
 
-pub(crate) async fn rename(pool: &PgPool, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>> {
+pub(crate) async fn rename(
+    pool: &PgPool,
+    id: AgentId,
+    name: &str,
+    now: Timestamp,
+) -> StoreResult<Option<Agent>> {
     let mut tx = pool.begin().await.map_err(db)?;
     if lock_status(&mut tx, id).await?.is_none() {
         return Ok(None);
@@ -293,11 +298,12 @@ pub(crate) async fn lock_in_order(conn: &mut PgConnection, ids: &mut Vec<AgentId
 }
 
 async fn lock_status(conn: &mut PgConnection, id: AgentId) -> StoreResult<Option<AgentStatus>> {
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM agents WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(id.as_uuid())
-        .fetch_optional(conn)
-        .await
-        .map_err(db)?;
+    let status: Option<String> =
+        sqlx::query_scalar("SELECT status FROM agents WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(id.as_uuid())
+            .fetch_optional(conn)
+            .await
+            .map_err(db)?;
     status.as_deref().map(parse_status).transpose()
 }
 

@@ -71,13 +71,16 @@ pub(crate) async fn apply(
     );
     events::insert(&mut tx, &status_change, now).await?;
     if let Some(event_type) = change.event {
-        let extra = events::event(
+        let mut extra = events::event(
             event_type,
             actor,
             Some(id),
             Some(before.status.as_str()),
             Some(change.to.as_str()),
         );
+        if let Some(reason) = &change.updates.rejection_reason {
+            extra.metadata = Some(serde_json::json!({ "reason": reason }));
+        }
         events::insert(&mut tx, &extra, now).await?;
     }
     let mut assignees: Vec<AgentId> = [before.agent_id, assignee_after].into_iter().flatten().collect();

@@ -66,7 +66,11 @@ pub(crate) async fn logs_for_task(pool: &PgPool, task_id: TaskId) -> StoreResult
     .map_err(db)
 }
 
-pub(crate) async fn cost_insert(pool: &PgPool, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost> {
+pub(crate) async fn cost_insert(
+    pool: &PgPool,
+    cost: &NewSessionCost,
+    now: Timestamp,
+) -> StoreResult<SessionCost> {
     sqlx::query(concat!(
         "INSERT INTO session_costs (session_id, agent_id, task_id, total_cost_usd, input_tokens, \
                                     output_tokens, cache_read_tokens, cache_write_tokens, \

@@ -1,11 +1,16 @@
 //! Counts for `GET /api/stats`.
 
 use sqlx::PgPool;
-use swarm_domain::stats::{AgentCounts, Stats, TaskCounts};
+use swarm_domain::{
+    agent::AgentStatus,
+    stats::{AgentCounts, Stats, TaskCounts},
+    task::TaskStatus,
+};
 use swarm_store::StoreResult;
 
 use crate::error::db;
 
+/// Rows with a status this version does not know still count towards the totals.
 pub(crate) async fn stats(pool: &PgPool) -> StoreResult<Stats> {
     let mut stats = Stats::default();
     let agent_counts: Vec<(String, i64)> =
@@ -14,10 +19,9 @@ pub(crate) async fn stats(pool: &PgPool) -> StoreResult<Stats> {
             .await
             .map_err(db)?;
     for (status, n_agents) in agent_counts {
-        let agents = &mut stats.agents;
-        agents.total += n_agents;
-        if let Some(slot) = agent_slot(agents, &status) {
-            *slot += n_agents;
+        stats.agents.total += n_agents;
+        if let Ok(status) = AgentStatus::parse(&status) {
+            *agent_slot(&mut stats.agents, status) += n_agents;
         }
     }
     let task_counts: Vec<(String, i64)> =
@@ -26,36 +30,33 @@ pub(crate) async fn stats(pool: &PgPool) -> StoreResult<Stats> {
             .await
             .map_err(db)?;
     for (status, n_tasks) in task_counts {
-        let tasks = &mut stats.tasks;
-        tasks.total += n_tasks;
-        if let Some(slot) = task_slot(tasks, &status) {
-            *slot += n_tasks;
+        stats.tasks.total += n_tasks;
+        if let Ok(status) = TaskStatus::parse(&status) {
+            *task_slot(&mut stats.tasks, status) += n_tasks;
         }
     }
     Ok(stats)
 }
 
-fn agent_slot<'a>(counts: &'a mut AgentCounts, status: &str) -> Option<&'a mut i64> {
+fn agent_slot(counts: &mut AgentCounts, status: AgentStatus) -> &mut i64 {
     match status {
-        "idle" => Some(&mut counts.idle),
-        "busy" => Some(&mut counts.busy),
-        "offline" => Some(&mut counts.offline),
-        _ => None,
+        AgentStatus::Idle => &mut counts.idle,
+        AgentStatus::Busy => &mut counts.busy,
+        AgentStatus::Offline => &mut counts.offline,
     }
 }
 
-fn task_slot<'a>(counts: &'a mut TaskCounts, status: &str) -> Option<&'a mut i64> {
+fn task_slot(counts: &mut TaskCounts, status: TaskStatus) -> &mut i64 {
     match status {
-        "backlog" => Some(&mut counts.backlog),
-        "unassigned" => Some(&mut counts.unassigned),
-        "offered" => Some(&mut counts.offered),
-        "reviewing" => Some(&mut counts.reviewing),
-        "pending" => Some(&mut counts.pending),
-        "in_progress" => Some(&mut counts.in_progress),
-        "paused" => Some(&mut counts.paused),
-        "completed" => Some(&mut counts.completed),
-        "failed" => Some(&mut counts.failed),
-        "cancelled" => Some(&mut counts.cancelled),
-        _ => None,
+        TaskStatus::Backlog => &mut counts.backlog,
+        TaskStatus::Unassigned => &mut counts.unassigned,
+        TaskStatus::Offered => &mut counts.offered,
+        TaskStatus::Reviewing => &mut counts.reviewing,
+        TaskStatus::Pending => &mut counts.pending,
+        TaskStatus::InProgress => &mut counts.in_progress,
+        TaskStatus::Paused => &mut counts.paused,
+        TaskStatus::Completed => &mut counts.completed,
+        TaskStatus::Failed => &mut counts.failed,
+        TaskStatus::Cancelled => &mut counts.cancelled,
     }
 }

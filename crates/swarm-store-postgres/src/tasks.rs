@@ -33,10 +33,7 @@ pub(crate) async fn get_known(conn: &mut PgConnection, id: TaskId) -> StoreResul
 
 pub(crate) async fn list(pool: &PgPool, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
     // One snapshot for both statements, so the total always describes the page.
-    let mut tx = pool
-        .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        .await
-        .map_err(db)?;
+    let mut tx = pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await.map_err(db)?;
     let mut count = QueryBuilder::<Postgres>::new("SELECT count(*) FROM tasks t");
     push_filter(&mut count, filter);
     let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await.map_err(db)?;
@@ -138,8 +135,13 @@ pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> Sto
     );
     events::insert(&mut tx, &created, now).await?;
     if task.status == TaskStatus::Offered {
-        let offered =
-            events::event(EventType::TaskOffered, task.offered_to, Some(task.id), None, Some(task.status.as_str()));
+        let offered = events::event(
+            EventType::TaskOffered,
+            task.offered_to,
+            Some(task.id),
+            None,
+            Some(task.status.as_str()),
+        );
         events::insert(&mut tx, &offered, now).await?;
     }
     let created = get_known(&mut tx, task.id).await?;

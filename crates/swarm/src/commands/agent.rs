@@ -25,7 +25,7 @@ pub(crate) enum AgentCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct AgentListArgs {
-    /// Include each agent's tasks in the --json output
+    /// Include each agent's tasks in the --json output (the table stays the same)
     #[arg(long)]
     tasks: bool,
     #[arg(long, help = JSON_HELP)]

@@ -38,6 +38,8 @@ pub(crate) enum TaskCommand {
     /// given by --agent-id.
     Finish(FinishArgs),
     /// Cancel a task that is not finished yet
+    ///
+    /// Cancelling a task that is already finished changes nothing and says so.
     Cancel(CancelArgs),
 }
 

@@ -59,10 +59,8 @@ async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
     assert_eq!(of_type(&joined, EventType::AgentJoined).len(), 1, "{joined:?}");
 
     // The same id again: kept as it was, except max_tasks.
-    let again = NewAgent::parse(id, "worker-1", false, Some("other".into()), None, None, Some(5))
-        .unwrap();
-    let Registered::Existing(agent) = fx.store.agent_register(&again, fx.now()).await.unwrap()
-    else {
+    let again = NewAgent::parse(id, "worker-1", false, Some("other".into()), None, None, Some(5)).unwrap();
+    let Registered::Existing(agent) = fx.store.agent_register(&again, fx.now()).await.unwrap() else {
         panic!("a known id must be Existing");
     };
     assert_eq!(agent.max_tasks, 5);
@@ -86,8 +84,7 @@ async fn register_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     let n_changes = of_type(&fx.agent_events(agent.id).await, EventType::AgentStatusChange).len();
 
     let again = new_agent(agent.id, "worker-1", false, 2);
-    let Registered::Existing(back) = fx.store.agent_register(&again, fx.now()).await.unwrap()
-    else {
+    let Registered::Existing(back) = fx.store.agent_register(&again, fx.now()).await.unwrap() else {
         panic!("a known id must be Existing");
     };
     assert_eq!(back.status, AgentStatus::Idle);
@@ -133,6 +130,11 @@ async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     let res = fx.store.agent_register(&second, fx.now()).await.unwrap();
     let Registered::Created(lead) = res else { panic!("expected Created, got {res:?}") };
     assert!(lead.is_lead);
+
+    // Now the first lead cannot come back while the second is active.
+    let res = fx.store.agent_register(&first_again, fx.now()).await;
+    assert!(matches!(res, Err(StoreError::Conflict(_))), "returning lead: got {res:?}");
+    assert_eq!(fx.agent(first.id).await.status, AgentStatus::Offline);
 }
 
 async fn rename_refuses_a_taken_name(store: Arc<dyn Store>) {
@@ -183,12 +185,9 @@ async fn profile_update_changes_only_given_fields(store: Arc<dyn Store>) {
     assert_eq!(agent.capabilities, ["rust"]);
     assert_eq!(agent.last_updated_at, updated_at);
 
-    let update = ProfileUpdate::parse(
-        Some("second description".into()),
-        None,
-        Some(vec!["go".into(), "docs".into()]),
-    )
-    .unwrap();
+    let update =
+        ProfileUpdate::parse(Some("second description".into()), None, Some(vec!["go".into(), "docs".into()]))
+            .unwrap();
     let agent = fx.store.agent_update_profile(id, &update, fx.now()).await.unwrap().unwrap();
     assert_eq!(agent.role.as_deref(), Some("reviewer"));
     assert_eq!(agent.description.as_deref(), Some("second description"));

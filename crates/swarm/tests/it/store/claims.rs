@@ -83,9 +83,8 @@ async fn claim_waits_for_dependencies(store: Arc<dyn Store>) {
     let agent = fx.register("worker-1", false, 5).await.id;
     let first = fx.pool_task("first").await;
     let second = fx.pool_task("second").await;
-    let dependent = fx
-        .create(TaskDraft { depends_on: vec![first.id, second.id], ..draft("after both") }, None)
-        .await;
+    let dependent =
+        fx.create(TaskDraft { depends_on: vec![first.id, second.id], ..draft("after both") }, None).await;
 
     fx.must_refuse(dependent.id, TaskAction::Claim { agent }).await;
 
@@ -107,9 +106,8 @@ async fn claim_waits_for_dependencies(store: Arc<dyn Store>) {
     let cancelled = fx.pool_task("cancelled").await;
     fx.must_change(cancelled.id, cancel()).await;
     for dependency in [failed, cancelled] {
-        let blocked = fx
-            .create(TaskDraft { depends_on: vec![dependency.id], ..draft("blocked") }, None)
-            .await;
+        let blocked =
+            fx.create(TaskDraft { depends_on: vec![dependency.id], ..draft("blocked") }, None).await;
         fx.must_refuse(blocked.id, TaskAction::Claim { agent }).await;
     }
 }
@@ -149,10 +147,7 @@ async fn release_gives_back_own_pending_task(store: Arc<dyn Store>) {
     let releases = of_type(&events, EventType::TaskReleased);
     assert_eq!(releases.len(), 1, "{events:?}");
     assert_eq!(releases[0].agent_id, Some(agent));
-    assert_eq!(
-        status_changes(&events),
-        [pair("unassigned", "pending"), pair("pending", "unassigned")]
-    );
+    assert_eq!(status_changes(&events), [pair("unassigned", "pending"), pair("pending", "unassigned")]);
 
     // Released work can be claimed again, by anyone.
     fx.must_change(task.id, TaskAction::Claim { agent: other }).await;

@@ -100,8 +100,7 @@ async fn task_list_filters(store: Arc<dyn Store>) {
         assert_eq!(ids, expected, "{what}");
         assert_eq!(total, expected.len() as i64, "{what}: total");
     };
-    check(TaskFilter::default(), &[done.id, backlog.id, offered.id, assigned.id, pool.id], "all")
-        .await;
+    check(TaskFilter::default(), &[done.id, backlog.id, offered.id, assigned.id, pool.id], "all").await;
     let statuses = vec![TaskStatus::Pending, TaskStatus::Offered, TaskStatus::Completed];
     check(TaskFilter { statuses, ..TaskFilter::default() }, &[done.id, offered.id, assigned.id], "statuses")
         .await;
@@ -121,8 +120,12 @@ async fn task_list_filters(store: Arc<dyn Store>) {
         .await;
     check(TaskFilter { task_type: Some("bug".into()), ..TaskFilter::default() }, &[assigned.id], "type")
         .await;
-    check(TaskFilter { tags: tags(&["backend"]), ..TaskFilter::default() }, &[assigned.id, pool.id], "one tag")
-        .await;
+    check(
+        TaskFilter { tags: tags(&["backend"]), ..TaskFilter::default() },
+        &[assigned.id, pool.id],
+        "one tag",
+    )
+    .await;
     check(TaskFilter { tags: tags(&["urgent", "backend"]), ..TaskFilter::default() }, &[pool.id], "all tags")
         .await;
     check(TaskFilter { tags: tags(&["frontend"]), ..TaskFilter::default() }, &[], "unknown tag").await;
@@ -169,6 +172,7 @@ async fn task_list_search_is_a_literal_substring(store: Arc<dyn Store>) {
     let underscore = fx.pool_task("Rename user_id").await.id;
     let letter = fx.pool_task("Rename userXid").await.id;
     let quote = fx.pool_task("Handle O'Brien's name").await.id;
+    let backslash = fx.pool_task(r"Clean C:\Temp\new folder").await.id;
     let search = async |text: &str| {
         let filter = TaskFilter { search: Some(text.into()), ..all() };
         page(&fx, filter).await.0
@@ -177,6 +181,8 @@ async fn task_list_search_is_a_literal_substring(store: Arc<dyn Store>) {
     assert_eq!(search("user_id").await, [underscore], "_ is not a wildcard");
     assert_eq!(search("o'brien").await, [quote]);
     assert_eq!(search("1000").await, [thousand]);
+    assert_eq!(search(r"c:\temp\").await, [backslash], "a backslash is literal");
+    assert_eq!(search(r"\").await, [backslash]);
     assert_eq!(search("rename user").await, [letter, underscore]);
     assert_eq!(search("nothing like this").await, []);
 }
@@ -211,13 +217,11 @@ async fn event_list_newest_first_and_filtered(store: Arc<dyn Store>) {
     let mine = fx.agent_events(agent).await;
     assert!(!mine.is_empty());
     assert!(mine.iter().all(|event| event.agent_id == Some(agent)), "{mine:?}");
-    let expected: Vec<_> =
-        events.iter().filter(|event| event.agent_id == Some(agent)).cloned().collect();
+    let expected: Vec<_> = events.iter().filter(|event| event.agent_id == Some(agent)).cloned().collect();
     assert_eq!(mine, expected);
 
     let of_task = fx.task_events(task.id).await;
-    let expected: Vec<_> =
-        events.iter().filter(|event| event.task_id == Some(task.id)).cloned().collect();
+    let expected: Vec<_> = events.iter().filter(|event| event.task_id == Some(task.id)).cloned().collect();
     assert_eq!(of_task, expected);
     assert!(of_task.iter().all(|event| event.task_id == Some(task.id)));
 
@@ -250,6 +254,9 @@ async fn session_logs_in_order(store: Arc<dyn Store>) {
     assert_eq!(fx.store.session_logs_append(&logs, fx.now()).await.unwrap(), 2);
     let logs = batch(2, Some(task.id), &[]);
     assert_eq!(fx.store.session_logs_append(&logs, fx.now()).await.unwrap(), 0);
+    let many: Vec<String> = (0..300).map(|n| format!("line {n}")).collect();
+    let logs = NewSessionLogs::parse("session-1".into(), 3, Some(other.id), None, many.clone());
+    assert_eq!(fx.store.session_logs_append(&logs.unwrap(), fx.now()).await.unwrap(), 300);
 
     let logs = fx.store.session_logs_for_task(task.id).await.unwrap();
     let contents: Vec<&str> = logs.iter().map(|log| log.content.as_str()).collect();
@@ -262,8 +269,9 @@ async fn session_logs_in_order(store: Arc<dyn Store>) {
     assert_eq!(logs[0].created_at, first_at);
 
     let logs = fx.store.session_logs_for_task(other.id).await.unwrap();
-    assert_eq!(logs.len(), 1);
-    assert_eq!(logs[0].content, "x");
+    let contents: Vec<String> = logs.iter().map(|log| log.content.clone()).collect();
+    assert_eq!(contents, [vec!["x".to_string()], many].concat(), "a long batch keeps its order");
+    assert_eq!(logs.last().map(|log| (log.iteration, log.line_number)), Some((3, 299)));
     assert!(fx.store.session_logs_for_task(TaskId::new_v7()).await.unwrap().is_empty());
 }
 

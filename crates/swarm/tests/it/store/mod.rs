@@ -22,7 +22,7 @@ use swarm_domain::{
     agent::{Agent, NewAgent},
     event::{Event, EventType},
     id::{AgentId, TaskId},
-    task::{FinishOutcome, Task, TaskAction, TaskDraft, NewTask},
+    task::{FinishOutcome, NewTask, Task, TaskAction, TaskDraft},
     time::Timestamp,
 };
 use swarm_store::{Applied, EventFilter, Registered, Store};
@@ -141,11 +141,7 @@ impl Fixture {
         };
         assert_eq!(current, task_before, "{name}: Refused must report the task as it stands");
         assert_eq!(self.task(id).await, task_before, "{name}: a refusal must change nothing");
-        assert_eq!(
-            self.task_events(id).await.len(),
-            n_events_before,
-            "{name}: a refusal must log nothing"
-        );
+        assert_eq!(self.task_events(id).await.len(), n_events_before, "{name}: a refusal must log nothing");
         current
     }
 
@@ -213,10 +209,7 @@ pub fn status_changes(events: &[Event]) -> Vec<(String, String)> {
     let mut changes: Vec<(String, String)> = of_type(events, EventType::TaskStatusChange)
         .into_iter()
         .map(|event| {
-            (
-                event.old_value.clone().unwrap_or_default(),
-                event.new_value.clone().unwrap_or_default(),
-            )
+            (event.old_value.clone().unwrap_or_default(), event.new_value.clone().unwrap_or_default())
         })
         .collect();
     changes.reverse();

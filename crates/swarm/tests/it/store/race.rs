@@ -10,13 +10,17 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     task::{TaskAction, TaskStatus},
 };
-use swarm_store::{Applied, Store, TaskFilter};
+use swarm_store::{Applied, Registered, Store, StoreError, TaskFilter};
 use tokio::sync::Barrier;
 
-use super::{Fixture, actor_of, cancel, complete, of_type};
+use super::{Fixture, actor_of, cancel, complete, new_agent, of_type};
 use crate::support::store_tests;
 
-store_tests!(multi_thread: concurrent_transitions_happen_once, concurrent_starts_respect_capacity);
+store_tests!(
+    multi_thread: concurrent_transitions_happen_once,
+    concurrent_starts_respect_capacity,
+    concurrent_registrations_keep_one_lead_and_unique_names,
+);
 
 const N_AGENTS: usize = 8;
 const N_WORKERS: usize = 32;
@@ -53,11 +57,10 @@ struct Target {
 /// Apply `action` to `target`; `Some(win)` when this call made the change.
 async fn attempt(fx: &Fixture, task: TaskId, kind: Kind, action: TaskAction) -> Option<Win> {
     let agent = actor_of(&action);
-    let res = fx
-        .store
-        .task_apply(task, &action.change(), agent, fx.now())
-        .await
-        .unwrap_or_else(|err| panic!("{} failed instead of being applied or refused: {err}", action.name()));
+    let res =
+        fx.store.task_apply(task, &action.change(), agent, fx.now()).await.unwrap_or_else(|err| {
+            panic!("{} failed instead of being applied or refused: {err}", action.name())
+        });
     match res {
         Applied::Changed { before, after } => {
             assert!(!before.status.is_finished(), "{kind:?} changed a finished task: {before:?}");
@@ -69,7 +72,13 @@ async fn attempt(fx: &Fixture, task: TaskId, kind: Kind, action: TaskAction) -> 
     }
 }
 
-async fn worker(fx: Arc<Fixture>, barrier: Arc<Barrier>, n: usize, agent: AgentId, targets: Vec<Target>) -> Vec<Win> {
+async fn worker(
+    fx: Arc<Fixture>,
+    barrier: Arc<Barrier>,
+    n: usize,
+    agent: AgentId,
+    targets: Vec<Target>,
+) -> Vec<Win> {
     let mut order = targets;
     let shift = (n * 7) % order.len();
     order.rotate_left(shift);
@@ -238,4 +247,42 @@ async fn concurrent_starts_respect_capacity(store: Arc<dyn Store>) {
     let capped = fx.agent(agent).await;
     assert_eq!(capped.capacity.current, MAX_TASKS);
     assert_eq!(capped.status, AgentStatus::Busy);
+}
+
+async fn concurrent_registrations_keep_one_lead_and_unique_names(store: Arc<dyn Store>) {
+    let fx = Arc::new(Fixture::new(store));
+    let barrier = Arc::new(Barrier::new(2 * N_WORKERS));
+    let mut handles = Vec::new();
+    for n in 0..2 * N_WORKERS {
+        let (fx, barrier) = (fx.clone(), barrier.clone());
+        // Even: a lead with its own name. Odd: a worker with a name all odd ones want.
+        let new = if n % 2 == 0 {
+            new_agent(AgentId::new_v7(), &format!("lead-{n}"), true, 1)
+        } else {
+            new_agent(AgentId::new_v7(), "popular-name", false, 1)
+        };
+        handles.push(tokio::spawn(async move {
+            barrier.wait().await;
+            let res = fx.store.agent_register(&new, fx.now()).await;
+            (new, res)
+        }));
+    }
+    let (mut leads, mut named) = (Vec::new(), Vec::new());
+    for handle in handles {
+        let (new, res) = handle.await.expect("a registration panicked");
+        match res {
+            Ok(Registered::Created(agent)) if agent.is_lead => leads.push(agent.id),
+            Ok(Registered::Created(agent)) => named.push(agent.id),
+            Err(StoreError::Conflict(_)) => {
+                let stored = fx.store.agent_get(new.id).await.unwrap();
+                assert_eq!(stored, None, "a refused registration stores nothing");
+            }
+            other => panic!("{}: expected Created or Conflict, got {other:?}", new.name),
+        }
+    }
+    assert_eq!(leads.len(), 1, "exactly one of the concurrent leads gets in: {leads:?}");
+    assert_eq!(named.len(), 1, "exactly one agent gets the name: {named:?}");
+    let agents = fx.store.agent_list().await.unwrap();
+    assert_eq!(agents.len(), 2, "{agents:?}");
+    assert_eq!(agents.iter().filter(|agent| agent.is_lead).count(), 1);
 }

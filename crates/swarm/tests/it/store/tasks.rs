@@ -6,7 +6,7 @@ use std::sync::Arc;
 use swarm_domain::{
     event::EventType,
     id::{AgentId, TaskId},
-    task::{NewTask, PRIORITY_DEFAULT, TaskDraft, TaskOrigin, TaskStatus},
+    task::{FinishOutcome, NewTask, PRIORITY_DEFAULT, TaskAction, TaskDraft, TaskOrigin, TaskStatus},
 };
 use swarm_store::{Store, StoreError, TaskFilter};
 
@@ -16,6 +16,7 @@ use crate::support::store_tests;
 store_tests!(
     create_round_trips_every_field,
     create_picks_the_initial_status,
+    odd_text_and_tags_round_trip,
     create_logs_created_and_offered,
     create_refuses_missing_references,
     unknown_task_reads_as_none,
@@ -94,6 +95,38 @@ async fn create_round_trips_every_field(store: Arc<dyn Store>) {
     assert_eq!(fx.task(plain.id).await, plain);
 }
 
+async fn odd_text_and_tags_round_trip(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let agent = fx.worker("worker-1").await;
+    let text = "Fix «ünïcode» 日本語 🚀\n\tline two with 'quotes' and \"doubles\" and \\ and %_";
+    let tags: Vec<String> =
+        ["a,b", "with space", "quote\"d", "percent%", "ünïcode", "[json]", "{}"].map(String::from).into();
+    let task = fx.create(TaskDraft { agent_id: Some(agent), tags: tags.clone(), ..draft(text) }, None).await;
+    assert_eq!(task.task, text.trim());
+    assert_eq!(task.tags, tags);
+    assert_eq!(fx.task(task.id).await, task);
+    let plain = fx.create(TaskDraft { tags: vec!["a".into(), "b".into()], ..draft("plain") }, None).await;
+
+    for tag in &tags {
+        let filter = TaskFilter { tags: vec![tag.clone()], limit: 100, ..TaskFilter::default() };
+        let (found, total) = fx.store.task_list(&filter).await.unwrap();
+        assert_eq!((found, total), (vec![task.clone()], 1), "tag {tag:?}");
+    }
+    let filter = TaskFilter { tags: vec!["a".into()], limit: 100, ..TaskFilter::default() };
+    let (found, _) = fx.store.task_list(&filter).await.unwrap();
+    assert_eq!(found, [plain], "tag \"a\" is not part of \"a,b\"");
+
+    fx.must_change(task.id, TaskAction::Start { agent }).await;
+    let output = "Résumé: ✅ 12 tests\n{\"json\": [1, 2]}".to_string();
+    let finish = TaskAction::Finish {
+        assignee: Some(agent),
+        outcome: FinishOutcome::Completed { output: Some(output.clone()) },
+    };
+    let done = fx.must_change(task.id, finish).await;
+    assert_eq!(done.output, Some(output));
+    assert_eq!(fx.task(task.id).await, done);
+}
+
 async fn create_picks_the_initial_status(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
@@ -134,8 +167,7 @@ async fn create_logs_created_and_offered(store: Arc<dyn Store>) {
     assert!(events.iter().all(|event| event.task_id == Some(pool.id)));
     assert_eq!(of_type(&events, EventType::TaskCreated)[0].created_at, pool.created_at);
 
-    let offered =
-        fx.create(TaskDraft { offered_to: Some(agent), ..draft("offered") }, Some(creator)).await;
+    let offered = fx.create(TaskDraft { offered_to: Some(agent), ..draft("offered") }, Some(creator)).await;
     let events = fx.task_events(offered.id).await;
     assert_eq!(of_type(&events, EventType::TaskCreated).len(), 1, "{events:?}");
     assert_eq!(of_type(&events, EventType::TaskOffered).len(), 1, "{events:?}");
@@ -148,10 +180,7 @@ async fn create_refuses_missing_references(store: Arc<dyn Store>) {
     let drafts = [
         ("agentId", TaskDraft { agent_id: Some(ghost), ..draft("assigned to a ghost") }),
         ("offeredTo", TaskDraft { offered_to: Some(ghost), ..draft("offered to a ghost") }),
-        (
-            "dependsOn",
-            TaskDraft { depends_on: vec![TaskId::new_v7()], ..draft("depends on a ghost") },
-        ),
+        ("dependsOn", TaskDraft { depends_on: vec![TaskId::new_v7()], ..draft("depends on a ghost") }),
     ];
     for (field, draft) in drafts {
         let new = NewTask::parse(draft, None).unwrap();

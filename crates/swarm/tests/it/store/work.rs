@@ -90,10 +90,7 @@ async fn start_waits_for_dependencies(store: Arc<dyn Store>) {
     let agent = fx.register("worker-1", false, 5).await.id;
     let dependency = fx.assigned_task("first", agent).await;
     let dependent = fx
-        .create(
-            TaskDraft { agent_id: Some(agent), depends_on: vec![dependency.id], ..draft("then") },
-            None,
-        )
+        .create(TaskDraft { agent_id: Some(agent), depends_on: vec![dependency.id], ..draft("then") }, None)
         .await;
     assert_eq!(dependent.status, TaskStatus::Pending);
 
@@ -246,10 +243,8 @@ async fn finish_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
     let pending = fx.assigned_task("not started", agent).await;
     fx.must_refuse(pending.id, complete(agent)).await;
     let pool = fx.pool_task("pool").await;
-    let lead_finish = TaskAction::Finish {
-        assignee: None,
-        outcome: FinishOutcome::Completed { output: None },
-    };
+    let lead_finish =
+        TaskAction::Finish { assignee: None, outcome: FinishOutcome::Completed { output: None } };
     fx.must_refuse(pool.id, lead_finish).await;
 }
 

@@ -126,6 +126,9 @@ fn url_with_database_replaces_only_the_path() {
     let check = |url: &str, expected: &str| assert_eq!(url_with_database(url, "db2"), expected);
     check("postgres://u:p@127.0.0.1:5433/postgres", "postgres://u:p@127.0.0.1:5433/db2");
     check("postgres://u@localhost:5433", "postgres://u@localhost:5433/db2");
-    check("postgres://u@/postgres?host=/tmp/pg&sslmode=disable", "postgres://u@/db2?host=/tmp/pg&sslmode=disable");
+    check(
+        "postgres://u@/postgres?host=/tmp/pg&sslmode=disable",
+        "postgres://u@/db2?host=/tmp/pg&sslmode=disable",
+    );
     check("postgresql://localhost/x?sslmode=disable", "postgresql://localhost/db2?sslmode=disable");
 }
