@@ -181,26 +181,24 @@ impl Service {
                 }
                 TaskAction::Cancel { reason: parse_note("reason", reason)? }
             }
-            TaskRequest::ToBacklog | TaskRequest::FromBacklog if !privileged && task.creator_agent_id != caller.agent_id() => {
+            TaskRequest::ToBacklog | TaskRequest::FromBacklog
+                if !privileged && task.creator_agent_id != caller.agent_id() =>
+            {
                 return Err(ServiceError::Forbidden(
                     "only the lead or the task's creator may move it to or from the backlog".into(),
                 ));
             }
             TaskRequest::ToBacklog => TaskAction::ToBacklog,
             TaskRequest::FromBacklog => TaskAction::FromBacklog,
-            agent_request => {
-                let agent = caller.require_agent()?;
-                match agent_request {
-                    TaskRequest::Claim => TaskAction::Claim { agent },
-                    TaskRequest::Release => TaskAction::Release { agent },
-                    TaskRequest::Accept => TaskAction::Accept { agent },
-                    TaskRequest::Reject { reason } => TaskAction::Reject { agent, reason: parse_note("reason", reason)? },
-                    TaskRequest::Start => TaskAction::Start { agent },
-                    TaskRequest::Pause => TaskAction::Pause { agent },
-                    TaskRequest::Resume => TaskAction::Resume { agent },
-                    _ => unreachable!("handled above"),
-                }
+            TaskRequest::Claim => TaskAction::Claim { agent: caller.require_agent()? },
+            TaskRequest::Release => TaskAction::Release { agent: caller.require_agent()? },
+            TaskRequest::Accept => TaskAction::Accept { agent: caller.require_agent()? },
+            TaskRequest::Reject { reason } => {
+                TaskAction::Reject { agent: caller.require_agent()?, reason: parse_note("reason", reason)? }
             }
+            TaskRequest::Start => TaskAction::Start { agent: caller.require_agent()? },
+            TaskRequest::Pause => TaskAction::Pause { agent: caller.require_agent()? },
+            TaskRequest::Resume => TaskAction::Resume { agent: caller.require_agent()? },
         };
         self.task_apply(caller, id, &action).await
     }
@@ -215,10 +213,12 @@ impl Service {
             Applied::NotFound => Err(unknown_task(id)),
             Applied::Refused { current } => {
                 // A finish or cancel that lost a race to another finish is not an error.
-                if current.status.is_finished()
-                    && matches!(action, TaskAction::Finish { .. })
-                    || (current.status == TaskStatus::Cancelled && matches!(action, TaskAction::Cancel { .. }))
-                {
+                let lost_race_to_same_end = match action {
+                    TaskAction::Finish { .. } => current.status.is_finished(),
+                    TaskAction::Cancel { .. } => current.status == TaskStatus::Cancelled,
+                    _ => false,
+                };
+                if lost_race_to_same_end {
                     return Ok(ActionOutcome { task: current, already_finished: true });
                 }
                 let refusal = self.explain_refusal(&change, &current).await?;

@@ -12,7 +12,7 @@ use swarm_store::{Registered, StoreError, StoreResult, status_for_work};
 use uuid::Uuid;
 
 use crate::{
-    error::{corrupt, db},
+    error::{corrupt, db, vanished},
     events,
     rows::{agent_from_row, agent_select},
 };
@@ -340,10 +340,6 @@ async fn ensure_name_free(conn: &mut PgConnection, name: &str, id: AgentId) -> S
 /// Read back a row this transaction just wrote.
 async fn get_known(conn: &mut PgConnection, id: AgentId) -> StoreResult<Agent> {
     get(conn, id).await?.ok_or_else(|| vanished("agent", id))
-}
-
-pub(crate) fn vanished(what: &str, id: impl std::fmt::Display) -> StoreError {
-    db(corrupt(what, swarm_domain::Invalid(format!("{what} {id} vanished inside its own transaction"))))
 }
 
 fn parse_status(text: &str) -> StoreResult<AgentStatus> {

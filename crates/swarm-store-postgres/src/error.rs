@@ -33,6 +33,11 @@ pub(crate) fn corrupt(column: &str, err: impl std::error::Error + Send + Sync + 
     sqlx::Error::ColumnDecode { index: column.to_string(), source: Box::new(err) }
 }
 
+/// A row this transaction just wrote is gone: a broken invariant, not a user's mistake.
+pub(crate) fn vanished(what: &str, id: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(format!("{what} {id} vanished inside its own transaction").into())
+}
+
 fn unique_message(constraint: &str) -> &'static str {
     match constraint {
         "agents_name_key" => "that agent name is taken",

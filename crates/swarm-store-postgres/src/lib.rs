@@ -64,6 +64,8 @@ impl PgStore {
     /// migrations, so the later ones wait and then find the work done.
     pub async fn connect_with(url: &str, max_connections: u32) -> StoreResult<PgStore> {
         let options: PgConnectOptions = url.parse().map_err(db)?;
+        // Named, so an operator can tell swarm's sessions apart in pg_stat_activity.
+        let options = options.application_name("swarm");
         let description = describe_options(&options);
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))

@@ -11,8 +11,7 @@ use swarm_store::{StoreError, StoreResult, TaskFilter};
 use uuid::Uuid;
 
 use crate::{
-    agents::vanished,
-    error::{db, violated_constraint},
+    error::{db, vanished, violated_constraint},
     events,
     rows::{task_from_row, task_select},
 };

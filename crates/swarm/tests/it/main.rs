@@ -3,6 +3,7 @@
 mod api_flow;
 mod cli;
 mod durability;
+mod hostile_input;
 mod hub;
 mod service_race;
 mod store;

@@ -341,7 +341,7 @@ async fn session_costs_newest_first_and_filtered(store: Arc<dyn Store>) {
     let of_agent = SessionCostFilter { agent_id: Some(agent), ..everything.clone() };
     assert_eq!(list(of_agent).await, [second.clone(), first.clone()]);
     let both = SessionCostFilter { agent_id: Some(other), task_id: Some(task.id), limit: 100 };
-    assert_eq!(list(both).await, [third.clone()]);
+    assert_eq!(list(both).await, std::slice::from_ref(&third));
     assert_eq!(list(SessionCostFilter { limit: 2, ..everything }).await, [third, second]);
 }
 

@@ -85,8 +85,8 @@ async fn worker(
     if n % 2 == 1 {
         order.reverse();
     }
-    let accepts = (n / N_AGENTS) % 2 == 0;
-    let cancels = n % 3 == 0;
+    let accepts = (n / N_AGENTS).is_multiple_of(2);
+    let cancels = n.is_multiple_of(3);
     barrier.wait().await;
 
     let mut wins = Vec::new();
