@@ -89,10 +89,7 @@ pub fn agent_id_header(parts: &Parts) -> Result<Option<AgentId>, ApiError> {
     let Some(value) = parts.headers.get(AGENT_ID_HEADER) else {
         return Ok(None);
     };
-    let text = value
-        .to_str()
-        .map_err(|_| ApiError::BadRequest("X-Agent-ID must be a UUID".into()))?
-        .trim();
+    let text = value.to_str().map_err(|_| ApiError::BadRequest("X-Agent-ID must be a UUID".into()))?.trim();
     if text.is_empty() {
         return Ok(None);
     }
@@ -104,11 +101,7 @@ pub fn agent_id_header(parts: &Parts) -> Result<Option<AgentId>, ApiError> {
 /// Deserialize a comma-separated list or a single value.
 pub fn split_list(text: Option<&str>) -> Vec<String> {
     text.map(|text| {
-        text.split(',')
-            .map(str::trim)
-            .filter(|part| !part.is_empty())
-            .map(str::to_string)
-            .collect()
+        text.split(',').map(str::trim).filter(|part| !part.is_empty()).map(str::to_string).collect()
     })
     .unwrap_or_default()
 }

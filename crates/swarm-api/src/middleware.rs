@@ -9,7 +9,10 @@ use axum::{
 };
 use subtle::ConstantTimeEq;
 
-use crate::{AppState, error::{ApiError, error_response}};
+use crate::{
+    AppState,
+    error::{ApiError, error_response},
+};
 
 /// Paths anyone may read: the health check and the static docs page (which asks for
 /// the key before it fetches the API description).
@@ -40,7 +43,8 @@ pub async fn require_api_key(State(state): State<AppState>, request: Request, ne
     }
 }
 
-const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
+const ALLOWED_HEADERS: &str =
+    "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
 /// Any origin may call the hub (it is guarded by the key, not by origin). Preflight
@@ -76,7 +80,8 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
         return response;
     }
     let (parts, body) = response.into_parts();
-    let text = to_bytes(body, 64 * 1024).await.map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string());
+    let text =
+        to_bytes(body, 64 * 1024).await.map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string());
     let message = match text {
         Ok(text) if !text.is_empty() => text,
         _ => match status {

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Invalid, id::AgentId, time::Timestamp};
+use crate::{Invalid, id::AgentId, reject_nul, time::Timestamp};
 
 pub const MAX_TASKS_LIMIT: i32 = 20;
 pub const NAME_MAX_CHARS: usize = 100;
@@ -161,7 +161,8 @@ fn parse_optional_text(field: &str, text: Option<String>) -> Result<Option<Strin
         Some(text) if text.chars().count() > TEXT_MAX_CHARS => {
             Err(Invalid(format!("{field} must be at most {TEXT_MAX_CHARS} characters")))
         }
-        other => Ok(other),
+        Some(text) => reject_nul(field, &text).map(|()| Some(text)),
+        None => Ok(None),
     }
 }
 
@@ -172,10 +173,9 @@ fn parse_capabilities(capabilities: Vec<String>) -> Result<Vec<String>, Invalid>
     let mut parsed: Vec<String> = Vec::with_capacity(capabilities.len());
     for capability in capabilities {
         let capability = capability.trim().to_string();
+        reject_nul("capabilities", &capability)?;
         if capability.is_empty() || capability.chars().count() > NAME_MAX_CHARS {
-            return Err(Invalid(format!(
-                "each capability must be 1 to {NAME_MAX_CHARS} characters"
-            )));
+            return Err(Invalid(format!("each capability must be 1 to {NAME_MAX_CHARS} characters")));
         }
         if !parsed.contains(&capability) {
             parsed.push(capability);

@@ -23,3 +23,13 @@ impl Invalid {
         Invalid(message.to_string())
     }
 }
+
+/// PostgreSQL cannot store NUL in text, and no legitimate name, task or note needs it:
+/// refuse it the same way on both backends.
+pub fn reject_nul(field: &str, text: &str) -> Result<(), Invalid> {
+    if text.contains('\0') {
+        Err(Invalid(format!("{field} must not contain NUL characters")))
+    } else {
+        Ok(())
+    }
+}

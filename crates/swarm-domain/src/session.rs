@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     Invalid,
     id::{AgentId, TaskId},
+    reject_nul,
     time::Timestamp,
 };
 
@@ -52,6 +53,11 @@ impl NewSessionLogs {
         if lines.iter().any(|line| line.len() > SESSION_LINE_MAX_CHARS) {
             return Err(Invalid(format!("each line must be at most {SESSION_LINE_MAX_CHARS} bytes")));
         }
+        if let Some(cli) = &cli {
+            reject_nul("cli", cli)?;
+        }
+        // Agent output may carry a stray NUL; keep the line rather than lose the batch.
+        let lines = lines.into_iter().map(|line| line.replace('\0', "\u{FFFD}")).collect();
         Ok(NewSessionLogs { session_id, iteration, task_id, cli, lines })
     }
 }
@@ -94,6 +100,9 @@ pub struct NewSessionCost {
 impl NewSessionCost {
     pub fn validate(self) -> Result<Self, Invalid> {
         let session_id = parse_session_id(self.session_id)?;
+        if let Some(model) = &self.model {
+            reject_nul("model", model)?;
+        }
         if !self.total_cost_usd.is_finite() || self.total_cost_usd < 0.0 {
             return Err(Invalid::new("totalCostUsd must be a non-negative number"));
         }
@@ -114,8 +123,21 @@ impl NewSessionCost {
 
 fn parse_session_id(session_id: String) -> Result<String, Invalid> {
     let trimmed = session_id.trim();
+    reject_nul("sessionId", trimmed)?;
     if trimmed.is_empty() || trimmed.len() > 200 {
         return Err(Invalid::new("sessionId must be 1 to 200 characters"));
     }
     Ok(trimmed.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_in_log_lines_is_replaced_not_refused() {
+        let logs = NewSessionLogs::parse("s".into(), 0, None, None, vec!["a\0b".into()]).unwrap();
+        assert_eq!(logs.lines, vec!["a\u{FFFD}b".to_string()]);
+        assert!(NewSessionLogs::parse("s\0".into(), 0, None, None, vec![]).is_err());
+    }
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Invalid, event::EventType, id::AgentId, id::TaskId, time::Timestamp};
+use crate::{Invalid, event::EventType, id::AgentId, id::TaskId, reject_nul, time::Timestamp};
 
 pub const PRIORITY_DEFAULT: i32 = 50;
 pub const TASK_TEXT_MAX_CHARS: usize = 100_000;
@@ -40,8 +40,7 @@ impl TaskStatus {
         TaskStatus::Failed,
         TaskStatus::Cancelled,
     ];
-    pub const FINISHED: [TaskStatus; 3] =
-        [TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
+    pub const FINISHED: [TaskStatus; 3] = [TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
 
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -159,6 +158,7 @@ impl NewTask {
     /// backlog when asked for, else the pool (unassigned).
     pub fn parse(draft: TaskDraft, creator: Option<AgentId>) -> Result<Self, Invalid> {
         let text = draft.task.trim();
+        reject_nul("task", text)?;
         if text.is_empty() {
             return Err(Invalid::new("task must not be empty"));
         }
@@ -209,9 +209,7 @@ fn parse_word(field: &str, text: &str) -> Result<String, Invalid> {
     if ok {
         Ok(text.to_string())
     } else {
-        Err(Invalid(format!(
-            "{field} must be 1 to 64 letters, digits or _-.: characters, got {text:?}"
-        )))
+        Err(Invalid(format!("{field} must be 1 to 64 letters, digits or _-.: characters, got {text:?}")))
     }
 }
 
@@ -222,6 +220,7 @@ pub fn parse_tags(tags: Vec<String>) -> Result<Vec<String>, Invalid> {
     let mut parsed: Vec<String> = Vec::with_capacity(tags.len());
     for tag in tags {
         let tag = tag.trim();
+        reject_nul("tags", tag)?;
         if tag.is_empty() || tag.chars().count() > 100 {
             return Err(Invalid::new("each tag must be 1 to 100 characters"));
         }
@@ -251,7 +250,8 @@ pub fn parse_note(field: &str, text: Option<String>) -> Result<Option<String>, I
         Some(text) if text.chars().count() > OUTPUT_MAX_CHARS => {
             Err(Invalid(format!("{field} must be at most {OUTPUT_MAX_CHARS} characters")))
         }
-        other => Ok(other),
+        Some(text) => reject_nul(field, &text).map(|()| Some(text)),
+        None => Ok(None),
     }
 }
 
@@ -274,21 +274,41 @@ impl FinishOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskAction {
     /// A pool task taken by an agent with capacity whose dependencies are done.
-    Claim { agent: AgentId },
+    Claim {
+        agent: AgentId,
+    },
     /// An agent gives a pending task back to the pool.
-    Release { agent: AgentId },
+    Release {
+        agent: AgentId,
+    },
     /// The agent an offer was made to takes it.
-    Accept { agent: AgentId },
+    Accept {
+        agent: AgentId,
+    },
     /// The agent an offer was made to declines it; it returns to the pool.
-    Reject { agent: AgentId, reason: Option<String> },
+    Reject {
+        agent: AgentId,
+        reason: Option<String>,
+    },
     /// The assignee begins work (in the poll, or explicitly).
-    Start { agent: AgentId },
-    Pause { agent: AgentId },
-    Resume { agent: AgentId },
+    Start {
+        agent: AgentId,
+    },
+    Pause {
+        agent: AgentId,
+    },
+    Resume {
+        agent: AgentId,
+    },
     /// `assignee` is the agent the task must belong to; `None` when the caller may
     /// finish any task (the lead, an operator).
-    Finish { assignee: Option<AgentId>, outcome: FinishOutcome },
-    Cancel { reason: Option<String> },
+    Finish {
+        assignee: Option<AgentId>,
+        outcome: FinishOutcome,
+    },
+    Cancel {
+        reason: Option<String>,
+    },
     ToBacklog,
     FromBacklog,
 }
@@ -447,10 +467,9 @@ impl std::fmt::Display for Refusal {
                 let ids: Vec<String> = waiting_on.iter().map(ToString::to_string).collect();
                 write!(f, "task depends on tasks that are not completed: {}", ids.join(", "))
             }
-            Refusal::NoCapacity { in_progress, max_tasks } => write!(
-                f,
-                "agent is at capacity ({in_progress} of {max_tasks} tasks in progress)"
-            ),
+            Refusal::NoCapacity { in_progress, max_tasks } => {
+                write!(f, "agent is at capacity ({in_progress} of {max_tasks} tasks in progress)")
+            }
         }
     }
 }
@@ -501,6 +520,8 @@ mod tests {
         let agent = AgentId::new_v7();
         let check = |draft: TaskDraft| assert!(NewTask::parse(draft, None).is_err());
         check(draft("  "));
+        check(draft("nul \0 inside"));
+        check(TaskDraft { tags: vec!["a\0".into()], ..draft("x") });
         check(TaskDraft { priority: Some(101), ..draft("x") });
         check(TaskDraft { priority: Some(-1), ..draft("x") });
         check(TaskDraft { agent_id: Some(agent), offered_to: Some(agent), ..draft("x") });

@@ -81,7 +81,8 @@ impl Service {
     pub async fn agent_rename(&self, caller: Caller, id: AgentId, name: &str) -> ServiceResult<Agent> {
         let name = parse_name(name)?;
         self.require_self_or_lead(caller, id, "rename").await?;
-        let agent = self.store.agent_rename(id, &name, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+        let agent =
+            self.store.agent_rename(id, &name, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
     }
@@ -103,7 +104,11 @@ impl Service {
     }
 
     /// The caller and, when asked, what waits for it.
-    pub async fn me(&self, caller: Caller, include_inbox: bool) -> ServiceResult<(Agent, Option<InboxSummary>)> {
+    pub async fn me(
+        &self,
+        caller: Caller,
+        include_inbox: bool,
+    ) -> ServiceResult<(Agent, Option<InboxSummary>)> {
         let id = caller.require_agent()?;
         let agent = self.agent_get(id).await?;
         if !include_inbox {
@@ -122,7 +127,8 @@ impl Service {
     /// A heartbeat: an `offline` agent becomes `idle`.
     pub async fn agent_ping(&self, caller: Caller) -> ServiceResult<Agent> {
         let id = caller.require_agent()?;
-        let agent = self.store.agent_heartbeat(id, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+        let agent =
+            self.store.agent_heartbeat(id, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
     }

@@ -24,7 +24,11 @@ fn bounded_limit(limit: Option<i64>) -> ServiceResult<i64> {
 }
 
 impl Service {
-    pub async fn event_list(&self, agent_id: Option<AgentId>, limit: Option<i64>) -> ServiceResult<Vec<Event>> {
+    pub async fn event_list(
+        &self,
+        agent_id: Option<AgentId>,
+        limit: Option<i64>,
+    ) -> ServiceResult<Vec<Event>> {
         let filter = EventFilter { agent_id, task_id: None, limit: bounded_limit(limit)? };
         Ok(self.store.event_list(&filter).await?)
     }

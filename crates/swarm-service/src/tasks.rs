@@ -138,7 +138,12 @@ impl Service {
 
     /// Perform one task action for the caller: the one entry point of every REST task
     /// action and its MCP twin.
-    pub async fn task_act(&self, caller: Caller, id: TaskId, request: TaskRequest) -> ServiceResult<ActionOutcome> {
+    pub async fn task_act(
+        &self,
+        caller: Caller,
+        id: TaskId,
+        request: TaskRequest,
+    ) -> ServiceResult<ActionOutcome> {
         let caller_agent = self.caller_agent(caller).await?;
         let is_lead = caller_agent.as_ref().is_some_and(|agent| agent.is_lead);
         let privileged = caller_agent.is_none() || is_lead;
@@ -150,10 +155,12 @@ impl Service {
             }
             TaskRequest::Finish { status, output, failure_reason } => {
                 let outcome = match status {
-                    TaskStatus::Completed => FinishOutcome::Completed { output: parse_note("output", output)? },
-                    TaskStatus::Failed => FinishOutcome::Failed {
-                        failure_reason: parse_note("failureReason", failure_reason)?,
-                    },
+                    TaskStatus::Completed => {
+                        FinishOutcome::Completed { output: parse_note("output", output)? }
+                    }
+                    TaskStatus::Failed => {
+                        FinishOutcome::Failed { failure_reason: parse_note("failureReason", failure_reason)? }
+                    }
                     other => {
                         return Err(ServiceError::Invalid(format!(
                             "status must be completed or failed, got {other}"
@@ -203,7 +210,12 @@ impl Service {
         self.task_apply(caller, id, &action).await
     }
 
-    async fn task_apply(&self, caller: Caller, id: TaskId, action: &TaskAction) -> ServiceResult<ActionOutcome> {
+    async fn task_apply(
+        &self,
+        caller: Caller,
+        id: TaskId,
+        action: &TaskAction,
+    ) -> ServiceResult<ActionOutcome> {
         let change = action.change();
         match self.store.task_apply(id, &change, caller.agent_id(), Timestamp::now()).await? {
             Applied::Changed { after, .. } => {
@@ -239,7 +251,9 @@ impl Service {
             return Err(ServiceError::Invalid("progress must not be empty".into()));
         }
         if !privileged && task.agent_id != caller.agent_id() {
-            return Err(ServiceError::Forbidden("only the task's assignee or the lead may report progress".into()));
+            return Err(ServiceError::Forbidden(
+                "only the task's assignee or the lead may report progress".into(),
+            ));
         }
         let assignee = if privileged { None } else { caller.agent_id() };
         let applied = self
@@ -252,13 +266,12 @@ impl Service {
                 Ok(ActionOutcome { task: after, already_finished: false })
             }
             Applied::NotFound => Err(unknown_task(task.id)),
-            Applied::Refused { current } if current.status.is_finished() => Err(ServiceError::Conflict(format!(
-                "task is {}: a finished task takes no more progress",
-                current.status
-            ))),
-            Applied::Refused { .. } => {
-                Err(ServiceError::Forbidden("only the task's assignee or the lead may report progress".into()))
-            }
+            Applied::Refused { current } if current.status.is_finished() => Err(ServiceError::Conflict(
+                format!("task is {}: a finished task takes no more progress", current.status),
+            )),
+            Applied::Refused { .. } => Err(ServiceError::Forbidden(
+                "only the task's assignee or the lead may report progress".into(),
+            )),
         }
     }
 
@@ -280,7 +293,10 @@ impl Service {
         }
         if let Some(agent_id) = change.guard.capacity_of {
             let agent = self.agent_get(agent_id).await?;
-            return Ok(Refusal::NoCapacity { in_progress: agent.capacity.current, max_tasks: agent.max_tasks });
+            return Ok(Refusal::NoCapacity {
+                in_progress: agent.capacity.current,
+                max_tasks: agent.max_tasks,
+            });
         }
         // The row changed between the guard and this read; report what we see now.
         Ok(Refusal::WrongStatus { current: current.status, allowed: change.from })
@@ -303,11 +319,15 @@ impl Service {
             return Ok(());
         }
         let existing = self.store.tasks_existing(ids).await?;
-        let missing: Vec<String> = ids.iter().filter(|id| !existing.contains(id)).map(ToString::to_string).collect();
+        let missing: Vec<String> =
+            ids.iter().filter(|id| !existing.contains(id)).map(ToString::to_string).collect();
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(ServiceError::Invalid(format!("dependsOn names tasks that do not exist: {}", missing.join(", "))))
+            Err(ServiceError::Invalid(format!(
+                "dependsOn names tasks that do not exist: {}",
+                missing.join(", ")
+            )))
         }
     }
 }
@@ -316,9 +336,9 @@ fn refusal_error(action: &TaskAction, refusal: &Refusal) -> ServiceError {
     let message = format!("cannot {} task: {refusal}", action.name().replace('_', " "));
     match refusal {
         Refusal::NotAssignee | Refusal::NotOfferedToYou => ServiceError::Forbidden(message),
-        Refusal::WrongStatus { .. } | Refusal::DependenciesNotCompleted { .. } | Refusal::NoCapacity { .. } => {
-            ServiceError::Conflict(message)
-        }
+        Refusal::WrongStatus { .. }
+        | Refusal::DependenciesNotCompleted { .. }
+        | Refusal::NoCapacity { .. } => ServiceError::Conflict(message),
     }
 }
 

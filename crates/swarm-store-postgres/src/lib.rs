@@ -4,10 +4,12 @@
 //! every write is one transaction at READ COMMITTED.
 //!
 //! Architecture invariant: row locks are always taken in one order — at most one task
-//! row first (`FOR UPDATE`), then agent rows sorted by id (`FOR NO KEY UPDATE`, which
-//! leaves foreign key checks of concurrent inserts unblocked). No transaction waits for a
-//! task row while it holds an agent row, so these transactions cannot deadlock each other.
-//! Registration serializes on one advisory lock instead (see `agents.rs`).
+//! row first, then agent rows sorted by id. No transaction waits for a task row while it
+//! holds an agent row, so these transactions cannot deadlock each other. Both are locked
+//! `FOR NO KEY UPDATE` (never `FOR UPDATE`): that serializes writers of the row but not
+//! the foreign key checks of concurrent inserts (a new task naming the agent, or depending
+//! on the task), which take only `FOR KEY SHARE`. Registration serializes on one advisory
+//! lock instead (see `agents.rs`).
 
 mod agents;
 mod apply;

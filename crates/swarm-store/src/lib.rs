@@ -39,9 +39,14 @@ pub enum StoreError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applied<T> {
     /// The guard held: the row before and after the change.
-    Changed { before: T, after: T },
+    Changed {
+        before: T,
+        after: T,
+    },
     /// The row exists but the guard was false; nothing changed. The row as it stands.
-    Refused { current: T },
+    Refused {
+        current: T,
+    },
     NotFound,
 }
 

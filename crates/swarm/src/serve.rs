@@ -41,9 +41,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let app = swarm_api::router(AppState { service, api_key: api_key.clone() });
 
     let address = format!("{}:{}", args.host, args.port);
-    let listener = TcpListener::bind(&address)
-        .await
-        .with_context(|| format!("cannot listen on {address}: is another hub running there? pick another --port"))?;
+    let listener = TcpListener::bind(&address).await.with_context(|| {
+        format!("cannot listen on {address}: is another hub running there? pick another --port")
+    })?;
     let local: SocketAddr = listener.local_addr()?;
     println!("swarm {} listening on http://{local}", env!("CARGO_PKG_VERSION"));
     println!("database: {description}");
@@ -55,7 +55,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!(%local, database = %description, "hub started");
 
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await.context("the HTTP server failed")?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("the HTTP server failed")?;
     println!("swarm stopped");
     Ok(())
 }
@@ -63,9 +66,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 async fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Store>, String)> {
     match args.database_url.as_deref().filter(|url| !url.is_empty()) {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = PgStore::connect(url)
-                .await
-                .context("cannot open the PostgreSQL database: check DATABASE_URL and that the server is up")?;
+            let store = PgStore::connect(url).await.context(
+                "cannot open the PostgreSQL database: check DATABASE_URL and that the server is up",
+            )?;
             let description = store.describe();
             Ok((Arc::new(store), description))
         }
@@ -78,16 +81,17 @@ async fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Store>, String)
 }
 
 async fn open_sqlite(path: &std::path::Path) -> anyhow::Result<(Arc<dyn Store>, String)> {
-    let store = SqliteStore::open(path)
-        .await
-        .with_context(|| format!("cannot open the SQLite database {}: check the path and its permissions", path.display()))?;
+    let store = SqliteStore::open(path).await.with_context(|| {
+        format!("cannot open the SQLite database {}: check the path and its permissions", path.display())
+    })?;
     let description = store.describe();
     Ok((Arc::new(store), description))
 }
 
 fn init_logging(format: &str) {
     use tracing_subscriber::{EnvFilter, fmt};
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,sqlx=warn"));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,sqlx=warn"));
     let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // Colours only for a person at a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -210,7 +210,10 @@ async fn me_get(
 /// Heartbeat: an offline agent becomes idle.
 #[utoipa::path(post, path = "/ping", tag = "agents",
     responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn agents_ping(State(state): State<AppState>, CallerHeader(caller): CallerHeader) -> Result<StatusCode, ApiError> {
+async fn agents_ping(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+) -> Result<StatusCode, ApiError> {
     state.service.agent_ping(caller).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -218,7 +221,10 @@ async fn agents_ping(State(state): State<AppState>, CallerHeader(caller): Caller
 /// The calling agent goes offline.
 #[utoipa::path(post, path = "/close", tag = "agents",
     responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
-async fn agents_close(State(state): State<AppState>, CallerHeader(caller): CallerHeader) -> Result<StatusCode, ApiError> {
+async fn agents_close(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+) -> Result<StatusCode, ApiError> {
     state.service.agent_close(caller).await?;
     Ok(StatusCode::NO_CONTENT)
 }

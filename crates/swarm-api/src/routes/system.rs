@@ -17,10 +17,7 @@ use crate::{
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(health))
-        .routes(routes!(stats_get))
-        .routes(routes!(logs_list))
+    OpenApiRouter::new().routes(routes!(health)).routes(routes!(stats_get)).routes(routes!(logs_list))
 }
 
 /// `/openapi.json` and the `/docs` page that renders it.
@@ -71,7 +68,10 @@ pub struct LogsResponse {
 /// The event log, newest first.
 #[utoipa::path(get, path = "/api/logs", tag = "system", params(LogsQuery),
     responses((status = 200, body = LogsResponse), (status = 400, body = ErrorBody)))]
-async fn logs_list(State(state): State<AppState>, Query(query): Query<LogsQuery>) -> Result<Json<LogsResponse>, ApiError> {
+async fn logs_list(
+    State(state): State<AppState>,
+    Query(query): Query<LogsQuery>,
+) -> Result<Json<LogsResponse>, ApiError> {
     let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
     Ok(Json(LogsResponse { logs: state.service.event_list(agent_id, query.limit).await? }))
 }

@@ -214,12 +214,20 @@ async fn tasks_list(
 /// One task and its history.
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskDetailResponse), (status = 404, body = ErrorBody)))]
-async fn tasks_get(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<TaskDetailResponse>, ApiError> {
+async fn tasks_get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<TaskDetailResponse>, ApiError> {
     let detail = state.service.task_detail(TaskId::parse(&id)?).await?;
     Ok(Json(TaskDetailResponse { task: detail.task, logs: detail.logs }))
 }
 
-async fn act(state: &AppState, caller: Caller, id: &str, request: TaskRequest) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn act(
+    state: &AppState,
+    caller: Caller,
+    id: &str,
+    request: TaskRequest,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     let outcome = state.service.task_act(caller, TaskId::parse(id)?, request).await?;
     Ok(Json(outcome.into()))
 }
@@ -236,7 +244,8 @@ async fn tasks_finish(
     Path(id): Path<String>,
     AppJson(body): AppJson<FinishBody>,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
-    let request = TaskRequest::Finish { status: body.status, output: body.output, failure_reason: body.failure_reason };
+    let request =
+        TaskRequest::Finish { status: body.status, output: body.output, failure_reason: body.failure_reason };
     act(&state, caller, &id, request).await
 }
 
@@ -256,21 +265,33 @@ async fn tasks_cancel(
 /// Take a pool task (`unassigned` → `pending`); needs capacity and completed dependencies.
 #[utoipa::path(post, path = "/api/tasks/{id}/claim", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 409, body = ErrorBody)))]
-async fn tasks_claim(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_claim(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Claim).await
 }
 
 /// Give an own pending task back to the pool.
 #[utoipa::path(post, path = "/api/tasks/{id}/release", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_release(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_release(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Release).await
 }
 
 /// Accept a task offered to the caller (`offered` or `reviewing` → `pending`).
 #[utoipa::path(post, path = "/api/tasks/{id}/accept", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_accept(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_accept(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Accept).await
 }
 
@@ -290,21 +311,33 @@ async fn tasks_reject(
 /// Begin work on an own pending task (`pending` → `in_progress`); the poll does this for runners.
 #[utoipa::path(post, path = "/api/tasks/{id}/start", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_start(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_start(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Start).await
 }
 
 /// Pause an own task in progress.
 #[utoipa::path(post, path = "/api/tasks/{id}/pause", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_pause(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_pause(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Pause).await
 }
 
 /// Resume an own paused task.
 #[utoipa::path(post, path = "/api/tasks/{id}/resume", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_resume(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_resume(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Resume).await
 }
 
@@ -324,21 +357,32 @@ async fn tasks_progress(
 /// Park a pool task in the backlog.
 #[utoipa::path(post, path = "/api/tasks/{id}/to-backlog", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_to_backlog(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_to_backlog(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::ToBacklog).await
 }
 
 /// Move a backlog task into the pool.
 #[utoipa::path(post, path = "/api/tasks/{id}/from-backlog", tag = "tasks", params(("id" = String, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
-async fn tasks_from_backlog(State(state): State<AppState>, CallerHeader(caller): CallerHeader, Path(id): Path<String>) -> Result<Json<TaskActionResponse>, ApiError> {
+async fn tasks_from_backlog(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::FromBacklog).await
 }
 
 /// The calling agent's paused tasks.
 #[utoipa::path(get, path = "/api/paused-tasks", tag = "tasks",
     responses((status = 200, body = TasksResponse), (status = 400, body = ErrorBody)))]
-async fn tasks_paused(State(state): State<AppState>, CallerHeader(caller): CallerHeader) -> Result<Json<TasksResponse>, ApiError> {
+async fn tasks_paused(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+) -> Result<Json<TasksResponse>, ApiError> {
     Ok(Json(TasksResponse { tasks: state.service.tasks_paused(caller).await? }))
 }
 

@@ -34,7 +34,11 @@ async fn register_create_list_show_finish_pause_resume() {
     assert_eq!(again["maxTasks"], 3);
 
     let (status, task) = hub
-        .post("/api/tasks", None, json!({"task": "Write the release notes", "agentId": worker, "priority": 70, "tags": ["docs"]}))
+        .post(
+            "/api/tasks",
+            None,
+            json!({"task": "Write the release notes", "agentId": worker, "priority": 70, "tags": ["docs"]}),
+        )
         .await;
     assert_eq!(status, 201, "{task}");
     assert_eq!(task["status"], "pending");
@@ -70,12 +74,14 @@ async fn register_create_list_show_finish_pause_resume() {
     let (status, _) = hub.post(&format!("/api/tasks/{task_id}/resume"), Some(&worker), json!({})).await;
     assert_eq!(status, 409, "resuming a task in progress is refused");
 
-    let (status, progress) =
-        hub.post(&format!("/api/tasks/{task_id}/progress"), Some(&worker), json!({"progress": "half done"})).await;
+    let (status, progress) = hub
+        .post(&format!("/api/tasks/{task_id}/progress"), Some(&worker), json!({"progress": "half done"}))
+        .await;
     assert_eq!(status, 200, "{progress}");
 
     let finish = json!({"status": "completed", "output": "notes written"});
-    let (status, first) = hub.post(&format!("/api/tasks/{task_id}/finish"), Some(&worker), finish.clone()).await;
+    let (status, first) =
+        hub.post(&format!("/api/tasks/{task_id}/finish"), Some(&worker), finish.clone()).await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["success"], true);
     assert_eq!(first["alreadyFinished"], false);
@@ -90,15 +96,17 @@ async fn register_create_list_show_finish_pause_resume() {
     assert_eq!(second["task"]["status"], "completed", "a finished task stays as it finished");
     assert_eq!(second["task"]["output"], "notes written");
 
-    let (status, late_progress) =
-        hub.post(&format!("/api/tasks/{task_id}/progress"), Some(&worker), json!({"progress": "zombie"})).await;
+    let (status, late_progress) = hub
+        .post(&format!("/api/tasks/{task_id}/progress"), Some(&worker), json!({"progress": "zombie"}))
+        .await;
     assert_eq!(status, 409, "{late_progress}");
 
     let (status, detail) = hub.get(&format!("/api/tasks/{task_id}"), None).await;
     assert_eq!(status, 200);
     assert_eq!(detail["status"], "completed");
     assert_eq!(detail["progress"], "half done");
-    let events: Vec<&str> = detail["logs"].as_array().unwrap().iter().map(|e| e["eventType"].as_str().unwrap()).collect();
+    let events: Vec<&str> =
+        detail["logs"].as_array().unwrap().iter().map(|e| e["eventType"].as_str().unwrap()).collect();
     assert_eq!(events.first(), Some(&"task_status_change"), "newest first: {events:?}");
     assert_eq!(events.last(), Some(&"task_created"), "oldest last: {events:?}");
     assert!(events.contains(&"task_progress"));
@@ -141,7 +149,11 @@ async fn the_api_key_is_required_except_for_health() {
 async fn malformed_input_gets_a_json_4xx_and_the_server_keeps_answering() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    assert!(hub.banner.iter().any(|line| line.contains("WARNING") && line.contains("API key")), "{:?}", hub.banner);
+    assert!(
+        hub.banner.iter().any(|line| line.contains("WARNING") && line.contains("API key")),
+        "{:?}",
+        hub.banner
+    );
     let agent = new_agent_id();
     assert_eq!(register(&hub, &agent, "solo", json!({})).await.0, 201);
     let raw = |method: reqwest::Method, path: &str, body: &'static str| {
@@ -155,12 +167,40 @@ async fn malformed_input_gets_a_json_4xx_and_the_server_keeps_answering() {
         (raw(Method::POST, "/api/tasks", "not json at all"), 400, "not JSON"),
         (raw(Method::POST, "/api/tasks", "[1,2,3]"), 400, "an array"),
         (raw(Method::POST, "/api/tasks", "{\"task\": 42}"), 400, "wrong type"),
-        (raw(Method::POST, "/api/tasks", "{\"task\": \"x\", \"priority\": 500}"), 400, "priority out of range"),
-        (raw(Method::POST, "/api/tasks", "{\"task\": \"x\", \"agentId\": \"nope\"}"), 400, "agent id not a UUID"),
-        (raw(Method::POST, "/api/tasks", "{\"task\": \"x\", \"agentId\": \"6f1c2a9e-1111-4a4a-8b8b-000000000000\"}"), 400, "unknown agent"),
-        (raw(Method::POST, "/api/tasks", "{\"task\": \"x\", \"dependsOn\": [\"6f1c2a9e-1111-4a4a-8b8b-000000000000\"]}"), 400, "unknown dependency"),
+        (
+            raw(Method::POST, "/api/tasks", "{\"task\": \"x\", \"priority\": 500}"),
+            400,
+            "priority out of range",
+        ),
+        (
+            raw(Method::POST, "/api/tasks", "{\"task\": \"x\", \"agentId\": \"nope\"}"),
+            400,
+            "agent id not a UUID",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/api/tasks",
+                "{\"task\": \"x\", \"agentId\": \"6f1c2a9e-1111-4a4a-8b8b-000000000000\"}",
+            ),
+            400,
+            "unknown agent",
+        ),
+        (
+            raw(
+                Method::POST,
+                "/api/tasks",
+                "{\"task\": \"x\", \"dependsOn\": [\"6f1c2a9e-1111-4a4a-8b8b-000000000000\"]}",
+            ),
+            400,
+            "unknown dependency",
+        ),
         (raw(Method::POST, "/api/tasks", ""), 400, "empty body"),
-        (raw(Method::POST, "/api/agents", "{\"description\": \"no name\"}"), 400, "registration without a name"),
+        (
+            raw(Method::POST, "/api/agents", "{\"description\": \"no name\"}"),
+            400,
+            "registration without a name",
+        ),
         (raw(Method::GET, "/api/tasks/not-a-uuid", ""), 400, "malformed task id"),
         (raw(Method::GET, "/api/tasks/6f1c2a9e-1111-4a4a-8b8b-000000000000", ""), 404, "unknown task"),
         (raw(Method::GET, "/api/agents/6f1c2a9e-1111-4a4a-8b8b-000000000000", ""), 404, "unknown agent"),
@@ -169,18 +209,38 @@ async fn malformed_input_gets_a_json_4xx_and_the_server_keeps_answering() {
         (raw(Method::GET, "/api/tasks?limit=0", ""), 400, "limit out of range"),
         (raw(Method::DELETE, "/api/tasks", ""), 405, "method not allowed"),
         (raw(Method::GET, "/no/such/route", ""), 404, "unknown route"),
-        (raw(Method::POST, "/api/session-costs", "{\"sessionId\": \"s\", \"agentId\": \"6f1c2a9e-1111-4a4a-8b8b-000000000000\", \"totalCostUsd\": -1}"), 400, "negative cost"),
+        (
+            raw(
+                Method::POST,
+                "/api/session-costs",
+                "{\"sessionId\": \"s\", \"agentId\": \"6f1c2a9e-1111-4a4a-8b8b-000000000000\", \"totalCostUsd\": -1}",
+            ),
+            400,
+            "negative cost",
+        ),
     ];
     for (request, expected, what) in cases {
         let (status, body) = send(request).await;
         assert_eq!(status, expected, "{what}: {body}");
-        assert!(body["error"].as_str().is_some_and(|m| !m.is_empty()), "{what}: JSON error with a message: {body}");
+        assert!(
+            body["error"].as_str().is_some_and(|m| !m.is_empty()),
+            "{what}: JSON error with a message: {body}"
+        );
     }
 
+    // A hub may close the connection on an oversized body before the client has sent it
+    // all; then the client sees a broken connection instead of the 413. Either way the
+    // body is refused and nothing is stored.
     let huge = "x".repeat(5 * 1024 * 1024);
     let too_large = hub.request(Method::POST, "/api/tasks", Some(&agent)).json(&json!({"task": huge}));
-    let (status, body) = send(too_large).await;
-    assert_eq!(status, 413, "{body}");
+    if let Ok(response) = too_large.send().await {
+        assert_eq!(response.status(), 413);
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert!(body["error"].is_string(), "{body}");
+    }
+    let nul = raw(Method::POST, "/api/tasks", "{\"task\": \"nul \\u0000 inside\"}");
+    let (status, body) = send(nul).await;
+    assert_eq!(status, 400, "NUL in text is refused: {body}");
 
     let (status, list) = hub.get("/api/tasks", None).await;
     assert_eq!(status, 200, "the server still answers");
@@ -205,7 +265,8 @@ async fn transitions_are_guarded_by_owner_and_status() {
     assert_eq!(status, 409, "names are unique");
 
     // An offer: only the agent it was made to may accept or reject it.
-    let (_, offered) = hub.post("/api/tasks", Some(&lead), json!({"task": "review PR", "offeredTo": alice})).await;
+    let (_, offered) =
+        hub.post("/api/tasks", Some(&lead), json!({"task": "review PR", "offeredTo": alice})).await;
     let offered_id = offered["id"].as_str().unwrap();
     assert_eq!(offered["status"], "offered");
     let (status, _) = hub.post(&format!("/api/tasks/{offered_id}/accept"), Some(&bob), json!({})).await;
@@ -227,18 +288,22 @@ async fn transitions_are_guarded_by_owner_and_status() {
     assert_eq!(status, 403);
     let (status, _) = hub.post(&format!("/api/tasks/{offered_id}/start"), Some(&bob), json!({})).await;
     assert_eq!(status, 200);
-    let (status, _) =
-        hub.post(&format!("/api/tasks/{offered_id}/finish"), Some(&alice), json!({"status": "completed"})).await;
+    let (status, _) = hub
+        .post(&format!("/api/tasks/{offered_id}/finish"), Some(&alice), json!({"status": "completed"}))
+        .await;
     assert_eq!(status, 403, "another agent's task");
 
     // Dependencies: a task waiting on an unfinished one cannot be claimed.
-    let (_, dependent) = hub.post("/api/tasks", Some(&lead), json!({"task": "deploy", "dependsOn": [offered_id]})).await;
+    let (_, dependent) =
+        hub.post("/api/tasks", Some(&lead), json!({"task": "deploy", "dependsOn": [offered_id]})).await;
     let dependent_id = dependent["id"].as_str().unwrap();
-    let (status, refused) = hub.post(&format!("/api/tasks/{dependent_id}/claim"), Some(&alice), json!({})).await;
+    let (status, refused) =
+        hub.post(&format!("/api/tasks/{dependent_id}/claim"), Some(&alice), json!({})).await;
     assert_eq!(status, 409);
     assert!(refused["error"].as_str().unwrap().contains("depends on"), "{refused}");
-    let (status, _) =
-        hub.post(&format!("/api/tasks/{offered_id}/finish"), Some(&bob), json!({"status": "completed"})).await;
+    let (status, _) = hub
+        .post(&format!("/api/tasks/{offered_id}/finish"), Some(&bob), json!({"status": "completed"}))
+        .await;
     assert_eq!(status, 200);
     let (status, _) = hub.post(&format!("/api/tasks/{dependent_id}/claim"), Some(&alice), json!({})).await;
     assert_eq!(status, 200, "claimable once its dependency completed");
@@ -246,8 +311,9 @@ async fn transitions_are_guarded_by_owner_and_status() {
     // Cancel: the creator or the lead, not a bystander; a cancelled task is final.
     let (status, _) = hub.post(&format!("/api/tasks/{dependent_id}/cancel"), Some(&bob), json!({})).await;
     assert_eq!(status, 403);
-    let (status, cancelled) =
-        hub.post(&format!("/api/tasks/{dependent_id}/cancel"), Some(&lead), json!({"reason": "not needed"})).await;
+    let (status, cancelled) = hub
+        .post(&format!("/api/tasks/{dependent_id}/cancel"), Some(&lead), json!({"reason": "not needed"}))
+        .await;
     assert_eq!(status, 200, "{cancelled}");
     assert_eq!(cancelled["task"]["status"], "cancelled");
     let (_, cancelled_list) = hub.get(&format!("/cancelled-tasks?taskId={dependent_id}"), None).await;
@@ -267,7 +333,9 @@ async fn session_logs_and_costs_round_trip() {
     let (_, task) = hub.post("/api/tasks", None, json!({"task": "t", "agentId": agent})).await;
     let task_id = task["id"].as_str().unwrap();
 
-    for (iteration, lines) in [(1, vec!["{\"type\":\"system\"}", "{\"type\":\"assistant\"}"]), (1, vec!["{\"type\":\"result\"}"])] {
+    for (iteration, lines) in
+        [(1, vec!["{\"type\":\"system\"}", "{\"type\":\"assistant\"}"]), (1, vec!["{\"type\":\"result\"}"])]
+    {
         let body = json!({"sessionId": "s-1", "iteration": iteration, "lines": lines, "taskId": task_id, "cli": "claude"});
         let (status, created) = hub.post("/api/session-logs", Some(&agent), body).await;
         assert_eq!(status, 201, "{created}");
@@ -275,7 +343,8 @@ async fn session_logs_and_costs_round_trip() {
     }
     let (status, logs) = hub.get(&format!("/api/tasks/{task_id}/session-logs"), None).await;
     assert_eq!(status, 200);
-    let contents: Vec<&str> = logs["logs"].as_array().unwrap().iter().map(|l| l["content"].as_str().unwrap()).collect();
+    let contents: Vec<&str> =
+        logs["logs"].as_array().unwrap().iter().map(|l| l["content"].as_str().unwrap()).collect();
     assert_eq!(contents, ["{\"type\":\"system\"}", "{\"type\":\"assistant\"}", "{\"type\":\"result\"}"]);
 
     let cost = json!({"sessionId": "s-1", "agentId": agent, "taskId": task_id, "totalCostUsd": 0.42, "inputTokens": 1200, "numTurns": 3, "model": "claude-opus"});

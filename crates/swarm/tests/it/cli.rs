@@ -18,9 +18,15 @@ fn swarm(hub_url: &str, key: Option<&str>, args: &[&str]) -> Output {
 }
 
 fn stdout_json(output: &Output) -> Value {
-    assert!(output.status.success(), "exit {:?}, stderr: {}", output.status, String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|err| panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout)))
+    assert!(
+        output.status.success(),
+        "exit {:?}, stderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout))
+    })
 }
 
 #[tokio::test]
@@ -29,7 +35,8 @@ async fn task_agent_and_stats_commands_drive_a_hub() {
     let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
     let url = hub.base_url.clone();
     let agent = uuid::Uuid::new_v4().to_string();
-    let (status, _) = hub.post("/api/agents", Some(&agent), json!({"name": "cli-worker", "maxTasks": 2})).await;
+    let (status, _) =
+        hub.post("/api/agents", Some(&agent), json!({"name": "cli-worker", "maxTasks": 2})).await;
     assert_eq!(status, 201);
 
     let created = stdout_json(&swarm(
@@ -59,14 +66,16 @@ async fn task_agent_and_stats_commands_drive_a_hub() {
 
     let (status, _) = hub.post(&format!("/api/tasks/{task_id}/start"), Some(&agent), json!({})).await;
     assert_eq!(status, 200);
-    let finished = stdout_json(&swarm(&url, Some(KEY), &["task", "finish", &task_id, "--output", "shipped", "--json"]));
+    let finished =
+        stdout_json(&swarm(&url, Some(KEY), &["task", "finish", &task_id, "--output", "shipped", "--json"]));
     assert_eq!(finished["alreadyFinished"], false);
     assert_eq!(finished["task"]["status"], "completed");
     let again = swarm(&url, Some(KEY), &["task", "finish", &task_id, "--failed", "--reason", "late"]);
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("already finished"));
 
-    let cancelled = stdout_json(&swarm(&url, Some(KEY), &["task", "cancel", &pool_id, "--reason", "dropped", "--json"]));
+    let cancelled =
+        stdout_json(&swarm(&url, Some(KEY), &["task", "cancel", &pool_id, "--reason", "dropped", "--json"]));
     assert_eq!(cancelled["task"]["status"], "cancelled");
     assert_eq!(cancelled["task"]["failureReason"], "dropped");
 
@@ -99,19 +108,42 @@ async fn errors_say_what_to_do_next() {
     let down = swarm("http://127.0.0.1:9", Some(KEY), &["task", "list"]);
     assert!(!down.status.success());
     let stderr = String::from_utf8_lossy(&down.stderr);
-    assert!(stderr.contains("swarm serve") || stderr.contains("MCP_BASE_URL"), "says how to reach a hub: {stderr}");
+    assert!(
+        stderr.contains("swarm serve") || stderr.contains("MCP_BASE_URL"),
+        "says how to reach a hub: {stderr}"
+    );
 }
 
 #[test]
 fn help_lists_every_command_and_flag() {
     let help = Command::new(SWARM).args(["task", "create", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&help.stdout);
-    for flag in ["--agent", "--offer-to", "--priority", "--tag", "--depends-on", "--backlog", "--url", "--api-key", "--json"] {
+    for flag in [
+        "--agent",
+        "--offer-to",
+        "--priority",
+        "--tag",
+        "--depends-on",
+        "--backlog",
+        "--url",
+        "--api-key",
+        "--json",
+    ] {
         assert!(text.contains(flag), "task create --help mentions {flag}");
     }
     let serve = Command::new(SWARM).args(["serve", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&serve.stdout);
-    for flag in ["--port", "PORT", "--host", "--db", "DATABASE_PATH", "--database-url", "DATABASE_URL", "--api-key", "API_KEY"] {
+    for flag in [
+        "--port",
+        "PORT",
+        "--host",
+        "--db",
+        "DATABASE_PATH",
+        "--database-url",
+        "DATABASE_URL",
+        "--api-key",
+        "API_KEY",
+    ] {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
 }

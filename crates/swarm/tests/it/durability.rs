@@ -19,7 +19,8 @@ async fn acknowledged_writes_survive_sigkill_sqlite() {
 
     let mut acknowledged = HashMap::new();
     for n in 0..40 {
-        let (status, task) = hub.post("/api/tasks", None, json!({"task": format!("task {n}"), "priority": n})).await;
+        let (status, task) =
+            hub.post("/api/tasks", None, json!({"task": format!("task {n}"), "priority": n})).await;
         assert_eq!(status, 201);
         acknowledged.insert(task["id"].as_str().unwrap().to_string(), "unassigned");
     }
@@ -29,8 +30,13 @@ async fn acknowledged_writes_survive_sigkill_sqlite() {
     acknowledged.insert(first.clone(), "pending");
     let (status, _) = hub.post(&format!("/api/tasks/{first}/start"), Some(&agent), json!({})).await;
     assert_eq!(status, 200);
-    let (status, _) =
-        hub.post(&format!("/api/tasks/{first}/finish"), Some(&agent), json!({"status": "completed", "output": "ok"})).await;
+    let (status, _) = hub
+        .post(
+            &format!("/api/tasks/{first}/finish"),
+            Some(&agent),
+            json!({"status": "completed", "output": "ok"}),
+        )
+        .await;
     assert_eq!(status, 200);
     acknowledged.insert(first.clone(), "completed");
     hub.kill();
@@ -81,7 +87,8 @@ async fn two_hubs_claim_each_task_once(database: Database) {
     for n in 0..8 {
         let id = uuid::Uuid::new_v4().to_string();
         let hub = if n % 2 == 0 { &hub_a } else { &hub_b };
-        let (status, _) = hub.post("/api/agents", Some(&id), json!({"name": format!("w{n}"), "maxTasks": 20})).await;
+        let (status, _) =
+            hub.post("/api/agents", Some(&id), json!({"name": format!("w{n}"), "maxTasks": 20})).await;
         assert_eq!(status, 201);
         agents.push(id);
     }

@@ -4,7 +4,10 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::hub::{Hub, sqlite_file};
+use crate::{
+    hub::{Database, Hub, sqlite_file},
+    support,
+};
 
 fn hostile_bodies() -> Vec<Vec<u8>> {
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
@@ -17,6 +20,7 @@ fn hostile_bodies() -> Vec<Vec<u8>> {
         b"{\"task\": null, \"name\": null, \"status\": 7}".to_vec(),
         b"{\"task\": \"x\", \"priority\": 1e400, \"maxTasks\": -99999999999999999999}".to_vec(),
         b"{\"task\": \"\\u0000\\ud800\", \"name\": \"\\u0000\"}".to_vec(),
+        b"{\"task\": \"nul \\u0000 inside\", \"name\": \"n\\u0000\", \"progress\": \"p\\u0000\", \"status\": \"completed\", \"output\": \"\\u0000\", \"reason\": \"\\u0000\", \"description\": \"\\u0000\"}".to_vec(),
         b"{\"status\": \"completed\", \"lines\": [1, 2], \"iteration\": \"one\"}".to_vec(),
         b"{\"sessionId\": \"\", \"agentId\": \"x\", \"totalCostUsd\": \"NaN\"}".to_vec(),
         vec![0xff, 0xfe, 0x00, 0x80, 0xc3],
@@ -25,17 +29,32 @@ fn hostile_bodies() -> Vec<Vec<u8>> {
 }
 
 #[tokio::test]
-async fn every_route_survives_hostile_input() {
+async fn every_route_survives_hostile_input_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    every_route_survives_hostile_input(sqlite_file(dir.path())).await;
+}
+
+#[tokio::test]
+async fn every_route_survives_hostile_input_postgres() {
+    let Some(url) = support::postgres_url() else {
+        return;
+    };
+    every_route_survives_hostile_input(Database::Postgres(support::postgres_fresh_database(&url).await))
+        .await;
+}
+
+async fn every_route_survives_hostile_input(database: Database) {
+    let hub = Hub::start(&database, None);
     let agent = uuid::Uuid::new_v4().to_string();
     let (_, _) = hub.post("/api/agents", Some(&agent), json!({"name": "target", "isLead": true})).await;
-    let (_, task) = hub.post("/api/tasks", Some(&agent), json!({"task": "a real task", "agentId": agent})).await;
+    let (_, task) =
+        hub.post("/api/tasks", Some(&agent), json!({"task": "a real task", "agentId": agent})).await;
     let real_task = task["id"].as_str().unwrap().to_string();
 
     let (_, spec) = hub.get("/openapi.json", None).await;
     let paths = spec["paths"].as_object().unwrap().clone();
-    let ids = [real_task.as_str(), agent.as_str(), "not-a-uuid", "%ZZ", "00000000-0000-0000-0000-000000000000"];
+    let ids =
+        [real_task.as_str(), agent.as_str(), "not-a-uuid", "%ZZ", "00000000-0000-0000-0000-000000000000"];
     let agent_headers = [Some(agent.as_str()), Some("not-a-uuid"), None];
     let mut n_requests = 0;
     for (template, operations) in &paths {
@@ -46,10 +65,17 @@ async fn every_route_survives_hostile_input() {
                 for (n, body) in hostile_bodies().into_iter().enumerate() {
                     let agent_header = agent_headers[n % agent_headers.len()];
                     let request = hub
-                        .request(method.clone(), &format!("{path}?limit=-1&status=%FF&agentId=x"), agent_header)
+                        .request(
+                            method.clone(),
+                            &format!("{path}?limit=-1&status=%FF&agentId=x"),
+                            agent_header,
+                        )
                         .header("content-type", "application/json")
                         .body(body);
-                    let response = request.send().await.unwrap_or_else(|err| panic!("{method} {path}: no answer: {err}"));
+                    let response = request
+                        .send()
+                        .await
+                        .unwrap_or_else(|err| panic!("{method} {path}: no answer: {err}"));
                     let status = response.status().as_u16();
                     let text = response.text().await.unwrap();
                     assert!(status < 500, "{method} {path} answered {status}: {text}");

@@ -87,7 +87,12 @@ impl Hub {
     }
 
     /// A request with the hub's key (when it has one) and, when given, an agent id.
-    pub fn request(&self, method: reqwest::Method, path: &str, agent: Option<&str>) -> reqwest::RequestBuilder {
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        agent: Option<&str>,
+    ) -> reqwest::RequestBuilder {
         let mut request = self.http.request(method, self.url(path));
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);

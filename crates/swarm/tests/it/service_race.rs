@@ -51,7 +51,10 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
     }
     let mut offered = Vec::new();
     for n in 0..OFFERED_TASKS {
-        offered.push((create(&service, lead, &format!("offer {n}"), Some(workers[n % WORKERS])).await, workers[n % WORKERS]));
+        offered.push((
+            create(&service, lead, &format!("offer {n}"), Some(workers[n % WORKERS])).await,
+            workers[n % WORKERS],
+        ));
     }
 
     // Claim: every worker tries every pool task, several times at once.
@@ -61,7 +64,8 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
             .map(|n| (Caller::Agent(workers[n % WORKERS]), task, TaskRequest::Claim))
             .collect();
         let callers: Vec<AgentId> = (0..WORKERS * CALLS_PER_WORKER).map(|n| workers[n % WORKERS]).collect();
-        let winners: Vec<usize> = contest(&service, calls).await.into_iter().filter(|(_, w)| *w).map(|(n, _)| n).collect();
+        let winners: Vec<usize> =
+            contest(&service, calls).await.into_iter().filter(|(_, w)| *w).map(|(n, _)| n).collect();
         assert_eq!(winners.len(), 1, "pool task claimed {} times", winners.len());
         owner.insert(task, callers[winners[0]]);
     }
@@ -70,14 +74,21 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
     for &(task, agent) in &offered {
         let calls: Vec<_> = (0..WORKERS * CALLS_PER_WORKER)
             .map(|n| {
-                let request = if n % 2 == 0 { TaskRequest::Accept } else { TaskRequest::Reject { reason: Some("busy".into()) } };
+                let request = if n % 2 == 0 {
+                    TaskRequest::Accept
+                } else {
+                    TaskRequest::Reject { reason: Some("busy".into()) }
+                };
                 (Caller::Agent(agent), task, request)
             })
             .collect();
         let wins = contest(&service, calls).await.into_iter().filter(|(_, w)| *w).count();
         assert_eq!(wins, 1, "offer answered {wins} times");
         let status = service.task_get(task).await.unwrap().status;
-        assert!(matches!(status, TaskStatus::Pending | TaskStatus::Unassigned), "after accept xor reject: {status}");
+        assert!(
+            matches!(status, TaskStatus::Pending | TaskStatus::Unassigned),
+            "after accept xor reject: {status}"
+        );
         if status == TaskStatus::Pending {
             owner.insert(task, agent);
         }
@@ -85,7 +96,9 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
 
     // Start: the owner starts its task from many callers at once.
     for (&task, &agent) in &owner {
-        let calls = (0..WORKERS * CALLS_PER_WORKER).map(|_| (Caller::Agent(agent), task, TaskRequest::Start)).collect();
+        let calls = (0..WORKERS * CALLS_PER_WORKER)
+            .map(|_| (Caller::Agent(agent), task, TaskRequest::Start))
+            .collect();
         let wins = contest(&service, calls).await.into_iter().filter(|(_, w)| *w).count();
         assert_eq!(wins, 1, "task started {wins} times");
     }
@@ -99,12 +112,20 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
                 (0, Some(&agent)) => (
                     Caller::Agent(agent),
                     task,
-                    TaskRequest::Finish { status: TaskStatus::Completed, output: Some(format!("by {n}")), failure_reason: None },
+                    TaskRequest::Finish {
+                        status: TaskStatus::Completed,
+                        output: Some(format!("by {n}")),
+                        failure_reason: None,
+                    },
                 ),
                 (1, Some(&agent)) => (
                     Caller::Agent(agent),
                     task,
-                    TaskRequest::Finish { status: TaskStatus::Failed, output: None, failure_reason: Some(format!("by {n}")) },
+                    TaskRequest::Finish {
+                        status: TaskStatus::Failed,
+                        output: None,
+                        failure_reason: Some(format!("by {n}")),
+                    },
                 ),
                 _ => (Caller::Agent(lead), task, TaskRequest::Cancel { reason: Some(format!("by {n}")) }),
             })
@@ -122,7 +143,9 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
             .logs
             .iter()
             .filter(|e| e.event_type == EventType::TaskStatusChange)
-            .filter(|e| e.new_value.as_deref().is_some_and(|v| TaskStatus::parse(v).is_ok_and(|s| s.is_finished())))
+            .filter(|e| {
+                e.new_value.as_deref().is_some_and(|v| TaskStatus::parse(v).is_ok_and(|s| s.is_finished()))
+            })
             .count();
         assert_eq!(finishes, 1, "one transition into a finished state for {task}");
         let claims = detail.logs.iter().filter(|e| e.event_type == EventType::TaskClaimed).count();
@@ -133,7 +156,8 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
         assert_eq!(agent.capacity.current, 0, "no task left in progress");
         assert_eq!(agent.status, swarm_domain::agent::AgentStatus::Idle, "{} is idle at the end", agent.name);
     }
-    let all_events = store.event_list(&EventFilter { limit: 100_000, ..EventFilter::default() }).await.unwrap();
+    let all_events =
+        store.event_list(&EventFilter { limit: 100_000, ..EventFilter::default() }).await.unwrap();
     assert!(!all_events.is_empty());
 }
 

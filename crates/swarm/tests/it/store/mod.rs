@@ -10,6 +10,7 @@ mod claims;
 mod endings;
 mod lists;
 mod race;
+mod sqlite_only;
 mod tasks;
 mod work;
 

@@ -1,6 +1,6 @@
 //! What is particular to the SQLite backend: several stores (processes) on one file.
 //! The behaviour shared with PostgreSQL is covered by the conformance suite in
-//! `crates/swarm/tests/it/store/`.
+//! the rest of `store/`.
 
 use std::sync::Arc;
 
