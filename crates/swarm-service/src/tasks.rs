@@ -65,8 +65,6 @@ impl Service {
     pub async fn task_create(&self, caller: Caller, draft: TaskDraft) -> ServiceResult<Task> {
         let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
         let new_task = NewTask::parse(draft, creator)?;
-        self.require_agents_exist(&[new_task.agent_id, new_task.offered_to]).await?;
-        self.require_tasks_exist(&new_task.depends_on).await?;
         let task = self.store.task_create(&new_task, Timestamp::now()).await?;
         self.publish(Change::Task { task_id: task.id });
         Ok(task)
@@ -300,35 +298,6 @@ impl Service {
         }
         // The row changed between the guard and this read; report what we see now.
         Ok(Refusal::WrongStatus { current: current.status, allowed: change.from })
-    }
-
-    async fn require_agents_exist(&self, ids: &[Option<AgentId>]) -> ServiceResult<()> {
-        let wanted: Vec<AgentId> = ids.iter().flatten().copied().collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        let existing = self.store.agents_existing(&wanted).await?;
-        match wanted.iter().find(|id| !existing.contains(id)) {
-            Some(missing) => Err(ServiceError::Invalid(format!("agent {missing} does not exist"))),
-            None => Ok(()),
-        }
-    }
-
-    async fn require_tasks_exist(&self, ids: &[TaskId]) -> ServiceResult<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let existing = self.store.tasks_existing(ids).await?;
-        let missing: Vec<String> =
-            ids.iter().filter(|id| !existing.contains(id)).map(ToString::to_string).collect();
-        if missing.is_empty() {
-            Ok(())
-        } else {
-            Err(ServiceError::Invalid(format!(
-                "dependsOn names tasks that do not exist: {}",
-                missing.join(", ")
-            )))
-        }
     }
 }
 

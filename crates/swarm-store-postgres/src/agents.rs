@@ -215,20 +215,6 @@ pub(crate) async fn work_counts(pool: &PgPool, id: AgentId) -> StoreResult<WorkC
     Ok(WorkCounts { offered_to_me, pool: pool_count, in_progress })
 }
 
-/// In the order asked for, so callers can name the first unknown id.
-pub(crate) async fn existing(pool: &PgPool, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let uuids: Vec<Uuid> = ids.iter().map(AgentId::as_uuid).collect();
-    let found: Vec<Uuid> = sqlx::query_scalar("SELECT id FROM agents WHERE id = ANY($1)")
-        .bind(&uuids)
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
-    Ok(ids.iter().copied().filter(|id| found.contains(&id.as_uuid())).collect())
-}
-
 /// Whether [`settle_status`] may bring an `offline` agent back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {

@@ -146,10 +146,6 @@ impl Store for PgStore {
         agents::work_counts(&self.pool, id).await
     }
 
-    async fn agents_existing(&self, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
-        agents::existing(&self.pool, ids).await
-    }
-
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
         tasks::create(&self.pool, task, now).await
     }
@@ -160,10 +156,6 @@ impl Store for PgStore {
 
     async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
         tasks::list(&self.pool, filter).await
-    }
-
-    async fn tasks_existing(&self, ids: &[TaskId]) -> StoreResult<Vec<TaskId>> {
-        tasks::existing(&self.pool, ids).await
     }
 
     async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>> {

@@ -1,8 +1,6 @@
 //! Agents: registration, profile, presence, and the busy/idle status that follows work.
 
-use std::collections::HashSet;
-
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool, sqlite::SqliteRow};
+use sqlx::{SqliteConnection, SqlitePool, sqlite::SqliteRow};
 use swarm_domain::{
     agent::{Agent, AgentStatus, Capacity, NewAgent, ProfileUpdate},
     event::EventType,
@@ -14,7 +12,7 @@ use swarm_store::{Registered, StoreError, StoreResult, status_for_work};
 
 use crate::{
     SqliteStore,
-    decode::{agent_id, column, corrupt, db, get_agent_id, get_bool, get_strings, get_timestamp},
+    decode::{column, corrupt, db, get_agent_id, get_bool, get_strings, get_timestamp},
     events,
 };
 
@@ -227,21 +225,6 @@ pub(crate) async fn work_counts(pool: &SqlitePool, id: AgentId) -> StoreResult<W
     .await
     .map_err(db)?;
     Ok(WorkCounts { offered_to_me, pool: pool_count, in_progress })
-}
-
-pub(crate) async fn existing(pool: &SqlitePool, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut query = QueryBuilder::<Sqlite>::new("SELECT id FROM agents WHERE id IN (");
-    let mut list = query.separated(", ");
-    for id in ids {
-        list.push_bind(id.to_string());
-    }
-    query.push(")");
-    let found: Vec<String> = query.build_query_scalar().fetch_all(pool).await.map_err(db)?;
-    let found: HashSet<AgentId> = found.iter().map(|id| agent_id(id)).collect::<StoreResult<_>>()?;
-    Ok(ids.iter().copied().filter(|id| found.contains(id)).collect())
 }
 
 /// Whether [`settle_status`] may bring an `offline` agent back.

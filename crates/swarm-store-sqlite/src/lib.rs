@@ -165,10 +165,6 @@ impl Store for SqliteStore {
         agents::work_counts(&self.read, id).await
     }
 
-    async fn agents_existing(&self, ids: &[AgentId]) -> StoreResult<Vec<AgentId>> {
-        agents::existing(&self.read, ids).await
-    }
-
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
         tasks::create(self, task, now).await
     }
@@ -180,10 +176,6 @@ impl Store for SqliteStore {
 
     async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
         tasks::list(&self.read, filter).await
-    }
-
-    async fn tasks_existing(&self, ids: &[TaskId]) -> StoreResult<Vec<TaskId>> {
-        tasks::existing(&self.read, ids).await
     }
 
     async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>> {

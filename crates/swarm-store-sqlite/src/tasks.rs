@@ -1,7 +1,5 @@
 //! Tasks: creation and reads. Transitions live in `transitions.rs`.
 
-use std::collections::HashSet;
-
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 use swarm_domain::{
     event::EventType,
@@ -109,21 +107,6 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &TaskFilter) {
     if let Some(since) = filter.finished_since {
         query.push(" AND t.finished_at >= ").push_bind(since.unix_millis());
     }
-}
-
-pub(crate) async fn existing(pool: &SqlitePool, ids: &[TaskId]) -> StoreResult<Vec<TaskId>> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut query = QueryBuilder::<Sqlite>::new("SELECT id FROM tasks WHERE id IN (");
-    let mut list = query.separated(", ");
-    for id in ids {
-        list.push_bind(id.to_string());
-    }
-    query.push(")");
-    let found: Vec<String> = query.build_query_scalar().fetch_all(pool).await.map_err(db)?;
-    let found: HashSet<TaskId> = found.iter().map(|id| task_id(id)).collect::<StoreResult<_>>()?;
-    Ok(ids.iter().copied().filter(|id| found.contains(id)).collect())
 }
 
 pub(crate) async fn unfinished_dependencies(pool: &SqlitePool, id: TaskId) -> StoreResult<Vec<TaskId>> {

@@ -122,19 +122,16 @@ pub trait Store: Send + Sync + 'static {
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
     /// Offered-to-me, pool (unassigned) and my in-progress counts.
     async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts>;
-    /// Which of `ids` exist.
-    async fn agents_existing(&self, ids: &[AgentId]) -> StoreResult<Vec<AgentId>>;
 
     // ----- tasks -----
 
     /// Insert the task with its tags and dependencies, logging `task_created` (and
-    /// `task_offered` when offered), in one transaction.
+    /// `task_offered` when offered), in one transaction. A named agent or dependency that
+    /// does not exist is `MissingReference`, with a message naming it.
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task>;
     async fn task_get(&self, id: TaskId) -> StoreResult<Option<Task>>;
     /// A page of tasks, newest first, and the total that match the filter.
     async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)>;
-    /// Which of `ids` exist.
-    async fn tasks_existing(&self, ids: &[TaskId]) -> StoreResult<Vec<TaskId>>;
     /// Dependencies of the task that are not `completed`.
     async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>>;
 

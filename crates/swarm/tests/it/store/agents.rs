@@ -9,7 +9,7 @@ use swarm_domain::{
 };
 use swarm_store::{Registered, Store, StoreError};
 
-use super::{Fixture, complete, new_agent, of_type, sorted};
+use super::{Fixture, complete, new_agent, of_type};
 use crate::support::store_tests;
 
 store_tests!(
@@ -23,7 +23,6 @@ store_tests!(
     close_takes_an_agent_offline_once,
     list_is_ordered_by_name,
     capacity_counts_in_progress_tasks,
-    agents_existing_reports_known_ids,
 );
 
 async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
@@ -273,15 +272,4 @@ async fn capacity_counts_in_progress_tasks(store: Arc<dyn Store>) {
 
     fx.must_change(first.id, complete(id)).await;
     assert_eq!(fx.agent(id).await.capacity, Capacity { current: 1, max: 3, available: 2 });
-}
-
-async fn agents_existing_reports_known_ids(store: Arc<dyn Store>) {
-    let fx = Fixture::new(store);
-    let first = fx.worker("worker-1").await;
-    let second = fx.worker("worker-2").await;
-    let unknown = AgentId::new_v7();
-    let existing = fx.store.agents_existing(&[unknown, second, first]).await.unwrap();
-    assert_eq!(sorted(existing), sorted(vec![first, second]));
-    assert!(fx.store.agents_existing(&[]).await.unwrap().is_empty());
-    assert!(fx.store.agents_existing(&[unknown]).await.unwrap().is_empty());
 }

@@ -20,7 +20,6 @@ store_tests!(
     create_logs_created_and_offered,
     create_refuses_missing_references,
     unknown_task_reads_as_none,
-    tasks_existing_reports_known_ids,
     unfinished_dependencies_are_those_not_completed,
 );
 
@@ -200,17 +199,6 @@ async fn unknown_task_reads_as_none(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     fx.pool_task("something").await;
     assert_eq!(fx.store.task_get(TaskId::new_v7()).await.unwrap(), None);
-}
-
-async fn tasks_existing_reports_known_ids(store: Arc<dyn Store>) {
-    let fx = Fixture::new(store);
-    let first = fx.pool_task("one").await.id;
-    let second = fx.pool_task("two").await.id;
-    let unknown = TaskId::new_v7();
-    let existing = fx.store.tasks_existing(&[second, unknown, first]).await.unwrap();
-    assert_eq!(sorted(existing), sorted(vec![first, second]));
-    assert!(fx.store.tasks_existing(&[]).await.unwrap().is_empty());
-    assert!(fx.store.tasks_existing(&[unknown]).await.unwrap().is_empty());
 }
 
 async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) {
