@@ -159,9 +159,30 @@ pub(crate) async fn update_profile(
 
 pub(crate) async fn heartbeat(pool: &PgPool, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
     let mut tx = pool.begin().await.map_err(db)?;
+    // An offline lead coming back is a registration in disguise: take the registration
+    // lock first (the order `register` uses: lock, then row) so two leads cannot both be
+    // active. Heartbeats of everyone else never touch that lock.
+    let seen: Option<(bool, String)> = sqlx::query_as("SELECT is_lead, status FROM agents WHERE id = $1")
+        .bind(id.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+    let Some((is_lead, seen_status)) = seen else {
+        return Ok(None);
+    };
+    if is_lead && seen_status == AgentStatus::Offline.as_str() {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(REGISTRATION_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+    }
     let Some(status) = lock_status(&mut tx, id).await? else {
         return Ok(None);
     };
+    if is_lead && status == AgentStatus::Offline {
+        ensure_no_other_active_lead(&mut tx, id).await?;
+    }
     sqlx::query("UPDATE agents SET last_updated_at = $2 WHERE id = $1")
         .bind(id.as_uuid())
         .bind(now.datetime())

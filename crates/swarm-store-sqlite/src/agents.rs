@@ -45,24 +45,15 @@ pub(crate) async fn list(pool: &SqlitePool) -> StoreResult<Vec<Agent>> {
 
 pub(crate) async fn register(store: &SqliteStore, new: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
     let mut tx = store.begin_write().await?;
-    if new.is_lead {
-        let active_lead: Option<(String, String)> = sqlx::query_as(
-            "SELECT id, name FROM agents
-             WHERE is_lead = 1 AND status <> 'offline' AND id <> ? LIMIT 1",
-        )
-        .bind(new.id.to_string())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        if let Some((lead_id, lead_name)) = active_lead {
-            return Err(StoreError::Conflict(format!(
-                "a lead is already registered: {lead_name} ({lead_id}); \
-                 only one lead may be active at a time"
-            )));
-        }
+    let existing = get(&mut tx, new.id).await?;
+    // A lead coming back from offline must not make two active leads, whatever the request says.
+    let returning_lead =
+        existing.as_ref().is_some_and(|agent| agent.is_lead && agent.status == AgentStatus::Offline);
+    if new.is_lead || returning_lead {
+        ensure_no_other_active_lead(&mut tx, new.id).await?;
     }
 
-    if let Some(existing) = get(&mut tx, new.id).await? {
+    if let Some(existing) = existing {
         sqlx::query("UPDATE agents SET max_tasks = ?, last_updated_at = ? WHERE id = ?")
             .bind(new.max_tasks)
             .bind(now.unix_millis())
@@ -172,6 +163,9 @@ pub(crate) async fn heartbeat(
     let Some(agent) = get(&mut tx, id).await? else {
         return Ok(None);
     };
+    if agent.is_lead && agent.status == AgentStatus::Offline {
+        ensure_no_other_active_lead(&mut tx, id).await?;
+    }
     sqlx::query("UPDATE agents SET last_updated_at = ? WHERE id = ?")
         .bind(now.unix_millis())
         .bind(id.to_string())
@@ -184,6 +178,25 @@ pub(crate) async fn heartbeat(
     let agent = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
     Ok(Some(agent))
+}
+
+/// Conflict when a lead other than `id` is not offline: one active lead per swarm.
+async fn ensure_no_other_active_lead(tx: &mut SqliteConnection, id: AgentId) -> StoreResult<()> {
+    let active_lead: Option<(String, String)> = sqlx::query_as(
+        "SELECT id, name FROM agents
+         WHERE is_lead = 1 AND status <> 'offline' AND id <> ? LIMIT 1",
+    )
+    .bind(id.to_string())
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    match active_lead {
+        Some((lead_id, lead_name)) => Err(StoreError::Conflict(format!(
+            "a lead is already registered: {lead_name} ({lead_id}); \
+             only one lead may be active at a time"
+        ))),
+        None => Ok(()),
+    }
 }
 
 pub(crate) async fn close(store: &SqliteStore, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {

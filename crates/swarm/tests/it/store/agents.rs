@@ -134,6 +134,19 @@ async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     let res = fx.store.agent_register(&first_again, fx.now()).await;
     assert!(matches!(res, Err(StoreError::Conflict(_))), "returning lead: got {res:?}");
     assert_eq!(fx.agent(first.id).await.status, AgentStatus::Offline);
+
+    // Nor by registering as a worker, nor by a heartbeat.
+    let as_worker = new_agent(first.id, "lead-1", false, 1);
+    let res = fx.store.agent_register(&as_worker, fx.now()).await;
+    assert!(matches!(res, Err(StoreError::Conflict(_))), "returning lead without isLead: got {res:?}");
+    let res = fx.store.agent_heartbeat(first.id, fx.now()).await;
+    assert!(matches!(res, Err(StoreError::Conflict(_))), "heartbeat of a returning lead: got {res:?}");
+    assert_eq!(fx.agent(first.id).await.status, AgentStatus::Offline, "still offline after the refusals");
+
+    // Once the second lead leaves, the first comes back with a heartbeat.
+    fx.store.agent_close(second.id, fx.now()).await.unwrap().unwrap();
+    let back = fx.store.agent_heartbeat(first.id, fx.now()).await.unwrap().unwrap();
+    assert_eq!(back.status, AgentStatus::Idle);
 }
 
 async fn rename_refuses_a_taken_name(store: Arc<dyn Store>) {
