@@ -92,3 +92,29 @@ fn display_chain(err: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// The error answers any API operation may give, for the OpenAPI document. Each carries
+/// an [`ErrorBody`].
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)] // only described, never built: `ApiError` is what handlers return
+pub enum ErrorResponses {
+    /// Invalid input: malformed JSON, a wrong type, a value out of range, an unknown id
+    /// in the body.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// The hub has an API key and the request did not carry it.
+    #[response(status = 401)]
+    Unauthorized(ErrorBody),
+    /// The caller may not do this (another agent's task, not the lead or the creator).
+    #[response(status = 403)]
+    Forbidden(ErrorBody),
+    /// The task or agent in the path does not exist.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// The current state does not allow it (wrong status, name taken, capacity, dependencies).
+    #[response(status = 409)]
+    Conflict(ErrorBody),
+    /// The request body is larger than the hub accepts.
+    #[response(status = 413)]
+    PayloadTooLarge(ErrorBody),
+}

@@ -17,7 +17,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::IncludeQuery;
 use crate::{
     AppState,
-    error::{ApiError, ErrorBody},
+    error::{ApiError, ErrorResponses},
     extract::{AppJson, CallerHeader},
 };
 
@@ -35,6 +35,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterBody {
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     name: String,
     #[serde(default)]
     is_lead: bool,
@@ -42,6 +47,7 @@ pub struct RegisterBody {
     role: Option<String>,
     capabilities: Option<Vec<String>>,
     /// 1 to 20, default 1.
+    #[schema(minimum = 1, maximum = 20)]
     max_tasks: Option<i64>,
 }
 
@@ -61,12 +67,21 @@ pub struct AgentListResponse {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RenameBody {
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     name: String,
 }
 
+/// At least one field that is not null.
 #[derive(Debug, Deserialize, ToSchema)]
+#[schema(min_properties = 1)]
 pub struct ProfileBody {
+    #[schema(pattern = r"^[^\u0000]*$")]
     role: Option<String>,
+    #[schema(pattern = r"^[^\u0000]*$")]
     description: Option<String>,
     capabilities: Option<Vec<String>>,
 }
@@ -112,10 +127,7 @@ pub struct MeResponse {
     params(("X-Agent-ID" = Option<String>, Header, description = "The agent's id (UUID)")),
     responses(
         (status = 201, description = "Registered", body = Agent),
-        (status = 200, description = "Already registered", body = Agent),
-        (status = 400, description = "Invalid body", body = ErrorBody),
-        (status = 409, description = "Name taken, or another lead is active", body = ErrorBody),
-    ))]
+        (status = 200, description = "Already registered", body = Agent), ErrorResponses))]
 async fn agents_register(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -138,7 +150,7 @@ async fn agents_register(
 
 /// All agents, ordered by name.
 #[utoipa::path(get, path = "/api/agents", tag = "agents", params(IncludeQuery),
-    responses((status = 200, body = AgentListResponse)))]
+    responses((status = 200, body = AgentListResponse), ErrorResponses))]
 async fn agents_list(
     State(state): State<AppState>,
     Query(include): Query<IncludeQuery>,
@@ -152,8 +164,8 @@ async fn agents_list(
 
 /// One agent.
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents",
-    params(("id" = String, Path, description = "Agent id"), IncludeQuery),
-    responses((status = 200, body = AgentResponse), (status = 404, body = ErrorBody)))]
+    params(("id" = uuid::Uuid, Path, description = "Agent id"), IncludeQuery),
+    responses((status = 200, body = AgentResponse), ErrorResponses))]
 async fn agents_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -170,8 +182,8 @@ async fn with_tasks(state: &AppState, agent: Agent, include_tasks: bool) -> Resu
 
 /// Rename an agent (itself, or any agent for the lead).
 #[utoipa::path(put, path = "/api/agents/{id}/name", tag = "agents", request_body = RenameBody,
-    params(("id" = String, Path, description = "Agent id")),
-    responses((status = 200, body = Agent), (status = 404, body = ErrorBody), (status = 409, description = "Name taken", body = ErrorBody)))]
+    params(("id" = uuid::Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = Agent), ErrorResponses))]
 async fn agents_rename(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -183,8 +195,8 @@ async fn agents_rename(
 
 /// Change an agent's role, description or capabilities (at least one).
 #[utoipa::path(put, path = "/api/agents/{id}/profile", tag = "agents", request_body = ProfileBody,
-    params(("id" = String, Path, description = "Agent id")),
-    responses((status = 200, body = Agent), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    params(("id" = uuid::Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = Agent), ErrorResponses))]
 async fn agents_update_profile(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -197,7 +209,7 @@ async fn agents_update_profile(
 
 /// The calling agent (`X-Agent-ID`), with its capacity and, on request, its inbox counts.
 #[utoipa::path(get, path = "/me", tag = "agents", params(IncludeQuery),
-    responses((status = 200, body = MeResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = MeResponse), ErrorResponses))]
 async fn me_get(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -209,7 +221,7 @@ async fn me_get(
 
 /// Heartbeat: an offline agent becomes idle.
 #[utoipa::path(post, path = "/ping", tag = "agents",
-    responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 204), ErrorResponses))]
 async fn agents_ping(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -220,7 +232,7 @@ async fn agents_ping(
 
 /// The calling agent goes offline.
 #[utoipa::path(post, path = "/close", tag = "agents",
-    responses((status = 204), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 204), ErrorResponses))]
 async fn agents_close(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,

@@ -16,7 +16,7 @@ use utoipa_axum::{
 
 use crate::{
     AppState, SESSION_LOGS_BODY_LIMIT_BYTES,
-    error::{ApiError, ErrorBody},
+    error::{ApiError, ErrorResponses},
     extract::AppJson,
 };
 
@@ -30,7 +30,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionLogsBody {
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
     session_id: String,
+    #[schema(minimum = 0)]
     iteration: i64,
     lines: Vec<String>,
     task_id: Option<TaskId>,
@@ -51,15 +53,23 @@ pub struct SessionLogsResponse {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionCostBody {
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
     session_id: String,
     agent_id: AgentId,
+    #[schema(minimum = 0)]
     total_cost_usd: f64,
     task_id: Option<TaskId>,
+    #[schema(minimum = 0)]
     input_tokens: Option<i64>,
+    #[schema(minimum = 0)]
     output_tokens: Option<i64>,
+    #[schema(minimum = 0)]
     cache_read_tokens: Option<i64>,
+    #[schema(minimum = 0)]
     cache_write_tokens: Option<i64>,
+    #[schema(minimum = 0)]
     duration_ms: Option<i64>,
+    #[schema(minimum = 0)]
     num_turns: Option<i64>,
     model: Option<String>,
     #[serde(default)]
@@ -70,9 +80,14 @@ pub struct SessionCostBody {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct SessionCostQuery {
+    /// A UUID; empty means no filter.
+    #[param(value_type = Option<String>, pattern = r"^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     task_id: Option<String>,
+    /// A UUID; empty means no filter.
+    #[param(value_type = Option<String>, pattern = r"^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     agent_id: Option<String>,
     /// 1 to 1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
 
@@ -83,7 +98,7 @@ pub struct SessionCostsResponse {
 
 /// Append lines of an agent session's output (stream-json), in order.
 #[utoipa::path(post, path = "/api/session-logs", tag = "sessions", request_body = SessionLogsBody,
-    responses((status = 201, body = SessionLogsCreated), (status = 400, body = ErrorBody), (status = 404, description = "Unknown task", body = ErrorBody)))]
+    responses((status = 201, body = SessionLogsCreated), ErrorResponses))]
 async fn session_logs_create(
     State(state): State<AppState>,
     AppJson(body): AppJson<SessionLogsBody>,
@@ -94,8 +109,8 @@ async fn session_logs_create(
 }
 
 /// A task's session output, in the order it was written.
-#[utoipa::path(get, path = "/api/tasks/{id}/session-logs", tag = "sessions", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = SessionLogsResponse), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/tasks/{id}/session-logs", tag = "sessions", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = SessionLogsResponse), ErrorResponses))]
 async fn session_logs_for_task(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -106,7 +121,7 @@ async fn session_logs_for_task(
 
 /// Record what an agent session cost.
 #[utoipa::path(post, path = "/api/session-costs", tag = "sessions", request_body = SessionCostBody,
-    responses((status = 201, body = SessionCost), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 201, body = SessionCost), ErrorResponses))]
 async fn session_costs_create(
     State(state): State<AppState>,
     AppJson(body): AppJson<SessionCostBody>,
@@ -130,7 +145,7 @@ async fn session_costs_create(
 
 /// Session costs, newest first.
 #[utoipa::path(get, path = "/api/session-costs", tag = "sessions", params(SessionCostQuery),
-    responses((status = 200, body = SessionCostsResponse), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = SessionCostsResponse), ErrorResponses))]
 async fn session_costs_list(
     State(state): State<AppState>,
     Query(query): Query<SessionCostQuery>,

@@ -13,7 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     AppState,
-    error::{ApiError, ErrorBody},
+    error::{ApiError, ErrorResponses},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -46,7 +46,7 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 /// Agents by status and tasks by status.
-#[utoipa::path(get, path = "/api/stats", tag = "system", responses((status = 200, body = Stats)))]
+#[utoipa::path(get, path = "/api/stats", tag = "system", responses((status = 200, body = Stats), ErrorResponses))]
 async fn stats_get(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
     Ok(Json(state.service.stats().await?))
 }
@@ -56,7 +56,10 @@ async fn stats_get(State(state): State<AppState>) -> Result<Json<Stats>, ApiErro
 #[into_params(parameter_in = Query)]
 pub struct LogsQuery {
     /// 1 to 1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
+    /// A UUID; empty means no filter.
+    #[param(value_type = Option<String>, pattern = r"^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     agent_id: Option<String>,
 }
 
@@ -67,7 +70,7 @@ pub struct LogsResponse {
 
 /// The event log, newest first.
 #[utoipa::path(get, path = "/api/logs", tag = "system", params(LogsQuery),
-    responses((status = 200, body = LogsResponse), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = LogsResponse), ErrorResponses))]
 async fn logs_list(
     State(state): State<AppState>,
     Query(query): Query<LogsQuery>,

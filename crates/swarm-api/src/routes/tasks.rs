@@ -15,7 +15,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     AppState,
-    error::{ApiError, ErrorBody},
+    error::{ApiError, ErrorResponses},
     extract::{AppJson, CallerHeader, OptionalJson, split_list},
 };
 
@@ -42,6 +42,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTaskBody {
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
     task: String,
     /// Assign to this agent (status `pending`).
     agent_id: Option<AgentId>,
@@ -51,13 +52,30 @@ pub struct CreateTaskBody {
     #[serde(default)]
     tags: Vec<String>,
     /// 0 to 100, default 50.
+    #[schema(minimum = 0, maximum = 100)]
     priority: Option<i64>,
     #[serde(default)]
     depends_on: Vec<TaskId>,
     /// Default `api`.
     source: Option<String>,
     /// `backlog` to park the task; otherwise leave it out.
-    status: Option<TaskStatus>,
+    status: Option<InitialStatus>,
+}
+
+/// The only status a task may be asked to start in; the others follow from `agentId`
+/// and `offeredTo`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InitialStatus {
+    Backlog,
+}
+
+/// How a task ends when its agent finishes it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishStatus {
+    Completed,
+    Failed,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -66,6 +84,8 @@ pub struct CreateTaskBody {
 pub struct ListTasksQuery {
     /// One status or a comma-separated list.
     status: Option<String>,
+    /// A UUID; empty means no filter.
+    #[param(value_type = Option<String>, pattern = r"^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     agent_id: Option<String>,
     /// Case-insensitive text in the task.
     search: Option<String>,
@@ -74,7 +94,9 @@ pub struct ListTasksQuery {
     /// Comma-separated tags the task must all carry.
     tags: Option<String>,
     /// 1 to 1000, default 100.
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 
@@ -110,8 +132,7 @@ impl From<ActionOutcome> for TaskActionResponse {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FinishBody {
-    /// `completed` or `failed`.
-    status: TaskStatus,
+    status: FinishStatus,
     output: Option<String>,
     failure_reason: Option<String>,
 }
@@ -123,6 +144,7 @@ pub struct ReasonBody {
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ProgressBody {
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
     progress: String,
 }
 
@@ -148,27 +170,21 @@ pub struct CancelledTasksResponse {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct CancelledQuery {
+    /// A UUID; empty means no filter.
+    #[param(value_type = Option<String>, pattern = r"^$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     task_id: Option<String>,
 }
 
 /// Create a task: offered (`offeredTo`), assigned (`agentId`), parked (`status: backlog`)
 /// or in the pool.
 #[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = CreateTaskBody,
-    responses((status = 201, body = Task), (status = 400, description = "Invalid, or a named agent or dependency does not exist", body = ErrorBody)))]
+    responses((status = 201, body = Task), ErrorResponses))]
 async fn tasks_create(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
     AppJson(body): AppJson<CreateTaskBody>,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
-    let backlog = match body.status {
-        None => false,
-        Some(TaskStatus::Backlog) => true,
-        Some(other) => {
-            return Err(ApiError::BadRequest(format!(
-                "status may only be \"backlog\" at creation, got {other:?}; the rest follows from agentId and offeredTo"
-            )));
-        }
-    };
+    let backlog = matches!(body.status, Some(InitialStatus::Backlog));
     let draft = TaskDraft {
         task: body.task,
         agent_id: body.agent_id,
@@ -187,7 +203,7 @@ async fn tasks_create(
 
 /// Tasks, newest first, with the total that match.
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(ListTasksQuery),
-    responses((status = 200, body = TaskListResponse), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = TaskListResponse), ErrorResponses))]
 async fn tasks_list(
     State(state): State<AppState>,
     Query(query): Query<ListTasksQuery>,
@@ -212,8 +228,8 @@ async fn tasks_list(
 }
 
 /// One task and its history.
-#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskDetailResponse), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskDetailResponse), ErrorResponses))]
 async fn tasks_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -235,24 +251,26 @@ async fn act(
 /// Finish an `in_progress` task as completed or failed. Finishing again changes
 /// nothing and answers `alreadyFinished: true`.
 #[utoipa::path(post, path = "/api/tasks/{id}/finish", tag = "tasks", request_body = FinishBody,
-    params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, description = "Another agent's task", body = ErrorBody),
-        (status = 409, description = "Not in progress", body = ErrorBody)))]
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_finish(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
     Path(id): Path<String>,
     AppJson(body): AppJson<FinishBody>,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
-    let request =
-        TaskRequest::Finish { status: body.status, output: body.output, failure_reason: body.failure_reason };
+    let status = match body.status {
+        FinishStatus::Completed => TaskStatus::Completed,
+        FinishStatus::Failed => TaskStatus::Failed,
+    };
+    let request = TaskRequest::Finish { status, output: body.output, failure_reason: body.failure_reason };
     act(&state, caller, &id, request).await
 }
 
 /// Cancel a task that is not finished (the lead, the creator, or an operator).
-#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", request_body(content = ReasonBody, description = "Optional"),
-    params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", request_body(content = Option<ReasonBody>, description = "Optional"),
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_cancel(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -263,8 +281,8 @@ async fn tasks_cancel(
 }
 
 /// Take a pool task (`unassigned` → `pending`); needs capacity and completed dependencies.
-#[utoipa::path(post, path = "/api/tasks/{id}/claim", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/claim", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_claim(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -274,8 +292,8 @@ async fn tasks_claim(
 }
 
 /// Give an own pending task back to the pool.
-#[utoipa::path(post, path = "/api/tasks/{id}/release", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/release", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_release(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -285,8 +303,8 @@ async fn tasks_release(
 }
 
 /// Accept a task offered to the caller (`offered` or `reviewing` → `pending`).
-#[utoipa::path(post, path = "/api/tasks/{id}/accept", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/accept", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_accept(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -296,9 +314,9 @@ async fn tasks_accept(
 }
 
 /// Decline a task offered to the caller; it returns to the pool.
-#[utoipa::path(post, path = "/api/tasks/{id}/reject", tag = "tasks", request_body(content = ReasonBody, description = "Optional"),
-    params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/reject", tag = "tasks", request_body(content = Option<ReasonBody>, description = "Optional"),
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_reject(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -309,8 +327,8 @@ async fn tasks_reject(
 }
 
 /// Begin work on an own pending task (`pending` → `in_progress`); the poll does this for runners.
-#[utoipa::path(post, path = "/api/tasks/{id}/start", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/start", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_start(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -320,8 +338,8 @@ async fn tasks_start(
 }
 
 /// Pause an own task in progress.
-#[utoipa::path(post, path = "/api/tasks/{id}/pause", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/pause", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_pause(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -331,8 +349,8 @@ async fn tasks_pause(
 }
 
 /// Resume an own paused task.
-#[utoipa::path(post, path = "/api/tasks/{id}/resume", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/resume", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_resume(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -343,8 +361,8 @@ async fn tasks_resume(
 
 /// Record a progress note (the assignee or the lead); refused once the task is finished.
 #[utoipa::path(post, path = "/api/tasks/{id}/progress", tag = "tasks", request_body = ProgressBody,
-    params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_progress(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -355,8 +373,8 @@ async fn tasks_progress(
 }
 
 /// Park a pool task in the backlog.
-#[utoipa::path(post, path = "/api/tasks/{id}/to-backlog", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/to-backlog", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_to_backlog(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -366,8 +384,8 @@ async fn tasks_to_backlog(
 }
 
 /// Move a backlog task into the pool.
-#[utoipa::path(post, path = "/api/tasks/{id}/from-backlog", tag = "tasks", params(("id" = String, Path, description = "Task id")),
-    responses((status = 200, body = TaskActionResponse), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/from-backlog", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_from_backlog(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -378,7 +396,7 @@ async fn tasks_from_backlog(
 
 /// The calling agent's paused tasks.
 #[utoipa::path(get, path = "/api/paused-tasks", tag = "tasks",
-    responses((status = 200, body = TasksResponse), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = TasksResponse), ErrorResponses))]
 async fn tasks_paused(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
@@ -388,7 +406,7 @@ async fn tasks_paused(
 
 /// That task if cancelled, else the calling agent's tasks cancelled in the last 5 minutes.
 #[utoipa::path(get, path = "/cancelled-tasks", tag = "tasks", params(CancelledQuery),
-    responses((status = 200, body = CancelledTasksResponse), (status = 400, body = ErrorBody)))]
+    responses((status = 200, body = CancelledTasksResponse), ErrorResponses))]
 async fn tasks_cancelled(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
