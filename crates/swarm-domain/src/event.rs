@@ -91,13 +91,20 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    pub fn new(event_type: EventType) -> Self {
+    /// The common shape of a logged change: who, about which task, old → new.
+    pub fn change(
+        event_type: EventType,
+        agent_id: Option<AgentId>,
+        task_id: Option<TaskId>,
+        old_value: Option<&str>,
+        new_value: Option<&str>,
+    ) -> Self {
         NewEvent {
             event_type,
-            agent_id: None,
-            task_id: None,
-            old_value: None,
-            new_value: None,
+            agent_id,
+            task_id,
+            old_value: old_value.map(str::to_string),
+            new_value: new_value.map(str::to_string),
             metadata: None,
         }
     }

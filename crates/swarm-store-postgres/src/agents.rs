@@ -4,6 +4,7 @@ use sqlx::{PgConnection, PgExecutor, PgPool};
 use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
     event::EventType,
+    event::NewEvent,
     id::AgentId,
     stats::WorkCounts,
     time::Timestamp,
@@ -96,7 +97,7 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    let joined = events::event(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
+    let joined = NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
     events::insert(&mut tx, &joined, now).await?;
     let agent = get_known(&mut tx, new.id).await?;
     tx.commit().await.map_err(db)?;
@@ -209,7 +210,7 @@ pub(crate) async fn close(pool: &PgPool, id: AgentId, now: Timestamp) -> StoreRe
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        let left = events::event(
+        let left = NewEvent::change(
             EventType::AgentLeft,
             Some(id),
             None,
@@ -278,7 +279,7 @@ pub(crate) async fn settle_status(
         .execute(&mut *conn)
         .await
         .map_err(db)?;
-    let change = events::event(
+    let change = NewEvent::change(
         EventType::AgentStatusChange,
         Some(id),
         None,

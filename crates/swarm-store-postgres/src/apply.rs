@@ -11,6 +11,7 @@
 use sqlx::{PgPool, Postgres, QueryBuilder};
 use swarm_domain::{
     event::EventType,
+    event::NewEvent,
     id::{AgentId, TaskId},
     task::{FieldUpdate, Task, TaskChange, TaskStatus},
     time::Timestamp,
@@ -62,7 +63,7 @@ pub(crate) async fn apply(
         return Ok(Applied::Refused { current: before });
     }
 
-    let status_change = events::event(
+    let status_change = NewEvent::change(
         EventType::TaskStatusChange,
         actor,
         Some(id),
@@ -71,7 +72,7 @@ pub(crate) async fn apply(
     );
     events::insert(&mut tx, &status_change, now).await?;
     if let Some(event_type) = change.event {
-        let mut extra = events::event(
+        let mut extra = NewEvent::change(
             event_type,
             actor,
             Some(id),
@@ -201,7 +202,7 @@ pub(crate) async fn set_progress(
         tx.rollback().await.map_err(db)?;
         return Ok(Applied::Refused { current: before });
     }
-    let noted = events::event(EventType::TaskProgress, actor, Some(id), None, Some(progress));
+    let noted = NewEvent::change(EventType::TaskProgress, actor, Some(id), None, Some(progress));
     events::insert(&mut tx, &noted, now).await?;
     let after = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;

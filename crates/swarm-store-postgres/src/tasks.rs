@@ -3,6 +3,7 @@
 use sqlx::{PgConnection, PgExecutor, PgPool, Postgres, QueryBuilder};
 use swarm_domain::{
     event::EventType,
+    event::NewEvent,
     id::TaskId,
     task::{NewTask, Task, TaskStatus},
     time::Timestamp,
@@ -125,7 +126,7 @@ pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> Sto
         });
     }
 
-    let created = events::event(
+    let created = NewEvent::change(
         EventType::TaskCreated,
         task.creator_agent_id,
         Some(task.id),
@@ -134,7 +135,7 @@ pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> Sto
     );
     events::insert(&mut tx, &created, now).await?;
     if task.status == TaskStatus::Offered {
-        let offered = events::event(
+        let offered = NewEvent::change(
             EventType::TaskOffered,
             task.offered_to,
             Some(task.id),

@@ -4,6 +4,7 @@ use sqlx::{SqliteConnection, SqlitePool, sqlite::SqliteRow};
 use swarm_domain::{
     agent::{Agent, AgentStatus, Capacity, NewAgent, ProfileUpdate},
     event::EventType,
+    event::NewEvent,
     id::AgentId,
     stats::WorkCounts,
     time::Timestamp,
@@ -89,7 +90,7 @@ pub(crate) async fn register(store: &SqliteStore, new: &NewAgent, now: Timestamp
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    let joined = events::event(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
+    let joined = NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
     events::insert(&mut tx, &joined, now).await?;
     let agent = get_known(&mut tx, new.id).await?;
     tx.commit().await.map_err(db)?;
@@ -213,7 +214,7 @@ pub(crate) async fn close(store: &SqliteStore, id: AgentId, now: Timestamp) -> S
         .execute(&mut *tx)
         .await
         .map_err(db)?;
-    let left = events::event(
+    let left = NewEvent::change(
         EventType::AgentLeft,
         Some(id),
         None,
@@ -281,7 +282,7 @@ pub(crate) async fn settle_status(
         .execute(&mut *conn)
         .await
         .map_err(db)?;
-    let change = events::event(
+    let change = NewEvent::change(
         EventType::AgentStatusChange,
         Some(id),
         None,

@@ -3,7 +3,7 @@
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 use swarm_domain::{
     event::{Event, EventType, NewEvent},
-    id::{AgentId, EventId, TaskId},
+    id::EventId,
     time::Timestamp,
 };
 use swarm_store::{EventFilter, StoreResult};
@@ -28,24 +28,6 @@ pub(crate) async fn insert(conn: &mut SqliteConnection, event: &NewEvent, now: T
     .await
     .map_err(db)?;
     Ok(())
-}
-
-/// The common shape of the events a store writes: who, about which task, old → new.
-pub(crate) fn event(
-    event_type: EventType,
-    agent_id: Option<AgentId>,
-    task_id: Option<TaskId>,
-    old_value: Option<&str>,
-    new_value: Option<&str>,
-) -> NewEvent {
-    NewEvent {
-        event_type,
-        agent_id,
-        task_id,
-        old_value: old_value.map(str::to_string),
-        new_value: new_value.map(str::to_string),
-        metadata: None,
-    }
 }
 
 pub(crate) async fn list(pool: &SqlitePool, filter: &EventFilter) -> StoreResult<Vec<Event>> {

@@ -3,6 +3,7 @@
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 use swarm_domain::{
     event::EventType,
+    event::NewEvent,
     id::TaskId,
     task::{NewTask, Task, TaskOrigin, TaskStatus},
     time::Timestamp,
@@ -133,7 +134,7 @@ pub(crate) async fn create(store: &SqliteStore, task: &NewTask, now: Timestamp) 
         Err(error) => return Err(db(error)),
     }
 
-    let created = events::event(
+    let created = NewEvent::change(
         EventType::TaskCreated,
         task.creator_agent_id,
         Some(task.id),
@@ -142,7 +143,7 @@ pub(crate) async fn create(store: &SqliteStore, task: &NewTask, now: Timestamp) 
     );
     events::insert(&mut tx, &created, now).await?;
     if task.status == TaskStatus::Offered {
-        let offered = events::event(
+        let offered = NewEvent::change(
             EventType::TaskOffered,
             task.offered_to,
             Some(task.id),

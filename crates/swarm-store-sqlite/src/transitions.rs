@@ -4,6 +4,7 @@
 use sqlx::{QueryBuilder, Sqlite};
 use swarm_domain::{
     event::EventType,
+    event::NewEvent,
     id::{AgentId, TaskId},
     task::{FieldUpdate, Task, TaskChange, TaskStatus},
     time::Timestamp,
@@ -45,10 +46,10 @@ pub(crate) async fn apply(
 
     let (old_status, new_status) = (before.status.as_str(), change.to.as_str());
     let status_change =
-        events::event(EventType::TaskStatusChange, actor, Some(id), Some(old_status), Some(new_status));
+        NewEvent::change(EventType::TaskStatusChange, actor, Some(id), Some(old_status), Some(new_status));
     events::insert(&mut tx, &status_change, now).await?;
     if let Some(event_type) = change.event {
-        let mut event = events::event(event_type, actor, Some(id), Some(old_status), Some(new_status));
+        let mut event = NewEvent::change(event_type, actor, Some(id), Some(old_status), Some(new_status));
         if let Some(reason) = &change.updates.rejection_reason {
             event.metadata = Some(serde_json::json!({ "reason": reason }));
         }
@@ -184,7 +185,7 @@ pub(crate) async fn set_progress(
         tx.rollback().await.map_err(db)?;
         return Ok(Applied::Refused { current: before });
     }
-    let noted = events::event(EventType::TaskProgress, actor, Some(id), None, Some(progress));
+    let noted = NewEvent::change(EventType::TaskProgress, actor, Some(id), None, Some(progress));
     events::insert(&mut tx, &noted, now).await?;
     let after = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
