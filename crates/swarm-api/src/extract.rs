@@ -98,6 +98,14 @@ pub fn agent_id_header(parts: &Parts) -> Result<Option<AgentId>, ApiError> {
         .map_err(|_| ApiError::BadRequest(format!("X-Agent-ID must be a UUID, got {text:?}")))
 }
 
+/// An id from a query parameter; absent or empty means "no filter".
+pub fn optional_id<T>(
+    text: Option<&str>,
+    parse: fn(&str) -> Result<T, swarm_domain::Invalid>,
+) -> Result<Option<T>, ApiError> {
+    Ok(text.filter(|id| !id.is_empty()).map(parse).transpose()?)
+}
+
 /// Deserialize a comma-separated list or a single value.
 pub fn split_list(text: Option<&str>) -> Vec<String> {
     text.map(|text| {

@@ -35,6 +35,12 @@ impl AgentStatus {
         }
     }
 
+    /// The status that follows an online agent's work: `busy` while it holds an
+    /// `in_progress` task, else `idle`.
+    pub fn for_work(in_progress: i64) -> Self {
+        if in_progress > 0 { AgentStatus::Busy } else { AgentStatus::Idle }
+    }
+
     pub fn parse(text: &str) -> Result<Self, Invalid> {
         Self::ALL
             .into_iter()
@@ -72,6 +78,15 @@ pub struct Agent {
     pub created_at: Timestamp,
     pub last_updated_at: Timestamp,
     pub capacity: Capacity,
+}
+
+/// How a registration went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registration {
+    /// A new agent (`agent_joined` logged).
+    Created(Agent),
+    /// The agent existed: `offline` became `idle` (or `busy`), `max_tasks` was updated.
+    Existing(Agent),
 }
 
 /// A registration, validated: build it with [`NewAgent::parse`].

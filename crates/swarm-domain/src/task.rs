@@ -4,7 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Invalid, event::EventType, id::AgentId, id::TaskId, reject_nul, time::Timestamp};
+use crate::{
+    Invalid,
+    event::{EventType, NewEvent},
+    id::AgentId,
+    id::TaskId,
+    reject_nul,
+    time::Timestamp,
+};
 
 pub const PRIORITY_DEFAULT: i32 = 50;
 pub const TASK_TEXT_MAX_CHARS: usize = 100_000;
@@ -198,6 +205,31 @@ impl NewTask {
             depends_on: parse_dependencies(draft.depends_on)?,
             origin: draft.origin,
         })
+    }
+}
+
+impl NewTask {
+    /// What the event log records when this task is created: `task_created` by its
+    /// creator, and `task_offered` naming the agent when it is an offer.
+    pub fn creation_events(&self) -> Vec<NewEvent> {
+        let status = Some(self.status.as_str());
+        let mut events = vec![NewEvent::change(
+            EventType::TaskCreated,
+            self.creator_agent_id,
+            Some(self.id),
+            None,
+            status,
+        )];
+        if self.status == TaskStatus::Offered {
+            events.push(NewEvent::change(
+                EventType::TaskOffered,
+                self.offered_to,
+                Some(self.id),
+                None,
+                status,
+            ));
+        }
+        events
     }
 }
 
@@ -475,6 +507,22 @@ impl std::fmt::Display for Refusal {
 }
 
 impl TaskChange {
+    /// What the event log records when this change is applied to a task that was in
+    /// `old_status`: `task_status_change`, and the action's own event (with the reason of
+    /// a rejection in its metadata).
+    pub fn events(&self, task_id: TaskId, actor: Option<AgentId>, old_status: TaskStatus) -> Vec<NewEvent> {
+        let (old, new) = (Some(old_status.as_str()), Some(self.to.as_str()));
+        let mut events = vec![NewEvent::change(EventType::TaskStatusChange, actor, Some(task_id), old, new)];
+        if let Some(event_type) = self.event {
+            let mut event = NewEvent::change(event_type, actor, Some(task_id), old, new);
+            if let Some(reason) = &self.updates.rejection_reason {
+                event.metadata = Some(serde_json::json!({ "reason": reason }));
+            }
+            events.push(event);
+        }
+        events
+    }
+
     /// The part of the guard that can be read off the task row alone; dependency and
     /// capacity guards need other rows and are checked by the caller.
     pub fn refusal_from_row(&self, task: &Task) -> Option<Refusal> {

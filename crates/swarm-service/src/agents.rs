@@ -1,12 +1,13 @@
 //! Registration, profiles, heartbeats: the agent side of the service.
 
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate, parse_name},
     id::AgentId,
     task::Task,
     time::Timestamp,
 };
-use swarm_store::{Registered, TaskFilter};
+use swarm_store::TaskFilter;
 
 use crate::{Caller, Change, Service, ServiceError, ServiceResult};
 
@@ -21,12 +22,6 @@ pub struct RegisterInput {
     pub role: Option<String>,
     pub capabilities: Option<Vec<String>>,
     pub max_tasks: Option<i64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Registration {
-    Created(Agent),
-    Existing(Agent),
 }
 
 /// The counts of `GET /me?include=inbox`. Inbox messages and mentions come with the
@@ -56,12 +51,9 @@ impl Service {
             input.capabilities,
             input.max_tasks,
         )?;
-        let registered = self.store.agent_register(&new_agent, Timestamp::now()).await?;
+        let registration = self.store.agent_register(&new_agent, Timestamp::now()).await?;
         self.publish(Change::Agent { agent_id: new_agent.id });
-        Ok(match registered {
-            Registered::Created(agent) => Registration::Created(agent),
-            Registered::Existing(agent) => Registration::Existing(agent),
-        })
+        Ok(registration)
     }
 
     pub async fn agent_get(&self, id: AgentId) -> ServiceResult<Agent> {

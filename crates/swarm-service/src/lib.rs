@@ -15,7 +15,7 @@ use swarm_domain::id::{AgentId, TaskId};
 use swarm_store::Store;
 use tokio::sync::broadcast;
 
-pub use agents::{InboxSummary, RegisterInput, Registration};
+pub use agents::{InboxSummary, RegisterInput};
 pub use error::{ServiceError, ServiceResult};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 

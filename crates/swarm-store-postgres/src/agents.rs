@@ -1,6 +1,7 @@
 //! Agents: registration, profile, presence, and the busy/idle status that follows work.
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
     event::EventType,
@@ -9,7 +10,7 @@ use swarm_domain::{
     stats::WorkCounts,
     time::Timestamp,
 };
-use swarm_store::{Registered, StoreError, StoreResult, status_for_work};
+use swarm_store::{StoreError, StoreResult};
 use uuid::Uuid;
 
 use crate::{
@@ -40,7 +41,7 @@ pub(crate) async fn list(pool: &PgPool) -> StoreResult<Vec<Agent>> {
         .map_err(db)
 }
 
-pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
+pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> StoreResult<Registration> {
     let mut tx = pool.begin().await.map_err(db)?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(REGISTRATION_LOCK)
@@ -74,7 +75,7 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
         }
         let agent = get_known(&mut tx, new.id).await?;
         tx.commit().await.map_err(db)?;
-        return Ok(Registered::Existing(agent));
+        return Ok(Registration::Existing(agent));
     }
 
     if new.is_lead {
@@ -101,7 +102,7 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
     events::insert(&mut tx, &joined, now).await?;
     let agent = get_known(&mut tx, new.id).await?;
     tx.commit().await.map_err(db)?;
-    Ok(Registered::Created(agent))
+    Ok(Registration::Created(agent))
 }
 
 pub(crate) async fn rename(
@@ -204,7 +205,7 @@ pub(crate) async fn close(pool: &PgPool, id: AgentId, now: Timestamp) -> StoreRe
         return Ok(None);
     };
     if status != AgentStatus::Offline {
-        sqlx::query("UPDATE agents SET status = 'offline', last_updated_at = $2 WHERE id = $1")
+        sqlx::query("UPDATE agents SET status = 'offline', last_updated_at = $2 WHERE id = $1 AND status <> 'offline'")
             .bind(id.as_uuid())
             .bind(now.datetime())
             .execute(&mut *tx)
@@ -268,17 +269,22 @@ pub(crate) async fn settle_status(
         return Ok(());
     };
     let status = parse_status(&status)?;
-    let target = status_for_work(in_progress);
+    let target = AgentStatus::for_work(in_progress);
     if status == target || (status == AgentStatus::Offline && wake == Wake::No) {
         return Ok(());
     }
-    sqlx::query("UPDATE agents SET status = $2, last_updated_at = $3 WHERE id = $1")
-        .bind(id.as_uuid())
-        .bind(target.as_str())
-        .bind(now.datetime())
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+    let updated =
+        sqlx::query("UPDATE agents SET status = $2, last_updated_at = $3 WHERE id = $1 AND status = $4")
+            .bind(id.as_uuid())
+            .bind(target.as_str())
+            .bind(now.datetime())
+            .bind(status.as_str())
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+    if updated.rows_affected() == 0 {
+        return Ok(());
+    }
     let change = NewEvent::change(
         EventType::AgentStatusChange,
         Some(id),

@@ -63,26 +63,8 @@ pub(crate) async fn apply(
         return Ok(Applied::Refused { current: before });
     }
 
-    let status_change = NewEvent::change(
-        EventType::TaskStatusChange,
-        actor,
-        Some(id),
-        Some(before.status.as_str()),
-        Some(change.to.as_str()),
-    );
-    events::insert(&mut tx, &status_change, now).await?;
-    if let Some(event_type) = change.event {
-        let mut extra = NewEvent::change(
-            event_type,
-            actor,
-            Some(id),
-            Some(before.status.as_str()),
-            Some(change.to.as_str()),
-        );
-        if let Some(reason) = &change.updates.rejection_reason {
-            extra.metadata = Some(serde_json::json!({ "reason": reason }));
-        }
-        events::insert(&mut tx, &extra, now).await?;
+    for event in change.events(id, actor, before.status) {
+        events::insert(&mut tx, &event, now).await?;
     }
     let mut assignees: Vec<AgentId> = [before.agent_id, assignee_after].into_iter().flatten().collect();
     assignees.dedup();

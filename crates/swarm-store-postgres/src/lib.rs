@@ -27,6 +27,7 @@ use sqlx::{
     PgPool,
     postgres::{PgConnectOptions, PgPoolOptions},
 };
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     event::Event,
@@ -36,9 +37,7 @@ use swarm_domain::{
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
 };
-use swarm_store::{
-    Applied, EventFilter, Registered, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
-};
+use swarm_store::{Applied, EventFilter, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter};
 
 use crate::error::db;
 
@@ -109,7 +108,7 @@ impl Store for PgStore {
         "postgres"
     }
 
-    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
+    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registration> {
         agents::register(&self.pool, agent, now).await
     }
 

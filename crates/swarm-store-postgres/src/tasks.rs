@@ -2,8 +2,6 @@
 
 use sqlx::{PgConnection, PgExecutor, PgPool, Postgres, QueryBuilder};
 use swarm_domain::{
-    event::EventType,
-    event::NewEvent,
     id::TaskId,
     task::{NewTask, Task, TaskStatus},
     time::Timestamp,
@@ -126,23 +124,8 @@ pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> Sto
         });
     }
 
-    let created = NewEvent::change(
-        EventType::TaskCreated,
-        task.creator_agent_id,
-        Some(task.id),
-        None,
-        Some(task.status.as_str()),
-    );
-    events::insert(&mut tx, &created, now).await?;
-    if task.status == TaskStatus::Offered {
-        let offered = NewEvent::change(
-            EventType::TaskOffered,
-            task.offered_to,
-            Some(task.id),
-            None,
-            Some(task.status.as_str()),
-        );
-        events::insert(&mut tx, &offered, now).await?;
+    for event in task.creation_events() {
+        events::insert(&mut tx, &event, now).await?;
     }
     let created = get_known(&mut tx, task.id).await?;
     tx.commit().await.map_err(db)?;

@@ -1,6 +1,7 @@
 //! Agents: registration, profile, presence, and the busy/idle status that follows work.
 
 use sqlx::{SqliteConnection, SqlitePool, sqlite::SqliteRow};
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, AgentStatus, Capacity, NewAgent, ProfileUpdate},
     event::EventType,
@@ -9,7 +10,7 @@ use swarm_domain::{
     stats::WorkCounts,
     time::Timestamp,
 };
-use swarm_store::{Registered, StoreError, StoreResult, status_for_work};
+use swarm_store::{StoreError, StoreResult};
 
 use crate::{
     SqliteStore,
@@ -44,7 +45,11 @@ pub(crate) async fn list(pool: &SqlitePool) -> StoreResult<Vec<Agent>> {
     rows.iter().map(from_row).collect()
 }
 
-pub(crate) async fn register(store: &SqliteStore, new: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
+pub(crate) async fn register(
+    store: &SqliteStore,
+    new: &NewAgent,
+    now: Timestamp,
+) -> StoreResult<Registration> {
     let mut tx = store.begin_write().await?;
     let existing = get(&mut tx, new.id).await?;
     // A lead coming back from offline must not make two active leads, whatever the request says.
@@ -67,7 +72,7 @@ pub(crate) async fn register(store: &SqliteStore, new: &NewAgent, now: Timestamp
         }
         let agent = get_known(&mut tx, new.id).await?;
         tx.commit().await.map_err(db)?;
-        return Ok(Registered::Existing(agent));
+        return Ok(Registration::Existing(agent));
     }
 
     ensure_name_free(&mut tx, &new.name, new.id).await?;
@@ -94,7 +99,7 @@ pub(crate) async fn register(store: &SqliteStore, new: &NewAgent, now: Timestamp
     events::insert(&mut tx, &joined, now).await?;
     let agent = get_known(&mut tx, new.id).await?;
     tx.commit().await.map_err(db)?;
-    Ok(Registered::Created(agent))
+    Ok(Registration::Created(agent))
 }
 
 pub(crate) async fn rename(
@@ -208,12 +213,14 @@ pub(crate) async fn close(store: &SqliteStore, id: AgentId, now: Timestamp) -> S
     if agent.status == AgentStatus::Offline {
         return Ok(Some(agent));
     }
-    sqlx::query("UPDATE agents SET status = 'offline', last_updated_at = ? WHERE id = ?")
-        .bind(now.unix_millis())
-        .bind(id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+    sqlx::query(
+        "UPDATE agents SET status = 'offline', last_updated_at = ? WHERE id = ? AND status <> 'offline'",
+    )
+    .bind(now.unix_millis())
+    .bind(id.to_string())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
     let left = NewEvent::change(
         EventType::AgentLeft,
         Some(id),
@@ -271,17 +278,22 @@ pub(crate) async fn settle_status(
         return Ok(());
     };
     let status = parse_status(&status)?;
-    let target = status_for_work(in_progress);
+    let target = AgentStatus::for_work(in_progress);
     if status == target || (status == AgentStatus::Offline && wake == Wake::No) {
         return Ok(());
     }
-    sqlx::query("UPDATE agents SET status = ?, last_updated_at = ? WHERE id = ?")
-        .bind(target.as_str())
-        .bind(now.unix_millis())
-        .bind(id.to_string())
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
+    let updated =
+        sqlx::query("UPDATE agents SET status = ?, last_updated_at = ? WHERE id = ? AND status = ?")
+            .bind(target.as_str())
+            .bind(now.unix_millis())
+            .bind(id.to_string())
+            .bind(status.as_str())
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+    if updated.rows_affected() == 0 {
+        return Ok(());
+    }
     let change = NewEvent::change(
         EventType::AgentStatusChange,
         Some(id),

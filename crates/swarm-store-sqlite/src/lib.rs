@@ -20,6 +20,7 @@ use sqlx::{
     Sqlite, SqlitePool, Transaction,
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
 };
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     event::Event,
@@ -29,9 +30,7 @@ use swarm_domain::{
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
 };
-use swarm_store::{
-    Applied, EventFilter, Registered, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
-};
+use swarm_store::{Applied, EventFilter, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter};
 
 use crate::decode::db;
 
@@ -127,7 +126,7 @@ impl Store for SqliteStore {
         "sqlite"
     }
 
-    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registered> {
+    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registration> {
         agents::register(self, agent, now).await
     }
 

@@ -2,8 +2,6 @@
 
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool, sqlite::SqliteRow};
 use swarm_domain::{
-    event::EventType,
-    event::NewEvent,
     id::TaskId,
     task::{NewTask, Task, TaskOrigin, TaskStatus},
     time::Timestamp,
@@ -134,23 +132,8 @@ pub(crate) async fn create(store: &SqliteStore, task: &NewTask, now: Timestamp) 
         Err(error) => return Err(db(error)),
     }
 
-    let created = NewEvent::change(
-        EventType::TaskCreated,
-        task.creator_agent_id,
-        Some(task.id),
-        None,
-        Some(task.status.as_str()),
-    );
-    events::insert(&mut tx, &created, now).await?;
-    if task.status == TaskStatus::Offered {
-        let offered = NewEvent::change(
-            EventType::TaskOffered,
-            task.offered_to,
-            Some(task.id),
-            None,
-            Some(task.status.as_str()),
-        );
-        events::insert(&mut tx, &offered, now).await?;
+    for event in task.creation_events() {
+        events::insert(&mut tx, &event, now).await?;
     }
     let created = get_known(&mut tx, task.id).await?;
     tx.commit().await.map_err(db)?;

@@ -44,15 +44,7 @@ pub(crate) async fn apply(
         return Ok(Applied::Refused { current: before });
     }
 
-    let (old_status, new_status) = (before.status.as_str(), change.to.as_str());
-    let status_change =
-        NewEvent::change(EventType::TaskStatusChange, actor, Some(id), Some(old_status), Some(new_status));
-    events::insert(&mut tx, &status_change, now).await?;
-    if let Some(event_type) = change.event {
-        let mut event = NewEvent::change(event_type, actor, Some(id), Some(old_status), Some(new_status));
-        if let Some(reason) = &change.updates.rejection_reason {
-            event.metadata = Some(serde_json::json!({ "reason": reason }));
-        }
+    for event in change.events(id, actor, before.status) {
         events::insert(&mut tx, &event, now).await?;
     }
 

@@ -11,7 +11,7 @@
 
 use async_trait::async_trait;
 use swarm_domain::{
-    agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
+    agent::{Agent, NewAgent, ProfileUpdate, Registration},
     event::Event,
     id::{AgentId, TaskId},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
@@ -48,15 +48,6 @@ pub enum Applied<T> {
         current: T,
     },
     NotFound,
-}
-
-/// How registration went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Registered {
-    /// A new agent row was inserted (`agent_joined` logged).
-    Created(Agent),
-    /// The agent existed: `offline` became `idle`, `max_tasks` was updated.
-    Existing(Agent),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -104,7 +95,7 @@ pub trait Store: Send + Sync + 'static {
     /// logged as `agent_status_change`) and update `max_tasks`; other fields are kept.
     /// Conflicts: the name is taken by another agent; `agent.is_lead` while another
     /// lead that is not `offline` exists (this check and the insert are atomic).
-    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registered>;
+    async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registration>;
     async fn agent_get(&self, id: AgentId) -> StoreResult<Option<Agent>>;
     /// All agents ordered by name.
     async fn agent_list(&self) -> StoreResult<Vec<Agent>>;
@@ -172,9 +163,4 @@ pub trait Store: Send + Sync + 'static {
     /// Newest first.
     async fn session_cost_list(&self, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>>;
     async fn stats(&self) -> StoreResult<Stats>;
-}
-
-/// Agents whose status is set by their work, for stores computing `busy`/`idle`.
-pub fn status_for_work(in_progress: i64) -> AgentStatus {
-    if in_progress > 0 { AgentStatus::Busy } else { AgentStatus::Idle }
 }

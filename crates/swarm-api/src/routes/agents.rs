@@ -6,11 +6,11 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use swarm_domain::{
-    agent::{Agent, ProfileUpdate},
+    agent::{Agent, ProfileUpdate, Registration},
     id::AgentId,
     task::Task,
 };
-use swarm_service::{InboxSummary, RegisterInput, Registration};
+use swarm_service::{InboxSummary, RegisterInput};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 

@@ -17,7 +17,7 @@ use utoipa_axum::{
 use crate::{
     AppState, SESSION_LOGS_BODY_LIMIT_BYTES,
     error::{ApiError, ErrorResponses},
-    extract::AppJson,
+    extract::{AppJson, optional_id},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -150,8 +150,8 @@ async fn session_costs_list(
     State(state): State<AppState>,
     Query(query): Query<SessionCostQuery>,
 ) -> Result<Json<SessionCostsResponse>, ApiError> {
-    let task_id = query.task_id.as_deref().filter(|id| !id.is_empty()).map(TaskId::parse).transpose()?;
-    let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
+    let task_id = optional_id(query.task_id.as_deref(), TaskId::parse)?;
+    let agent_id = optional_id(query.agent_id.as_deref(), AgentId::parse)?;
     let costs = state.service.session_cost_list(task_id, agent_id, query.limit).await?;
     Ok(Json(SessionCostsResponse { costs }))
 }

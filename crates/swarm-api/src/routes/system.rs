@@ -14,6 +14,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
+    extract::optional_id,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -75,6 +76,6 @@ async fn logs_list(
     State(state): State<AppState>,
     Query(query): Query<LogsQuery>,
 ) -> Result<Json<LogsResponse>, ApiError> {
-    let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
+    let agent_id = optional_id(query.agent_id.as_deref(), AgentId::parse)?;
     Ok(Json(LogsResponse { logs: state.service.event_list(agent_id, query.limit).await? }))
 }

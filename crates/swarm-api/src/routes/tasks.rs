@@ -16,7 +16,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
-    extract::{AppJson, CallerHeader, OptionalJson, split_list},
+    extract::{AppJson, CallerHeader, OptionalJson, optional_id, split_list},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -212,7 +212,7 @@ async fn tasks_list(
         .iter()
         .map(|status| TaskStatus::parse(status))
         .collect::<Result<Vec<_>, _>>()?;
-    let agent_id = query.agent_id.as_deref().filter(|id| !id.is_empty()).map(AgentId::parse).transpose()?;
+    let agent_id = optional_id(query.agent_id.as_deref(), AgentId::parse)?;
     let list_query = TaskListQuery {
         statuses,
         agent_id,
@@ -412,7 +412,7 @@ async fn tasks_cancelled(
     CallerHeader(caller): CallerHeader,
     Query(query): Query<CancelledQuery>,
 ) -> Result<Json<CancelledTasksResponse>, ApiError> {
-    let task_id = query.task_id.as_deref().filter(|id| !id.is_empty()).map(TaskId::parse).transpose()?;
+    let task_id = optional_id(query.task_id.as_deref(), TaskId::parse)?;
     let cancelled = state
         .service
         .tasks_cancelled(caller, task_id)

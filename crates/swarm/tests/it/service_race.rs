@@ -164,7 +164,7 @@ async fn every_transition_is_won_exactly_once(store: Arc<dyn Store>) {
 async fn register(service: &Service, name: &str, is_lead: bool) -> AgentId {
     let input = RegisterInput { name: name.into(), is_lead, max_tasks: Some(20), ..RegisterInput::default() };
     match service.agent_register(Some(AgentId::new_v7()), input).await.unwrap() {
-        swarm_service::Registration::Created(agent) => agent.id,
+        swarm_domain::agent::Registration::Created(agent) => agent.id,
         other => panic!("expected a new agent, got {other:?}"),
     }
 }

@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{AgentStatus, Capacity, NewAgent, ProfileUpdate},
     event::EventType,
     id::AgentId,
 };
-use swarm_store::{Registered, Store, StoreError};
+use swarm_store::{Store, StoreError};
 
 use super::{Fixture, complete, new_agent, of_type};
 use crate::support::store_tests;
@@ -39,7 +40,7 @@ async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
     )
     .unwrap();
     let joined_at = fx.now();
-    let Registered::Created(agent) = fx.store.agent_register(&new, joined_at).await.unwrap() else {
+    let Registration::Created(agent) = fx.store.agent_register(&new, joined_at).await.unwrap() else {
         panic!("a new id must be Created");
     };
     assert_eq!(agent.id, id);
@@ -59,7 +60,7 @@ async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
 
     // The same id again: kept as it was, except max_tasks.
     let again = NewAgent::parse(id, "worker-1", false, Some("other".into()), None, None, Some(5)).unwrap();
-    let Registered::Existing(agent) = fx.store.agent_register(&again, fx.now()).await.unwrap() else {
+    let Registration::Existing(agent) = fx.store.agent_register(&again, fx.now()).await.unwrap() else {
         panic!("a known id must be Existing");
     };
     assert_eq!(agent.max_tasks, 5);
@@ -83,7 +84,7 @@ async fn register_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     let n_changes = of_type(&fx.agent_events(agent.id).await, EventType::AgentStatusChange).len();
 
     let again = new_agent(agent.id, "worker-1", false, 2);
-    let Registered::Existing(back) = fx.store.agent_register(&again, fx.now()).await.unwrap() else {
+    let Registration::Existing(back) = fx.store.agent_register(&again, fx.now()).await.unwrap() else {
         panic!("a known id must be Existing");
     };
     assert_eq!(back.status, AgentStatus::Idle);
@@ -119,7 +120,7 @@ async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     // The active lead itself may register again (a runner restart).
     let first_again = new_agent(first.id, "lead-1", true, 1);
     let res = fx.store.agent_register(&first_again, fx.now()).await.unwrap();
-    assert!(matches!(res, Registered::Existing(_)), "the lead re-registering: got {res:?}");
+    assert!(matches!(res, Registration::Existing(_)), "the lead re-registering: got {res:?}");
 
     // Workers are not affected by the rule.
     fx.register("worker-1", false, 1).await;
@@ -127,7 +128,7 @@ async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     // Once the first lead is offline, another may take over.
     fx.store.agent_close(first.id, fx.now()).await.unwrap().unwrap();
     let res = fx.store.agent_register(&second, fx.now()).await.unwrap();
-    let Registered::Created(lead) = res else { panic!("expected Created, got {res:?}") };
+    let Registration::Created(lead) = res else { panic!("expected Created, got {res:?}") };
     assert!(lead.is_lead);
 
     // Now the first lead cannot come back while the second is active.

@@ -19,6 +19,7 @@ use std::sync::{
     atomic::{AtomicI64, Ordering},
 };
 
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent},
     event::{Event, EventType},
@@ -26,7 +27,7 @@ use swarm_domain::{
     task::{FinishOutcome, NewTask, Task, TaskAction, TaskDraft},
     time::Timestamp,
 };
-use swarm_store::{Applied, EventFilter, Registered, Store};
+use swarm_store::{Applied, EventFilter, Store};
 
 /// 2026-01-20T10:00:00.123Z: a start with a non-zero millisecond part, so that a
 /// store that drops milliseconds is caught.
@@ -54,7 +55,7 @@ impl Fixture {
     pub async fn register(&self, name: &str, is_lead: bool, max_tasks: i64) -> Agent {
         let new = new_agent(AgentId::new_v7(), name, is_lead, max_tasks);
         match self.store.agent_register(&new, self.now()).await {
-            Ok(Registered::Created(agent)) => agent,
+            Ok(Registration::Created(agent)) => agent,
             other => panic!("register {name}: expected Created, got {other:?}"),
         }
     }

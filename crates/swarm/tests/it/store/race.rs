@@ -4,13 +4,14 @@
 
 use std::{collections::HashMap, sync::Arc};
 
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::AgentStatus,
     event::EventType,
     id::{AgentId, TaskId},
     task::{TaskAction, TaskStatus},
 };
-use swarm_store::{Applied, Registered, Store, StoreError, TaskFilter};
+use swarm_store::{Applied, Store, StoreError, TaskFilter};
 use tokio::sync::Barrier;
 
 use super::{Fixture, actor_of, cancel, complete, new_agent, of_type};
@@ -271,8 +272,8 @@ async fn concurrent_registrations_keep_one_lead_and_unique_names(store: Arc<dyn 
     for handle in handles {
         let (new, res) = handle.await.expect("a registration panicked");
         match res {
-            Ok(Registered::Created(agent)) if agent.is_lead => leads.push(agent.id),
-            Ok(Registered::Created(agent)) => named.push(agent.id),
+            Ok(Registration::Created(agent)) if agent.is_lead => leads.push(agent.id),
+            Ok(Registration::Created(agent)) => named.push(agent.id),
             Err(StoreError::Conflict(_)) => {
                 let stored = fx.store.agent_get(new.id).await.unwrap();
                 assert_eq!(stored, None, "a refused registration stores nothing");

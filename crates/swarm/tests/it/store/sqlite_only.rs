@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
+use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::NewAgent,
     id::AgentId,
     task::{NewTask, TaskAction, TaskDraft, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Applied, Registered, Store, StoreError};
+use swarm_store::{Applied, Store, StoreError};
 use swarm_store_sqlite::SqliteStore;
 use tokio::task::JoinSet;
 
@@ -80,13 +81,13 @@ async fn reopening_keeps_data_and_registration_comes_back() {
     let alice = worker("alice", 1);
     {
         let store = SqliteStore::open(&path).await.unwrap();
-        assert!(matches!(store.agent_register(&alice, now).await, Ok(Registered::Created(_))));
+        assert!(matches!(store.agent_register(&alice, now).await, Ok(Registration::Created(_))));
         store.agent_close(alice.id, now).await.unwrap();
         store.close().await;
     }
     let store = SqliteStore::open(&path).await.unwrap();
     let again = NewAgent { max_tasks: 3, ..alice.clone() };
-    let Ok(Registered::Existing(agent)) = store.agent_register(&again, now).await else {
+    let Ok(Registration::Existing(agent)) = store.agent_register(&again, now).await else {
         panic!("expected the existing agent");
     };
     assert_eq!(agent.max_tasks, 3);
