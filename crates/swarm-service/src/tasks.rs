@@ -57,6 +57,10 @@ pub struct TaskListQuery {
     pub source: Option<String>,
     pub task_type: Option<String>,
     pub tags: Vec<String>,
+    pub creator_agent_id: Option<AgentId>,
+    pub offered_to: Option<AgentId>,
+    /// Only tasks whose dependencies are all completed.
+    pub ready_only: bool,
     pub limit: Option<i64>,
     pub offset: Option<i64>,
 }
@@ -97,6 +101,9 @@ impl Service {
             task_type: query.task_type,
             tags: query.tags,
             search: query.search.filter(|text| !text.trim().is_empty()),
+            creator_agent_id: query.creator_agent_id,
+            offered_to: query.offered_to,
+            ready_only: query.ready_only,
             limit,
             offset,
             ..TaskFilter::default()

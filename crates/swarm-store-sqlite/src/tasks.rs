@@ -106,6 +106,12 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &TaskFilter) {
     if let Some(since) = filter.finished_since {
         query.push(" AND t.finished_at >= ").push_bind(since.unix_millis());
     }
+    if filter.ready_only {
+        query.push(
+            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id
+               WHERE d.task_id = t.id AND dt.status <> 'completed')",
+        );
+    }
 }
 
 pub(crate) async fn unfinished_dependencies(pool: &SqlitePool, id: TaskId) -> StoreResult<Vec<TaskId>> {

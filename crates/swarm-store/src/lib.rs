@@ -65,6 +65,8 @@ pub struct TaskFilter {
     pub search: Option<String>,
     /// Only tasks with `finished_at >= finished_since`.
     pub finished_since: Option<Timestamp>,
+    /// Only tasks whose every `dependsOn` task is `completed`.
+    pub ready_only: bool,
     /// Page size (the service bounds it) and offset; ordered newest first.
     pub limit: i64,
     pub offset: i64,

@@ -222,6 +222,7 @@ async fn tasks_list(
         tags: split_list(query.tags.as_deref()),
         limit: query.limit,
         offset: query.offset,
+        ..TaskListQuery::default()
     };
     let (tasks, total) = state.service.task_list(list_query).await?;
     Ok(Json(TaskListResponse { tasks, total }))
