@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod event;
 pub mod id;
+pub mod poll;
 pub mod session;
 pub mod stats;
 pub mod task;

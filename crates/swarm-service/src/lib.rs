@@ -6,6 +6,7 @@
 
 mod agents;
 mod error;
+mod poll;
 mod sessions;
 mod tasks;
 
@@ -17,6 +18,7 @@ use tokio::sync::broadcast;
 
 pub use agents::{InboxSummary, RegisterInput};
 pub use error::{ServiceError, ServiceResult};
+pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 
 /// Who is asking. `Agent` comes from `X-Agent-ID`; `Operator` is a person or script
