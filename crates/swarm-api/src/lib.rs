@@ -69,10 +69,17 @@ struct ApiDoc;
 
 /// The whole HTTP application, for `swarm serve` and for tests.
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// The HTTP application plus `extra` routes (MCP at `/mcp`) behind the same API key,
+/// CORS, error bodies and tracing.
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let (router, openapi) = openapi_router().split_for_parts();
     let openapi = Arc::new(openapi);
     router
         .merge(routes::system::docs_router(openapi))
+        .merge(extra)
         .fallback(middleware::not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::require_api_key))
@@ -91,6 +98,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 fn openapi_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::agents::router())
+        .merge(routes::poll::router())
         .merge(routes::tasks::router())
         .merge(routes::sessions::router())
         .merge(routes::system::router())

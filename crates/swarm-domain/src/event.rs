@@ -21,11 +21,12 @@ pub enum EventType {
     TaskRejected,
     TaskClaimed,
     TaskReleased,
+    TaskLeaseExpired,
     ChannelMessage,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 12] = [
+    pub const ALL: [EventType; 13] = [
         EventType::AgentJoined,
         EventType::AgentStatusChange,
         EventType::AgentLeft,
@@ -37,6 +38,7 @@ impl EventType {
         EventType::TaskRejected,
         EventType::TaskClaimed,
         EventType::TaskReleased,
+        EventType::TaskLeaseExpired,
         EventType::ChannelMessage,
     ];
 
@@ -53,6 +55,7 @@ impl EventType {
             EventType::TaskRejected => "task_rejected",
             EventType::TaskClaimed => "task_claimed",
             EventType::TaskReleased => "task_released",
+            EventType::TaskLeaseExpired => "task_lease_expired",
             EventType::ChannelMessage => "channel_message",
         }
     }

@@ -8,7 +8,11 @@
 
 use serde::Serialize;
 
-use crate::{id::TaskId, task::Task};
+use crate::{
+    event::{EventType, NewEvent},
+    id::{AgentId, TaskId},
+    task::{Task, TaskStatus},
+};
 
 /// At most this many finished tasks are reported in one `tasks_finished` trigger.
 pub const TASKS_FINISHED_MAX: i64 = 50;
@@ -70,6 +74,40 @@ impl TriggerKind {
     pub fn needs_capacity(&self) -> bool {
         matches!(self, TriggerKind::TaskAssigned | TriggerKind::PoolTask)
     }
+
+    /// The task transition of a kind that claims one task: from, to.
+    pub fn task_transition(&self) -> Option<(TaskStatus, TaskStatus)> {
+        match self {
+            TriggerKind::TaskOffered => Some((TaskStatus::Offered, TaskStatus::Reviewing)),
+            TriggerKind::TaskAssigned => Some((TaskStatus::Pending, TaskStatus::InProgress)),
+            TriggerKind::PoolTask => Some((TaskStatus::Unassigned, TaskStatus::InProgress)),
+            TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => None,
+        }
+    }
+
+    /// What the event log records when a poll claims a task for `agent`: the status
+    /// change, and `task_claimed` when it came from the pool.
+    pub fn claim_events(&self, task_id: TaskId, agent: AgentId) -> Vec<NewEvent> {
+        let Some((from, to)) = self.task_transition() else {
+            return Vec::new();
+        };
+        let (old, new) = (Some(from.as_str()), Some(to.as_str()));
+        let mut events = vec![NewEvent::change(EventType::TaskStatusChange, Some(agent), Some(task_id), old, new)];
+        if *self == TriggerKind::PoolTask {
+            events.push(NewEvent::change(EventType::TaskClaimed, Some(agent), Some(task_id), old, new));
+        }
+        events
+    }
+
+    /// The trigger that hands over a task claimed by this kind.
+    pub fn task_trigger(&self, task: Task) -> Option<Trigger> {
+        let task_id = task.id;
+        match self {
+            TriggerKind::TaskOffered => Some(Trigger::TaskOffered { task_id, task }),
+            TriggerKind::TaskAssigned | TriggerKind::PoolTask => Some(Trigger::TaskAssigned { task_id, task }),
+            TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => None,
+        }
+    }
 }
 
 /// How a worker learns about pool tasks.
@@ -112,5 +150,88 @@ impl Trigger {
             Trigger::TasksFinished { .. } => "tasks_finished",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }
+    }
+}
+
+/// Who a committed change may concern: the parked polls to wake so they re-check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Wake {
+    Agent(AgentId),
+    Workers,
+    Leads,
+    Everyone,
+}
+
+impl Wake {
+    /// The polls a task change may have given a trigger: the agent it was offered or
+    /// assigned to; workers for a pool task; everyone when it finished (the lead's
+    /// `tasks_finished`, tasks depending on it, the assignee's freed capacity).
+    pub fn after_task_change(task: &Task, previous_assignee: Option<AgentId>) -> Vec<Wake> {
+        let mut wakes = Vec::new();
+        match task.status {
+            TaskStatus::Offered => wakes.extend(task.offered_to.map(Wake::Agent)),
+            TaskStatus::Pending | TaskStatus::Paused => wakes.extend(task.agent_id.map(Wake::Agent)),
+            TaskStatus::Unassigned => wakes.push(Wake::Workers),
+            TaskStatus::Completed | TaskStatus::Failed => wakes.push(Wake::Everyone),
+            TaskStatus::Cancelled => {}
+            TaskStatus::Backlog | TaskStatus::Reviewing | TaskStatus::InProgress => {}
+        }
+        // Whoever held it before may have a free slot now.
+        if let Some(previous) = previous_assignee
+            && task.agent_id != Some(previous)
+        {
+            wakes.push(Wake::Agent(previous));
+        }
+        if task.status == TaskStatus::Cancelled {
+            wakes.extend(task.agent_id.map(Wake::Agent));
+        }
+        wakes
+    }
+
+    /// The text form carried between processes (PostgreSQL `NOTIFY` payloads).
+    pub fn encode(&self) -> String {
+        match self {
+            Wake::Agent(id) => format!("agent:{id}"),
+            Wake::Workers => "workers".into(),
+            Wake::Leads => "leads".into(),
+            Wake::Everyone => "everyone".into(),
+        }
+    }
+
+    /// Anything unreadable wakes everyone: a spurious re-check is harmless, a lost
+    /// wake-up is not.
+    pub fn decode(text: &str) -> Wake {
+        match text {
+            "workers" => Wake::Workers,
+            "leads" => Wake::Leads,
+            _ => text
+                .strip_prefix("agent:")
+                .and_then(|id| AgentId::parse(id).ok())
+                .map_or(Wake::Everyone, Wake::Agent),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_mode_chooses_the_pool_kind() {
+        let claim: Vec<_> = PoolMode::Claim.kinds().collect();
+        assert!(claim.contains(&TriggerKind::PoolTask) && !claim.contains(&TriggerKind::PoolTasksAvailable));
+        let notify: Vec<_> = PoolMode::Notify.kinds().collect();
+        assert!(notify.contains(&TriggerKind::PoolTasksAvailable) && !notify.contains(&TriggerKind::PoolTask));
+        assert_eq!(claim[0], TriggerKind::TaskOffered, "offers come first");
+    }
+
+    #[test]
+    fn wakes_round_trip_and_garbage_wakes_everyone() {
+        let agent = AgentId::new_v7();
+        for wake in [Wake::Agent(agent), Wake::Workers, Wake::Leads, Wake::Everyone] {
+            assert_eq!(Wake::decode(&wake.encode()), wake);
+        }
+        assert_eq!(Wake::decode("agent:not-a-uuid"), Wake::Everyone);
+        assert_eq!(Wake::decode(""), Wake::Everyone);
     }
 }

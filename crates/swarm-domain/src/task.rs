@@ -75,6 +75,12 @@ impl TaskStatus {
     pub fn is_finished(&self) -> bool {
         Self::FINISHED.contains(self)
     }
+
+    /// Statuses that wait on an agent doing something: their holder keeps a lease by
+    /// heartbeating, and the rescuer takes the task back when the lease runs out.
+    pub fn is_leased(&self) -> bool {
+        matches!(self, TaskStatus::Reviewing | TaskStatus::InProgress)
+    }
 }
 
 impl std::fmt::Display for TaskStatus {
@@ -124,6 +130,11 @@ pub struct Task {
     pub output: Option<String>,
     pub progress: Option<String>,
     pub notified_at: Option<Timestamp>,
+    /// While `reviewing` or `in_progress`: when the holder's claim runs out unless it
+    /// heartbeats (ours).
+    pub lease_expires_at: Option<Timestamp>,
+    /// How many times a holder lost this task by letting its lease run out (ours).
+    pub lease_losses: i32,
     #[serde(flatten)]
     pub origin: TaskOrigin,
 }
@@ -377,6 +388,11 @@ pub struct TaskUpdates {
     pub output: Option<String>,
     pub failure_reason: Option<String>,
     pub rejection_reason: Option<String>,
+    /// The lease of the new status; see [`TaskChange::with_lease`].
+    pub lease_expires_at: FieldUpdate<Timestamp>,
+    /// Whether the assignee took the task from the pool, so that an expired lease
+    /// returns it there rather than to an agent that is gone.
+    pub from_pool: Option<bool>,
 }
 
 /// A transition ready for a store: `UPDATE tasks SET <to, updates> WHERE id = ? AND
@@ -419,16 +435,19 @@ impl TaskAction {
                 guard.dependencies_completed = true;
                 guard.capacity_of = Some(*agent);
                 updates.agent_id = FieldUpdate::Set(*agent);
+                updates.from_pool = Some(true);
                 (&[Unassigned], Pending, Some(EventType::TaskClaimed))
             }
             TaskAction::Release { agent } => {
                 guard.assignee = Some(*agent);
                 updates.agent_id = FieldUpdate::Clear;
+                updates.from_pool = Some(false);
                 (&[Pending], Unassigned, Some(EventType::TaskReleased))
             }
             TaskAction::Accept { agent } => {
                 guard.offered_to = Some(*agent);
                 updates.agent_id = FieldUpdate::Set(*agent);
+                updates.from_pool = Some(false);
                 updates.set_accepted_at = true;
                 (&[Offered, Reviewing], Pending, Some(EventType::TaskAccepted))
             }
@@ -507,6 +526,14 @@ impl std::fmt::Display for Refusal {
 }
 
 impl TaskChange {
+    /// Give the new status its lease: a leased status ([`TaskStatus::is_leased`]) runs
+    /// until `until` unless renewed; any other status holds no lease.
+    pub fn with_lease(mut self, until: Timestamp) -> Self {
+        self.updates.lease_expires_at =
+            if self.to.is_leased() { FieldUpdate::Set(until) } else { FieldUpdate::Clear };
+        self
+    }
+
     /// What the event log records when this change is applied to a task that was in
     /// `old_status`: `task_status_change`, and the action's own event (with the reason of
     /// a rejection in its metadata).

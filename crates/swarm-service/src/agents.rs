@@ -7,6 +7,7 @@ use swarm_domain::{
     task::Task,
     time::Timestamp,
 };
+use swarm_domain::poll::Wake;
 use swarm_store::TaskFilter;
 
 use crate::{Caller, Change, Service, ServiceError, ServiceResult};
@@ -52,7 +53,7 @@ impl Service {
             input.max_tasks,
         )?;
         let registration = self.store.agent_register(&new_agent, Timestamp::now()).await?;
-        self.publish(Change::Agent { agent_id: new_agent.id });
+        self.agent_changed(new_agent.id).await;
         Ok(registration)
     }
 
@@ -116,13 +117,25 @@ impl Service {
         Ok((agent, Some(inbox)))
     }
 
-    /// A heartbeat: an `offline` agent becomes `idle`.
+    /// A heartbeat: an `offline` agent becomes `idle`, and the leases of everything the
+    /// agent holds run for another lease period.
     pub async fn agent_ping(&self, caller: Caller) -> ServiceResult<Agent> {
         let id = caller.require_agent()?;
+        self.heartbeat(id).await
+    }
+
+    pub(crate) async fn heartbeat(&self, id: AgentId) -> ServiceResult<Agent> {
+        let now = Timestamp::now();
         let agent =
-            self.store.agent_heartbeat(id, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+            self.store.agent_heartbeat(id, now, self.lease_until(now)).await?.ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
+    }
+
+    /// Capacity or presence may have changed: the agent's parked polls re-check.
+    async fn agent_changed(&self, id: AgentId) {
+        self.publish(Change::Agent { agent_id: id });
+        self.wake(&[Wake::Agent(id)]).await;
     }
 
     pub async fn agent_close(&self, caller: Caller) -> ServiceResult<Agent> {

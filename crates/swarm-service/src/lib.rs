@@ -5,20 +5,35 @@
 //! publishes a [`Change`] after it committed, so long-polls and live views can wake.
 
 mod agents;
+mod delegation;
 mod error;
 mod poll;
+mod rescue;
+mod wake;
+mod reporting;
 mod sessions;
 mod tasks;
 
 use std::sync::Arc;
 
-use swarm_domain::id::{AgentId, TaskId};
+use swarm_domain::{
+    id::{AgentId, TaskId},
+    lease::LeasePolicy,
+    poll::Wake,
+    task::Task,
+    time::Timestamp,
+};
 use swarm_store::Store;
 use tokio::sync::broadcast;
 
+use crate::wake::Waiters;
+
 pub use agents::{InboxSummary, RegisterInput};
+pub use delegation::SendTask;
 pub use error::{ServiceError, ServiceResult};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
+pub use rescue::Background;
+pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 
 /// Who is asking. `Agent` comes from `X-Agent-ID`; `Operator` is a person or script
@@ -58,12 +73,23 @@ pub enum Change {
 pub struct Service {
     store: Arc<dyn Store>,
     changes: broadcast::Sender<Change>,
+    waiters: Arc<Waiters>,
+    lease: LeasePolicy,
 }
 
 impl Service {
+    /// A service with the default lease policy.
     pub fn new(store: Arc<dyn Store>) -> Self {
+        Self::with_lease_policy(store, LeasePolicy::default())
+    }
+
+    pub fn with_lease_policy(store: Arc<dyn Store>, lease: LeasePolicy) -> Self {
         let (changes, _) = broadcast::channel(1024);
-        Service { store, changes }
+        Service { store, changes, waiters: Arc::default(), lease }
+    }
+
+    pub fn lease_policy(&self) -> LeasePolicy {
+        self.lease
     }
 
     pub fn backend_name(&self) -> &'static str {
@@ -79,5 +105,31 @@ impl Service {
     fn publish(&self, change: Change) {
         // No receiver is fine: nobody is waiting.
         let _ = self.changes.send(change);
+    }
+
+    /// A task change committed: tell live views, and wake the polls it may concern, here
+    /// and in other processes on the same database.
+    async fn task_changed(&self, task: &Task, previous_assignee: Option<AgentId>) {
+        self.publish(Change::Task { task_id: task.id });
+        self.wake(&Wake::after_task_change(task, previous_assignee)).await;
+    }
+
+    async fn wake(&self, wakes: &[Wake]) {
+        if wakes.is_empty() {
+            return;
+        }
+        for wake in wakes {
+            self.waiters.wake(*wake);
+        }
+        if let Err(error) = self.store.announce(wakes).await {
+            // Polls parked on other replicas then see the change when their wait ends: late,
+            // not lost. Say so; do not fail a change that committed.
+            tracing::warn!(%error, "could not tell other processes about a change");
+        }
+    }
+
+    /// When a claim taken now runs out without a heartbeat.
+    fn lease_until(&self, now: Timestamp) -> Timestamp {
+        now.plus_millis(self.lease.period_millis())
     }
 }

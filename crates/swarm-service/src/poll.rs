@@ -1,13 +1,28 @@
 //! The poll: hand an agent its next trigger, claimed, optionally waiting for one.
+//!
+//! One read (`poll_view`) tells whether anything waits; only then does a write
+//! transaction claim it (`poll_claim`), so a poll that finds nothing writes nothing.
+//! A long-poll arms its waiters before that read, so a change committed after the read
+//! wakes it (see `wake.rs`).
 
 use std::time::Duration;
 
-use swarm_domain::poll::{PoolMode, Trigger};
+use swarm_domain::{
+    agent::AgentStatus,
+    id::AgentId,
+    poll::{PoolMode, Trigger, TriggerKind},
+    time::Timestamp,
+};
+use swarm_store::PollView;
+use tokio::time::Instant;
 
-use crate::{Caller, Service, ServiceResult};
+use crate::{Caller, Change, Service, ServiceError, ServiceResult, agents::unknown_agent};
 
 /// The longest a poll may wait for a trigger.
 pub const POLL_WAIT_MAX: Duration = Duration::from_secs(60);
+/// A claim can lose a race to another poll between the read and the write; try the
+/// next candidate a few times before answering "nothing".
+const CLAIM_ATTEMPTS: usize = 3;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PollRequest {
@@ -18,9 +33,101 @@ pub struct PollRequest {
 
 impl Service {
     /// The caller's next trigger, claimed for it, or `None` when nothing came within
-    /// `request.wait`.
+    /// `request.wait`. A poll is also a sign of life: it counts as a heartbeat (written at
+    /// most every quarter lease period, so idle polling stays read-only).
     pub async fn poll(&self, caller: Caller, request: PollRequest) -> ServiceResult<Option<Trigger>> {
-        let _ = (caller, request);
+        let agent = caller.require_agent()?;
+        if request.wait > POLL_WAIT_MAX {
+            return Err(ServiceError::Invalid(format!(
+                "wait must be at most {} seconds",
+                POLL_WAIT_MAX.as_secs()
+            )));
+        }
+        let deadline = Instant::now() + request.wait;
+        let mut view = self.poll_view(agent).await?;
+        self.keep_alive(agent, &view).await?;
+        if request.wait.is_zero() {
+            return self.claim(agent, view, request.pool).await;
+        }
+        loop {
+            let mine = self.waiters.agent(agent);
+            let role = self.waiters.role(view.is_lead);
+            let mine = mine.notified();
+            let role = role.notified();
+            tokio::pin!(mine, role);
+            mine.as_mut().enable();
+            role.as_mut().enable();
+
+            // Armed: whatever commits from here on wakes us.
+            view = self.poll_view(agent).await?;
+            if let Some(trigger) = self.claim(agent, view.clone(), request.pool).await? {
+                return Ok(Some(trigger));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::select! {
+                () = &mut mine => {}
+                () = &mut role => {}
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+
+    async fn poll_view(&self, agent: AgentId) -> ServiceResult<PollView> {
+        self.store.poll_view(agent).await?.ok_or_else(|| unknown_agent(agent))
+    }
+
+    async fn keep_alive(&self, agent: AgentId, view: &PollView) -> ServiceResult<()> {
+        let stale_after = self.lease.period_millis() / 4;
+        let stale = Timestamp::now().unix_millis() - view.last_seen_at.unix_millis() >= stale_after;
+        if view.status == AgentStatus::Offline || stale {
+            self.heartbeat(agent).await?;
+        }
+        Ok(())
+    }
+
+    /// Claim the first kind that has something for the agent, in the poll's order.
+    async fn claim(&self, agent: AgentId, mut view: PollView, pool: PoolMode) -> ServiceResult<Option<Trigger>> {
+        for attempt in 1..=CLAIM_ATTEMPTS {
+            let kinds = claimable(&view, pool);
+            if kinds.is_empty() {
+                return Ok(None);
+            }
+            let now = Timestamp::now();
+            if let Some(trigger) = self.store.poll_claim(agent, &kinds, now, self.lease_until(now)).await? {
+                self.trigger_claimed(&trigger);
+                return Ok(Some(trigger));
+            }
+            if attempt < CLAIM_ATTEMPTS {
+                view = self.poll_view(agent).await?;
+            }
+        }
         Ok(None)
     }
+
+    fn trigger_claimed(&self, trigger: &Trigger) {
+        match trigger {
+            Trigger::TaskOffered { task_id, .. } | Trigger::TaskAssigned { task_id, .. } => {
+                self.publish(Change::Task { task_id: *task_id });
+            }
+            Trigger::TasksFinished { tasks, .. } => {
+                for task in tasks {
+                    self.publish(Change::Task { task_id: task.id });
+                }
+            }
+            Trigger::PoolTasksAvailable { .. } => {}
+        }
+    }
+}
+
+/// The kinds worth a write transaction: meant for the agent's role, asked for by the
+/// pool mode, with a candidate waiting, and with a free slot when the kind starts work.
+fn claimable(view: &PollView, pool: PoolMode) -> Vec<TriggerKind> {
+    let has_capacity = view.in_progress < i64::from(view.max_tasks);
+    pool.kinds()
+        .filter(|kind| kind.audience().admits(view.is_lead))
+        .filter(|kind| view.waiting.contains(kind))
+        .filter(|kind| has_capacity || !kind.needs_capacity())
+        .collect()
 }

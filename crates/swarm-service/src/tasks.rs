@@ -70,7 +70,7 @@ impl Service {
         let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
         let new_task = NewTask::parse(draft, creator)?;
         let task = self.store.task_create(&new_task, Timestamp::now()).await?;
-        self.publish(Change::Task { task_id: task.id });
+        self.task_changed(&task, None).await;
         Ok(task)
     }
 
@@ -221,10 +221,11 @@ impl Service {
         id: TaskId,
         action: &TaskAction,
     ) -> ServiceResult<ActionOutcome> {
-        let change = action.change();
-        match self.store.task_apply(id, &change, caller.agent_id(), Timestamp::now()).await? {
-            Applied::Changed { after, .. } => {
-                self.publish(Change::Task { task_id: id });
+        let now = Timestamp::now();
+        let change = action.change().with_lease(self.lease_until(now));
+        match self.store.task_apply(id, &change, caller.agent_id(), now).await? {
+            Applied::Changed { before, after } => {
+                self.task_changed(&after, before.agent_id).await;
                 Ok(ActionOutcome { task: after, already_finished: false })
             }
             Applied::NotFound => Err(unknown_task(id)),

@@ -63,7 +63,7 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
         if new.is_lead || becomes_active_lead {
             ensure_no_other_active_lead(&mut tx, new.id).await?;
         }
-        sqlx::query("UPDATE agents SET max_tasks = $2, last_updated_at = $3 WHERE id = $1")
+        sqlx::query("UPDATE agents SET max_tasks = $2, last_updated_at = $3, last_seen_at = $3 WHERE id = $1")
             .bind(new.id.as_uuid())
             .bind(new.max_tasks)
             .bind(now.datetime())
@@ -84,8 +84,8 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
     ensure_name_free(&mut tx, &new.name, new.id).await?;
     sqlx::query(
         "INSERT INTO agents (id, name, is_lead, status, description, role, capabilities, \
-                             max_tasks, created_at, last_updated_at) \
-         VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $8)",
+                             max_tasks, created_at, last_updated_at, last_seen_at) \
+         VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $8, $8)",
     )
     .bind(new.id.as_uuid())
     .bind(&new.name)
@@ -159,8 +159,23 @@ pub(crate) async fn update_profile(
     Ok(Some(agent))
 }
 
-pub(crate) async fn heartbeat(pool: &PgPool, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
+pub(crate) async fn heartbeat(
+    pool: &PgPool,
+    id: AgentId,
+    now: Timestamp,
+    lease_until: Timestamp,
+) -> StoreResult<Option<Agent>> {
     let mut tx = pool.begin().await.map_err(db)?;
+    // Task rows before the agent row, the crate's lock order.
+    sqlx::query(
+        "UPDATE tasks SET lease_expires_at = $2 \
+         WHERE (status = 'in_progress' AND agent_id = $1) OR (status = 'reviewing' AND offered_to = $1)",
+    )
+    .bind(id.as_uuid())
+    .bind(lease_until.datetime())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
     // An offline lead coming back is a registration in disguise: take the registration
     // lock first (the order `register` uses: lock, then row) so two leads cannot both be
     // active. Heartbeats of everyone else never touch that lock.
@@ -185,7 +200,7 @@ pub(crate) async fn heartbeat(pool: &PgPool, id: AgentId, now: Timestamp) -> Sto
     if is_lead && status == AgentStatus::Offline {
         ensure_no_other_active_lead(&mut tx, id).await?;
     }
-    sqlx::query("UPDATE agents SET last_updated_at = $2 WHERE id = $1")
+    sqlx::query("UPDATE agents SET last_updated_at = $2, last_seen_at = $2 WHERE id = $1")
         .bind(id.as_uuid())
         .bind(now.datetime())
         .execute(&mut *tx)

@@ -108,6 +108,18 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
     if updates.set_finished_at {
         query.push(", finished_at = ").push_bind(now.datetime());
     }
+    match updates.lease_expires_at {
+        FieldUpdate::Keep => {}
+        FieldUpdate::Set(until) => {
+            query.push(", lease_expires_at = ").push_bind(until.datetime());
+        }
+        FieldUpdate::Clear => {
+            query.push(", lease_expires_at = NULL");
+        }
+    }
+    if let Some(from_pool) = updates.from_pool {
+        query.push(", from_pool = ").push_bind(from_pool);
+    }
     if let Some(output) = &updates.output {
         query.push(", output = ").push_bind(output.clone());
     }

@@ -15,6 +15,8 @@ mod agents;
 mod apply;
 mod error;
 mod events;
+mod poll;
+mod rescue;
 mod rows;
 mod sessions;
 mod stats;
@@ -32,12 +34,16 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     event::Event,
     id::{AgentId, TaskId},
+    lease::{LeasePolicy, RescueReport},
+    poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
 };
-use swarm_store::{Applied, EventFilter, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter};
+use swarm_store::{
+    Applied, EventFilter, PollView, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
+};
 
 use crate::error::db;
 
@@ -49,6 +55,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct PgStore {
     pool: PgPool,
     description: String,
+    /// Names this store in its `NOTIFY` payloads, so it can skip its own.
+    origin: uuid::Uuid,
 }
 
 impl PgStore {
@@ -80,7 +88,7 @@ impl PgStore {
             pool.close().await;
             return Err(StoreError::Backend(Box::new(err)));
         }
-        Ok(PgStore { pool, description })
+        Ok(PgStore { pool, description, origin: uuid::Uuid::new_v4() })
     }
 
     /// Where the data lives, for start-up logs; never includes the password.
@@ -133,8 +141,13 @@ impl Store for PgStore {
         agents::update_profile(&self.pool, id, update, now).await
     }
 
-    async fn agent_heartbeat(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
-        agents::heartbeat(&self.pool, id, now).await
+    async fn agent_heartbeat(
+        &self,
+        id: AgentId,
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> StoreResult<Option<Agent>> {
+        agents::heartbeat(&self.pool, id, now, lease_until).await
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
@@ -180,6 +193,32 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
         apply::set_progress(&self.pool, id, progress, assignee, actor, now).await
+    }
+
+    async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
+        poll::view(&self.pool, agent).await
+    }
+
+    async fn poll_claim(
+        &self,
+        agent: AgentId,
+        kinds: &[TriggerKind],
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> StoreResult<Option<Trigger>> {
+        poll::claim(&self.pool, agent, kinds, now, lease_until).await
+    }
+
+    async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
+        rescue::rescue(&self.pool, policy, now).await
+    }
+
+    async fn announce(&self, wakes: &[Wake]) -> StoreResult<()> {
+        rescue::announce(&self.pool, self.origin, wakes).await
+    }
+
+    async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()> {
+        rescue::watch_external_changes(&self.pool, self.origin, sink).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

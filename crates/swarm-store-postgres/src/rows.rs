@@ -36,6 +36,7 @@ macro_rules! task_select {
         "SELECT t.id, t.agent_id, t.creator_agent_id, t.task, t.status, t.source, t.task_type, \
          t.priority, t.offered_to, t.offered_at, t.accepted_at, t.rejection_reason, t.created_at, \
          t.last_updated_at, t.finished_at, t.failure_reason, t.output, t.progress, t.notified_at, \
+         t.lease_expires_at, t.lease_losses, \
          t.slack_channel_id, t.slack_thread_ts, t.slack_user_id, t.mention_message_id, \
          t.mention_channel_id, t.github_repo, t.github_event_type, t.github_number, \
          t.github_comment_id, t.github_author, t.github_url, \
@@ -106,6 +107,8 @@ pub(crate) fn task_from_row(row: PgRow) -> sqlx::Result<Task> {
         output: row.try_get("output")?,
         progress: row.try_get("progress")?,
         notified_at: optional_timestamp(&row, "notified_at")?,
+        lease_expires_at: optional_timestamp(&row, "lease_expires_at")?,
+        lease_losses: row.try_get("lease_losses")?,
         origin: TaskOrigin {
             slack_channel_id: row.try_get("slack_channel_id")?,
             slack_thread_ts: row.try_get("slack_thread_ts")?,

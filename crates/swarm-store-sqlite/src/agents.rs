@@ -60,8 +60,9 @@ pub(crate) async fn register(
     }
 
     if let Some(existing) = existing {
-        sqlx::query("UPDATE agents SET max_tasks = ?, last_updated_at = ? WHERE id = ?")
+        sqlx::query("UPDATE agents SET max_tasks = ?, last_updated_at = ?, last_seen_at = ? WHERE id = ?")
             .bind(new.max_tasks)
+            .bind(now.unix_millis())
             .bind(now.unix_millis())
             .bind(new.id.to_string())
             .execute(&mut *tx)
@@ -80,8 +81,8 @@ pub(crate) async fn register(
         serde_json::to_string(&new.capabilities).map_err(|error| StoreError::Backend(Box::new(error)))?;
     sqlx::query(
         "INSERT INTO agents (id, name, is_lead, status, description, role, capabilities,
-                             max_tasks, created_at, last_updated_at)
-         VALUES (?, ?, ?, 'idle', ?, ?, ?, ?, ?, ?)",
+                             max_tasks, created_at, last_updated_at, last_seen_at)
+         VALUES (?, ?, ?, 'idle', ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(new.id.to_string())
     .bind(&new.name)
@@ -90,6 +91,7 @@ pub(crate) async fn register(
     .bind(new.role.as_deref())
     .bind(capabilities)
     .bind(new.max_tasks)
+    .bind(now.unix_millis())
     .bind(now.unix_millis())
     .bind(now.unix_millis())
     .execute(&mut *tx)
@@ -164,6 +166,7 @@ pub(crate) async fn heartbeat(
     store: &SqliteStore,
     id: AgentId,
     now: Timestamp,
+    lease_until: Timestamp,
 ) -> StoreResult<Option<Agent>> {
     let mut tx = store.begin_write().await?;
     let Some(agent) = get(&mut tx, id).await? else {
@@ -172,12 +175,22 @@ pub(crate) async fn heartbeat(
     if agent.is_lead && agent.status == AgentStatus::Offline {
         ensure_no_other_active_lead(&mut tx, id).await?;
     }
-    sqlx::query("UPDATE agents SET last_updated_at = ? WHERE id = ?")
+    sqlx::query("UPDATE agents SET last_updated_at = ?, last_seen_at = ? WHERE id = ?")
+        .bind(now.unix_millis())
         .bind(now.unix_millis())
         .bind(id.to_string())
         .execute(&mut *tx)
         .await
         .map_err(db)?;
+    sqlx::query(
+        "UPDATE tasks SET lease_expires_at = ?1
+         WHERE (status = 'in_progress' AND agent_id = ?2) OR (status = 'reviewing' AND offered_to = ?2)",
+    )
+    .bind(lease_until.unix_millis())
+    .bind(id.to_string())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
     if agent.status == AgentStatus::Offline {
         settle_status(&mut tx, id, now, Wake::Yes).await?;
     }

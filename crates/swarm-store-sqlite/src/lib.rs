@@ -9,6 +9,8 @@
 mod agents;
 mod decode;
 mod events;
+mod poll;
+mod rescue;
 mod sessions;
 mod tasks;
 mod transitions;
@@ -25,12 +27,16 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     event::Event,
     id::{AgentId, TaskId},
+    lease::{LeasePolicy, RescueReport},
+    poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
 };
-use swarm_store::{Applied, EventFilter, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter};
+use swarm_store::{
+    Applied, EventFilter, PollView, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
+};
 
 use crate::decode::db;
 
@@ -152,8 +158,13 @@ impl Store for SqliteStore {
         agents::update_profile(self, id, update, now).await
     }
 
-    async fn agent_heartbeat(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
-        agents::heartbeat(self, id, now).await
+    async fn agent_heartbeat(
+        &self,
+        id: AgentId,
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> StoreResult<Option<Agent>> {
+        agents::heartbeat(self, id, now, lease_until).await
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
@@ -200,6 +211,33 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
         transitions::set_progress(self, id, progress, assignee, actor, now).await
+    }
+
+    async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
+        poll::view(&self.read, agent).await
+    }
+
+    async fn poll_claim(
+        &self,
+        agent: AgentId,
+        kinds: &[TriggerKind],
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> StoreResult<Option<Trigger>> {
+        poll::claim(self, agent, kinds, now, lease_until).await
+    }
+
+    async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
+        rescue::rescue(self, policy, now).await
+    }
+
+    async fn announce(&self, _wakes: &[Wake]) -> StoreResult<()> {
+        // Other processes notice our commits through `PRAGMA data_version`.
+        Ok(())
+    }
+
+    async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()> {
+        rescue::watch_external_changes(self, sink).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

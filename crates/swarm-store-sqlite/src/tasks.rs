@@ -24,7 +24,7 @@ macro_rules! select_task {
         "SELECT t.id, t.agent_id, t.creator_agent_id, t.task, t.status, t.source, t.task_type,
                 t.priority, t.offered_to, t.offered_at, t.accepted_at, t.rejection_reason,
                 t.created_at, t.last_updated_at, t.finished_at, t.failure_reason, t.output,
-                t.progress, t.notified_at, t.slack_channel_id, t.slack_thread_ts, t.slack_user_id,
+                t.progress, t.notified_at, t.lease_expires_at, t.lease_losses, t.slack_channel_id, t.slack_thread_ts, t.slack_user_id,
                 t.mention_message_id, t.mention_channel_id, t.github_repo, t.github_event_type,
                 t.github_number, t.github_comment_id, t.github_author, t.github_url,
                 (SELECT json_group_array(g.tag ORDER BY g.position)
@@ -264,6 +264,8 @@ fn from_row(row: &SqliteRow) -> StoreResult<Task> {
         output: column(row, "output")?,
         progress: column(row, "progress")?,
         notified_at: get_opt_timestamp(row, "notified_at")?,
+        lease_expires_at: get_opt_timestamp(row, "lease_expires_at")?,
+        lease_losses: column(row, "lease_losses")?,
         origin: TaskOrigin {
             slack_channel_id: column(row, "slack_channel_id")?,
             slack_thread_ts: column(row, "slack_thread_ts")?,

@@ -11,9 +11,11 @@
 
 use async_trait::async_trait;
 use swarm_domain::{
-    agent::{Agent, NewAgent, ProfileUpdate, Registration},
+    agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
     event::Event,
     id::{AgentId, TaskId},
+    lease::{LeasePolicy, RescueReport},
+    poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange, TaskStatus},
@@ -86,6 +88,21 @@ pub struct SessionCostFilter {
     pub limit: i64,
 }
 
+/// What a poll reads first, in one query, to learn whether there is anything to claim:
+/// a poll that finds nothing writes nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PollView {
+    pub is_lead: bool,
+    pub status: AgentStatus,
+    /// The agent's last registration or heartbeat.
+    pub last_seen_at: Timestamp,
+    pub in_progress: i64,
+    pub max_tasks: i32,
+    /// The kinds that have a candidate for this agent right now, capacity aside. A hint:
+    /// the claim checks everything again.
+    pub waiting: Vec<TriggerKind>,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// `"sqlite"` or `"postgres"`, for logs and `/health`.
@@ -109,8 +126,15 @@ pub trait Store: Send + Sync + 'static {
         update: &ProfileUpdate,
         now: Timestamp,
     ) -> StoreResult<Option<Agent>>;
-    /// A heartbeat: `offline` → `idle` (logged), `last_updated_at` bumped.
-    async fn agent_heartbeat(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
+    /// A heartbeat: `offline` → `idle` (logged), `last_updated_at` and the agent's last
+    /// sign of life bumped, and the lease of every task it holds (`reviewing` offered to
+    /// it, `in_progress` assigned to it) extended to `lease_until`.
+    async fn agent_heartbeat(
+        &self,
+        id: AgentId,
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> StoreResult<Option<Agent>>;
     /// The agent goes `offline` (logged as `agent_left`); a no-op when already offline.
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
     /// Offered-to-me, pool (unassigned) and my in-progress counts.
@@ -152,6 +176,38 @@ pub trait Store: Send + Sync + 'static {
         actor: Option<AgentId>,
         now: Timestamp,
     ) -> StoreResult<Applied<Task>>;
+
+    // ----- the poll and its leases -----
+
+    /// `None` when the agent does not exist.
+    async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>>;
+
+    /// Claim, in one transaction, the first of `kinds` (in that order) that has something
+    /// for the agent, and return it as a trigger. The caller has already filtered `kinds`
+    /// by the agent's role; capacity is checked here, in the claim's guard. A claimed
+    /// task's lease runs until `lease_until`. Every claim is logged.
+    async fn poll_claim(
+        &self,
+        agent: AgentId,
+        kinds: &[TriggerKind],
+        now: Timestamp,
+        lease_until: Timestamp,
+    ) -> StoreResult<Option<Trigger>>;
+
+    /// One pass of the rescuer: every claim whose lease ran out before `now` goes back
+    /// where it came from, or fails after `policy.max_losses` losses
+    /// ([`swarm_domain::lease::on_expiry`]); agents silent for a lease period go
+    /// `offline`. Each change is guarded and logged; replicas may run this at once.
+    async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport>;
+
+    /// Tell other processes on this database that these wakes happened. A no-op where
+    /// [`Store::watch_external_changes`] finds changes by itself.
+    async fn announce(&self, wakes: &[Wake]) -> StoreResult<()>;
+
+    /// Run until `sink` closes, sending a wake for every change another process made to
+    /// the database, within a second. A change whose audience is unknown is sent as
+    /// [`Wake::Everyone`].
+    async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()>;
 
     // ----- event log, sessions, stats -----
 

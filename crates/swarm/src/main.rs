@@ -4,6 +4,7 @@
 //! exit code; each command lives in its own module.
 
 mod commands;
+mod mcp;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,8 @@ struct Cli {
 enum Command {
     /// Run the hub: HTTP API on --host:--port, backed by SQLite (default) or PostgreSQL.
     Serve(serve::ServeArgs),
+    /// Serve the MCP tools over stdio for an agent CLI, on the hub's database (no hub needed).
+    Mcp(mcp::McpArgs),
     /// Create, list, show, finish and cancel tasks on a running hub.
     #[command(subcommand)]
     Task(commands::TaskCommand),
@@ -48,6 +51,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
             Command::Task(command) => commands::run_task(command).await,
             Command::Agent(command) => commands::run_agent(command).await,
             Command::Stats(args) => commands::run_stats(args).await,

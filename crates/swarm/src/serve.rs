@@ -1,15 +1,18 @@
 //! `swarm serve`: open the store, mount the HTTP API, run until SIGINT or SIGTERM.
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::{Context, bail};
 use clap::Args;
 use swarm_api::{ApiKey, AppState};
+use swarm_domain::lease::LeasePolicy;
+use swarm_mcp::{AllowedHosts, HttpOptions};
 use swarm_service::Service;
 use swarm_store::Store;
 use swarm_store_postgres::PgStore;
 use swarm_store_sqlite::SqliteStore;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -19,26 +22,63 @@ pub struct ServeArgs {
     /// Address to bind. The default serves this machine only; use 0.0.0.0 to serve the network.
     #[arg(long, env = "HOST", default_value = "127.0.0.1")]
     host: String,
-    /// SQLite database file, created when missing (the default backend).
-    #[arg(long, env = "DATABASE_PATH", default_value = "./swarm.db")]
-    db: PathBuf,
-    /// A postgres:// URL selects PostgreSQL instead of the SQLite file.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    database_url: Option<String>,
+    #[command(flatten)]
+    database: DatabaseArgs,
     /// Require `Authorization: Bearer <key>` on every request but /health. Empty = open hub.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     api_key: Option<String>,
     /// Log format on stderr: text or json. The level is set with RUST_LOG (default info).
     #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
+    /// Seconds a claim (an offer under review, a task in progress) lasts without a
+    /// heartbeat from its holder; also how long an agent may stay silent before it is
+    /// marked offline. Runners heartbeat well within it.
+    #[arg(long, env = "LEASE_SECONDS", default_value_t = 45, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    lease_seconds: u64,
+    /// Seconds between two passes of the rescuer, which returns expired claims.
+    #[arg(long, env = "RESCUE_INTERVAL_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    rescue_interval_seconds: u64,
+    /// A task whose holders let its lease run out this many times is failed with a reason.
+    #[arg(long, env = "MAX_LEASE_LOSSES", default_value_t = 3, value_parser = clap::value_parser!(i64).range(1..=1_000))]
+    max_lease_losses: i64,
+    /// Host names (comma-separated, `name` or `name:port`) that MCP at /mcp answers; others
+    /// get 403, which guards against DNS rebinding. Default: localhost, 127.0.0.1, ::1 and
+    /// --host. Use `*` for any host (then rely on API_KEY).
+    #[arg(long, env = "MCP_ALLOWED_HOSTS", value_name = "HOSTS")]
+    mcp_allowed_hosts: Option<String>,
+}
+
+/// Where the data lives: shared by `swarm serve` and `swarm mcp`, which may open the
+/// same database at once.
+#[derive(Debug, Args)]
+pub struct DatabaseArgs {
+    /// SQLite database file, created when missing (the default backend).
+    #[arg(long, env = "DATABASE_PATH", default_value = "./swarm.db")]
+    db: PathBuf,
+    /// A postgres:// URL selects PostgreSQL instead of the SQLite file.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log_format);
-    let (store, description) = open_store(&args).await?;
+    let (store, description) = open_store(&args.database).await?;
     let api_key = ApiKey::new(args.api_key.clone());
-    let service = Service::new(store);
-    let app = swarm_api::router(AppState { service, api_key: api_key.clone() });
+    let lease = LeasePolicy {
+        period: Duration::from_secs(args.lease_seconds),
+        max_losses: i32::try_from(args.max_lease_losses).unwrap_or(i32::MAX),
+    };
+    let service = Service::with_lease_policy(store, lease);
+    // Runs until dropped at the end of `run`.
+    let _background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
+    let mcp_shutdown = CancellationToken::new();
+    let mcp_options = HttpOptions {
+        allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
+        shutdown: mcp_shutdown.clone(),
+    };
+    let mcp =
+        axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
+    let app = swarm_api::router_with(AppState { service, api_key: api_key.clone() }, mcp);
 
     let address = format!("{}:{}", args.host, args.port);
     let listener = TcpListener::bind(&address).await.with_context(|| {
@@ -56,14 +96,31 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%local, database = %description, "hub started");
 
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            // MCP requests still waiting (poll-task) end now instead of holding shutdown.
+            mcp_shutdown.cancel();
+        })
         .await
         .context("the HTTP server failed")?;
     println!("swarm stopped");
     Ok(())
 }
 
-async fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Store>, String)> {
+/// Loopback plus the address the hub binds, unless told otherwise.
+fn mcp_allowed_hosts(configured: Option<&str>, bind_host: &str) -> AllowedHosts {
+    if let Some(list) = configured.filter(|list| !list.trim().is_empty()) {
+        return AllowedHosts::parse(list);
+    }
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    let unspecified = bind_host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_unspecified());
+    if !unspecified && !hosts.iter().any(|host| host == bind_host) {
+        hosts.push(bind_host.to_string());
+    }
+    AllowedHosts::Only(hosts)
+}
+
+pub async fn open_store(args: &DatabaseArgs) -> anyhow::Result<(Arc<dyn Store>, String)> {
     match args.database_url.as_deref().filter(|url| !url.is_empty()) {
         Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
             let store = PgStore::connect(url).await.context(
@@ -88,7 +145,7 @@ async fn open_sqlite(path: &std::path::Path) -> anyhow::Result<(Arc<dyn Store>, 
     Ok((Arc::new(store), description))
 }
 
-fn init_logging(format: &str) {
+pub fn init_logging(format: &str) {
     use tracing_subscriber::{EnvFilter, fmt};
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,sqlx=warn"));
@@ -98,7 +155,7 @@ fn init_logging(format: &str) {
     let _ = if format == "json" { builder.json().try_init() } else { builder.with_ansi(ansi).try_init() };
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -140,13 +140,13 @@ async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     let as_worker = new_agent(first.id, "lead-1", false, 1);
     let res = fx.store.agent_register(&as_worker, fx.now()).await;
     assert!(matches!(res, Err(StoreError::Conflict(_))), "returning lead without isLead: got {res:?}");
-    let res = fx.store.agent_heartbeat(first.id, fx.now()).await;
+    let res = fx.store.agent_heartbeat(first.id, fx.now(), fx.now()).await;
     assert!(matches!(res, Err(StoreError::Conflict(_))), "heartbeat of a returning lead: got {res:?}");
     assert_eq!(fx.agent(first.id).await.status, AgentStatus::Offline, "still offline after the refusals");
 
     // Once the second lead leaves, the first comes back with a heartbeat.
     fx.store.agent_close(second.id, fx.now()).await.unwrap().unwrap();
-    let back = fx.store.agent_heartbeat(first.id, fx.now()).await.unwrap().unwrap();
+    let back = fx.store.agent_heartbeat(first.id, fx.now(), fx.now()).await.unwrap().unwrap();
     assert_eq!(back.status, AgentStatus::Idle);
 }
 
@@ -216,14 +216,14 @@ async fn heartbeat_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     let id = fx.worker("worker-1").await;
 
     let beat_at = fx.now();
-    let agent = fx.store.agent_heartbeat(id, beat_at).await.unwrap().unwrap();
+    let agent = fx.store.agent_heartbeat(id, beat_at, beat_at).await.unwrap().unwrap();
     assert_eq!(agent.status, AgentStatus::Idle);
     assert_eq!(agent.last_updated_at, beat_at);
 
     fx.store.agent_close(id, fx.now()).await.unwrap().unwrap();
     let n_changes = of_type(&fx.agent_events(id).await, EventType::AgentStatusChange).len();
     let beat_at = fx.now();
-    let agent = fx.store.agent_heartbeat(id, beat_at).await.unwrap().unwrap();
+    let agent = fx.store.agent_heartbeat(id, beat_at, beat_at).await.unwrap().unwrap();
     assert_eq!(agent.status, AgentStatus::Idle);
     assert_eq!(agent.last_updated_at, beat_at);
     assert_eq!(fx.agent(id).await, agent);
@@ -234,10 +234,10 @@ async fn heartbeat_brings_an_offline_agent_back(store: Arc<dyn Store>) {
 
     // A busy agent stays busy.
     fx.started_task("work", id).await;
-    let agent = fx.store.agent_heartbeat(id, fx.now()).await.unwrap().unwrap();
+    let agent = fx.store.agent_heartbeat(id, fx.now(), fx.now()).await.unwrap().unwrap();
     assert_eq!(agent.status, AgentStatus::Busy);
 
-    assert_eq!(fx.store.agent_heartbeat(AgentId::new_v7(), fx.now()).await.unwrap(), None);
+    assert_eq!(fx.store.agent_heartbeat(AgentId::new_v7(), fx.now(), fx.now()).await.unwrap(), None);
 }
 
 async fn close_takes_an_agent_offline_once(store: Arc<dyn Store>) {

@@ -1,14 +1,12 @@
 //! The store conformance suite: every test runs against SQLite and PostgreSQL (see
 //! `support::store_tests!`) and checks what the `Store` trait documents, through the
 //! trait only.
-//!
-//! Not covered yet: the `reviewing` status. No `TaskAction` leads into it (the poll
-//! will), so accept and reject are exercised from `offered` only.
 
 mod agents;
 mod claims;
 mod endings;
 mod lists;
+mod poll;
 mod race;
 mod sqlite_only;
 mod tasks;

@@ -1,0 +1,126 @@
+//! Who is calling, and what a tool handler gets to work with.
+//!
+//! Over HTTP the caller is the `X-Agent-ID` header of each request, never the transport
+//! session, so any replica can answer any request. Over stdio the process speaks for
+//! one agent: `--agent-id`, or the agent it joined as.
+
+use std::sync::{Arc, RwLock};
+
+use swarm_domain::{agent::Agent, id::AgentId};
+use swarm_service::{Caller, Service, ServiceError, ServiceResult};
+
+use crate::registry::Role;
+
+pub const AGENT_ID_HEADER: &str = "x-agent-id";
+
+/// Where the caller's agent id comes from.
+#[derive(Clone)]
+pub enum Identity {
+    /// The `X-Agent-ID` header of each HTTP request.
+    Header,
+    /// The agent this stdio process speaks for; `join-swarm` sets it when it was unset.
+    Process(Arc<RwLock<Option<AgentId>>>),
+}
+
+impl Identity {
+    pub fn process(agent_id: Option<AgentId>) -> Self {
+        Identity::Process(Arc::new(RwLock::new(agent_id)))
+    }
+
+    /// The caller's agent id. `Err` carries a message for a header that is not a UUID.
+    pub fn agent_id(&self, parts: Option<&http::request::Parts>) -> Result<Option<AgentId>, String> {
+        match self {
+            Identity::Process(id) => Ok(*id.read().unwrap_or_else(|poisoned| poisoned.into_inner())),
+            Identity::Header => {
+                let Some(value) = parts.and_then(|parts| parts.headers.get(AGENT_ID_HEADER)) else {
+                    return Ok(None);
+                };
+                let text = value.to_str().map_err(|_| "X-Agent-ID must be a UUID".to_string())?.trim();
+                if text.is_empty() {
+                    return Ok(None);
+                }
+                AgentId::parse(text)
+                    .map(Some)
+                    .map_err(|_| format!("X-Agent-ID must be a UUID, got {text:?}"))
+            }
+        }
+    }
+
+    /// After `join-swarm`: a stdio process without an agent id becomes that agent.
+    /// Returns whether the identity changed (so the tool list did too).
+    pub fn adopt(&self, agent_id: AgentId) -> bool {
+        match self {
+            Identity::Header => false,
+            Identity::Process(id) => {
+                let mut id = id.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if id.is_none() {
+                    *id = Some(agent_id);
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    pub fn is_header(&self) -> bool {
+        matches!(self, Identity::Header)
+    }
+}
+
+/// The caller of one request: its id (if it sent one) and its agent (if registered).
+#[derive(Debug, Clone)]
+pub struct CallerInfo {
+    pub id: Option<AgentId>,
+    pub agent: Option<Agent>,
+}
+
+impl CallerInfo {
+    pub async fn resolve(service: &Service, id: Option<AgentId>) -> ServiceResult<Self> {
+        let agent = match id {
+            None => None,
+            Some(id) => match service.agent_get(id).await {
+                Ok(agent) => Some(agent),
+                Err(ServiceError::NotFound(_)) => None,
+                Err(err) => return Err(err),
+            },
+        };
+        Ok(CallerInfo { id, agent })
+    }
+
+    pub fn role(&self) -> Role {
+        match &self.agent {
+            None => Role::Unregistered,
+            Some(agent) if agent.is_lead => Role::Lead,
+            Some(_) => Role::Worker,
+        }
+    }
+
+    /// The caller as the service sees it: the agent, or the operator when no id was
+    /// sent (only tools open to anyone get that far without an id).
+    pub fn service_caller(&self) -> Caller {
+        match self.id {
+            Some(id) => Caller::Agent(id),
+            None => Caller::Operator,
+        }
+    }
+}
+
+/// What a tool handler gets: the service, the caller, and how the caller is named.
+#[derive(Clone)]
+pub struct ToolCall {
+    pub service: Service,
+    pub caller: CallerInfo,
+    pub identity: Identity,
+}
+
+impl ToolCall {
+    pub fn caller(&self) -> Caller {
+        self.caller.service_caller()
+    }
+
+    /// The caller's agent id; tools open only to agents can rely on it.
+    pub fn agent_id(&self) -> Option<AgentId> {
+        self.caller.id
+    }
+}

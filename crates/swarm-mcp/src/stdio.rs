@@ -1,0 +1,31 @@
+//! MCP over stdio, for `swarm mcp`: the process speaks for one agent and opens the
+//! store itself, so it works with no hub running.
+
+use std::sync::Arc;
+
+use rmcp::{ServiceExt, transport::stdio};
+use swarm_domain::id::AgentId;
+use swarm_service::Service;
+
+use crate::{
+    context::Identity,
+    registry::Registry,
+    server::McpServer,
+    tools::{self, InboxRole},
+};
+
+#[derive(Debug, Clone)]
+pub struct StdioOptions {
+    /// The agent this process speaks for; without one, `join-swarm` picks it.
+    pub agent_id: Option<AgentId>,
+    pub inbox_role: InboxRole,
+}
+
+/// Serve MCP on stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Result<()> {
+    let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
+    let server = McpServer::new(service, Identity::process(options.agent_id), registry);
+    let running = server.serve(stdio()).await.map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}

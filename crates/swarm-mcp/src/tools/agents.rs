@@ -1,0 +1,160 @@
+//! Agent tools: `join-swarm`, `my-agent-info`, `update-profile`, `get-swarm`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use swarm_domain::{
+    agent::{ProfileUpdate, Registration},
+    id::AgentId,
+};
+use swarm_service::RegisterInput;
+
+use super::NoArguments;
+use crate::{
+    context::ToolCall,
+    registry::{Audience, ToolSpec},
+    reply::{Outcome, Reply},
+};
+
+pub fn group() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "join-swarm",
+            "Join the swarm as an agent (a worker, or the lead: one lead per swarm). The agent id is \
+             requestedId, else your X-Agent-ID, else a new one; send it as X-Agent-ID from then on. \
+             Joining again with the same id brings an offline agent back.",
+            Audience::Anyone,
+            join_swarm,
+        ),
+        ToolSpec::new(
+            "my-agent-info",
+            "Your agent: profile, status, capacity, and what waits for you (offered tasks, pool \
+             tasks, tasks in progress).",
+            Audience::Agents,
+            my_agent_info,
+        )
+        .read_only(),
+        ToolSpec::new(
+            "update-profile",
+            "Change your own name, description, role or capabilities (give at least one).",
+            Audience::Agents,
+            update_profile,
+        ),
+        ToolSpec::new(
+            "get-swarm",
+            "Every agent of the swarm with its status and capacity, ordered by name.",
+            Audience::Anyone,
+            get_swarm,
+        )
+        .read_only(),
+    ]
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct JoinSwarmArguments {
+    /// Your name in the swarm (1 to 100 characters, unique).
+    name: String,
+    /// Join as the lead, who delegates work. A swarm has one lead.
+    #[serde(default)]
+    lead: bool,
+    description: Option<String>,
+    /// What you do, e.g. "backend developer".
+    role: Option<String>,
+    /// Skills other agents can look for, e.g. ["rust", "sql"].
+    capabilities: Option<Vec<String>>,
+    /// The agent id to join as (a UUID), e.g. to take over a known identity.
+    requested_id: Option<uuid::Uuid>,
+    /// How many tasks you work on at once, 1 to 20 (default 1).
+    #[schemars(range(min = 1, max = 20))]
+    max_tasks: Option<i64>,
+}
+
+async fn join_swarm(call: ToolCall, args: JoinSwarmArguments) -> Outcome {
+    let id = args.requested_id.map(AgentId::from_uuid).or(call.agent_id());
+    let input = RegisterInput {
+        name: args.name,
+        is_lead: args.lead,
+        description: args.description,
+        role: args.role,
+        capabilities: args.capabilities,
+        max_tasks: args.max_tasks,
+    };
+    let (agent, created) = match call.service.agent_register(id, input).await? {
+        Registration::Created(agent) => (agent, true),
+        Registration::Existing(agent) => (agent, false),
+    };
+    call.identity.adopt(agent.id);
+    let verb = if created { "joined" } else { "is back in" };
+    let role = if agent.is_lead { "the lead" } else { "a worker" };
+    let how = if call.identity.is_header() {
+        format!(" Send X-Agent-ID: {} with every request.", agent.id)
+    } else {
+        String::new()
+    };
+    let message = format!("{} {verb} the swarm as {role} (agent id {}).{how}", agent.name, agent.id);
+    Ok(Reply::ok(message).for_agent(agent.id).with("created", created).with("agent", agent))
+}
+
+async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {
+    let (agent, inbox) = call.service.me(call.caller(), true).await?;
+    let inbox = inbox.unwrap_or_default();
+    let message = format!(
+        "You are {} ({}), {}: {} of {} task slots in use; {} offered to you, {} in the pool.",
+        agent.name,
+        if agent.is_lead { "the lead" } else { "a worker" },
+        agent.status.as_str(),
+        agent.capacity.current,
+        agent.capacity.max,
+        inbox.offered_tasks_count,
+        inbox.pool_tasks_count,
+    );
+    let waiting = serde_json::json!({
+        "offeredTasksCount": inbox.offered_tasks_count,
+        "poolTasksCount": inbox.pool_tasks_count,
+        "inProgressCount": inbox.in_progress_count,
+        "unreadCount": inbox.unread_count,
+        "mentionsCount": inbox.mentions_count,
+    });
+    Ok(Reply::ok(message).with("agent", agent).with("inbox", waiting))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct UpdateProfileArguments {
+    /// A new name (unique in the swarm).
+    name: Option<String>,
+    description: Option<String>,
+    role: Option<String>,
+    capabilities: Option<Vec<String>>,
+}
+
+async fn update_profile(call: ToolCall, args: UpdateProfileArguments) -> Outcome {
+    let Some(me) = call.agent_id() else {
+        return Err(Reply::refused("update-profile needs your agent id (X-Agent-ID)"));
+    };
+    let has_profile = args.description.is_some() || args.role.is_some() || args.capabilities.is_some();
+    if args.name.is_none() && !has_profile {
+        return Err(Reply::refused("give at least one of name, description, role, capabilities"));
+    }
+    // Validate the profile before renaming, so a bad field changes nothing.
+    let profile = if has_profile {
+        Some(ProfileUpdate::parse(args.description, args.role, args.capabilities).map_err(|err| Reply::refused(err.0))?)
+    } else {
+        None
+    };
+    let mut agent = None;
+    if let Some(name) = args.name {
+        agent = Some(call.service.agent_rename(call.caller(), me, &name).await?);
+    }
+    if let Some(profile) = profile {
+        agent = Some(call.service.agent_update_profile(call.caller(), me, profile).await?);
+    }
+    Ok(Reply::ok("profile updated").with("agent", agent))
+}
+
+async fn get_swarm(call: ToolCall, _: NoArguments) -> Outcome {
+    let agents = call.service.agent_list().await?;
+    let n_leads = agents.iter().filter(|agent| agent.is_lead).count();
+    let message = format!("{} agents ({} lead, {} workers)", agents.len(), n_leads, agents.len() - n_leads);
+    Ok(Reply::ok(message).with("agents", agents))
+}

@@ -1,0 +1,335 @@
+//! The Inbox-MCP tool names of `seeds/inbox-mcp.md`, offered by `swarm mcp` (stdio)
+//! over the swarm's own tasks.
+//!
+//! The seed's queue maps onto tasks as follows. Its statuses: `pending` is a task not
+//! yet started (backlog, unassigned, offered, reviewing, pending), `processing` one
+//! being worked (in_progress, paused), `done` a finished one (completed, failed), and
+//! `cancelled`. A message's `channel` is the task's source, its `sender` the creator,
+//! its `response_summary` the output (or failure reason). Ids are task UUIDs, not the
+//! seed's integers.
+//!
+//! Which tools a session gets follows the seed: a trigger session (`ATLAS_TRIGGER`
+//! set) files and watches tasks; a worker session takes and completes them. The trigger
+//! tools (`trigger_*`) come with triggers.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use swarm_domain::{
+    id::TaskId,
+    poll::Trigger,
+    task::{Task, TaskDraft, TaskStatus},
+};
+use swarm_service::{Finish, PollRequest, TaskListQuery, TaskReport, TaskRequest};
+use uuid::Uuid;
+
+use super::{NoArguments, tasks::MCP_SOURCE};
+use crate::{
+    context::ToolCall,
+    registry::{Audience, ToolSpec},
+    reply::{Outcome, Reply},
+};
+
+const LIST_LIMIT_DEFAULT: i64 = 20;
+const LIST_LIMIT_MAX: i64 = 100;
+/// Sources counted one by one in `inbox_stats`; anything else is `other`.
+const KNOWN_SOURCES: [&str; 6] = ["mcp", "api", "slack", "github", "schedule", "webhook"];
+
+/// Which Inbox-MCP session this process serves (the seed's `ATLAS_TRIGGER`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboxRole {
+    /// The main worker session: takes tasks and completes them.
+    Worker,
+    /// A trigger session (cron, webhook, manual) that files tasks for the worker.
+    Trigger { name: String },
+}
+
+pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
+    let task_get = ToolSpec::new(
+        "task_get",
+        "Inbox: one task by id, with its status and response.",
+        Audience::Anyone,
+        task_get,
+    )
+    .read_only();
+    match role {
+        InboxRole::Trigger { name } => {
+            let name = name.clone();
+            vec![
+                ToolSpec::new(
+                    "task_create",
+                    "Inbox: file a task for the workers, with the full context in content. It goes \
+                     to the pool, tagged with this trigger.",
+                    Audience::Anyone,
+                    move |call, args| task_create(call, args, name.clone()),
+                ),
+                task_get,
+                ToolSpec::new(
+                    "task_update",
+                    "Inbox: change the content of a task that has not started.",
+                    Audience::Anyone,
+                    task_update,
+                ),
+                ToolSpec::new(
+                    "task_cancel",
+                    "Inbox: cancel a task that has not started.",
+                    Audience::Anyone,
+                    task_cancel,
+                ),
+            ]
+        }
+        InboxRole::Worker => vec![
+            ToolSpec::new(
+                "get_next_task",
+                "Inbox: take the next task, claimed for you and started; warns when you already \
+                 have one in progress. Returns next_task null when there is none.",
+                Audience::WorkerOnly,
+                get_next_task,
+            ),
+            ToolSpec::new(
+                "task_complete",
+                "Inbox: mark your task done with a response summary, written as the reply to \
+                 whoever asked.",
+                Audience::Agents,
+                task_complete,
+            ),
+            ToolSpec::new(
+                "task_list",
+                "Inbox: tasks by status: pending (default), processing, done, cancelled, or any \
+                 task status. limit 1 to 100, default 20.",
+                Audience::Anyone,
+                task_list,
+            )
+            .read_only(),
+            task_get,
+            ToolSpec::new(
+                "inbox_stats",
+                "Inbox: how many tasks there are, by status and by channel (source).",
+                Audience::Anyone,
+                inbox_stats,
+            )
+            .read_only(),
+        ],
+    }
+}
+
+/// A task as the seed's `messages` row.
+#[derive(Debug, Serialize)]
+struct Message<'a> {
+    id: TaskId,
+    channel: &'a str,
+    sender: Option<String>,
+    content: &'a str,
+    status: &'static str,
+    swarm_status: TaskStatus,
+    response_summary: Option<&'a str>,
+    created_at: String,
+    processed_at: Option<String>,
+}
+
+fn message(task: &Task) -> Message<'_> {
+    Message {
+        id: task.id,
+        channel: &task.source,
+        sender: task.creator_agent_id.map(|id| id.to_string()),
+        content: &task.task,
+        status: inbox_status(task.status),
+        swarm_status: task.status,
+        response_summary: task.output.as_deref().or(task.failure_reason.as_deref()),
+        created_at: task.created_at.to_string(),
+        processed_at: task.finished_at.map(|at| at.to_string()),
+    }
+}
+
+fn inbox_status(status: TaskStatus) -> &'static str {
+    use TaskStatus::*;
+    match status {
+        Backlog | Unassigned | Offered | Reviewing | Pending => "pending",
+        InProgress | Paused => "processing",
+        Completed | Failed => "done",
+        Cancelled => "cancelled",
+    }
+}
+
+/// The task statuses behind an inbox status; a task status names itself.
+fn statuses_for(inbox: &str) -> Result<Vec<TaskStatus>, Reply> {
+    use TaskStatus::*;
+    Ok(match inbox {
+        "pending" => vec![Backlog, Unassigned, Offered, Reviewing, Pending],
+        "processing" => vec![InProgress, Paused],
+        "done" => vec![Completed, Failed],
+        other => vec![TaskStatus::parse(other).map_err(|_| {
+            Reply::refused(format!(
+                "unknown status {other:?}: use pending, processing, done, cancelled, or a task status"
+            ))
+        })?],
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateArguments {
+    /// The task brief, with the full context the worker needs.
+    content: String,
+}
+
+async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> Outcome {
+    let draft = TaskDraft {
+        task: args.content,
+        source: Some(MCP_SOURCE.into()),
+        tags: vec!["inbox".into(), format!("trigger:{trigger}")],
+        ..TaskDraft::default()
+    };
+    let task = call.service.task_create(call.caller(), draft).await?;
+    Ok(Reply::ok(format!("task {} filed", task.id)).with("message", message(&task)))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskIdArguments {
+    /// The task's id (a UUID).
+    task_id: Uuid,
+}
+
+async fn task_get(call: ToolCall, args: TaskIdArguments) -> Outcome {
+    let task = call.service.task_get(TaskId::from_uuid(args.task_id)).await?;
+    let view = message(&task);
+    Ok(Reply::ok(format!("task {} is {}", task.id, view.status)).with("message", view))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateArguments {
+    task_id: Uuid,
+    content: String,
+}
+
+async fn task_update(call: ToolCall, args: UpdateArguments) -> Outcome {
+    // FIXME(inbox): editing a task's text needs a guarded store operation (update
+    // the text only while the task has not started) that the store does not have yet.
+    let task = call.service.task_get(TaskId::from_uuid(args.task_id)).await?;
+    let _ = args.content;
+    Err(Reply::refused(format!(
+        "task_update is not supported yet: a task's text cannot be changed. Cancel task {} with \
+         task_cancel and file a new one with task_create.",
+        task.id
+    )))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CancelArguments {
+    task_id: Uuid,
+    /// Why; recorded with the task.
+    reason: Option<String>,
+}
+
+async fn task_cancel(call: ToolCall, args: CancelArguments) -> Outcome {
+    let id = TaskId::from_uuid(args.task_id);
+    let task = call.service.task_get(id).await?;
+    if inbox_status(task.status) != "pending" {
+        return Err(Reply::refused(format!(
+            "task {id} is {} ({}): only a task that has not started can be cancelled here",
+            inbox_status(task.status),
+            task.status
+        )));
+    }
+    let outcome = call.service.task_act(call.caller(), id, TaskRequest::Cancel { reason: args.reason }).await?;
+    Ok(Reply::ok(format!("task {id} cancelled")).with("message", message(&outcome.task)))
+}
+
+async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {
+    let active_query = TaskListQuery {
+        statuses: vec![TaskStatus::InProgress],
+        agent_id: call.agent_id(),
+        limit: Some(1),
+        ..TaskListQuery::default()
+    };
+    let (_, n_active) = call.service.task_list(active_query).await?;
+    let trigger = call.service.poll(call.caller(), PollRequest::default()).await?;
+    let (mut text, task) = match &trigger {
+        None => ("no task is waiting".to_string(), None),
+        Some(Trigger::TaskOffered { task, .. }) => {
+            (format!("task {} is offered to you: accept or reject it with task-action", task.id), Some(task))
+        }
+        Some(Trigger::TaskAssigned { task, .. }) => (format!("task {} is yours and started", task.id), Some(task)),
+        Some(other) => (format!("{} for you", other.type_name()), None),
+    };
+    if n_active > 0 {
+        text.push_str(&format!(
+            ". Warning: you already have {n_active} task(s) in progress; finish them with task_complete"
+        ));
+    }
+    Ok(Reply::ok(text).with("next_task", task.map(message)).with("trigger", &trigger))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CompleteArguments {
+    task_id: Uuid,
+    /// The result, written as the reply to whoever asked: it is relayed to them.
+    response_summary: String,
+}
+
+async fn task_complete(call: ToolCall, args: CompleteArguments) -> Outcome {
+    let finish = Finish { status: TaskStatus::Completed, output: Some(args.response_summary), failure_reason: None };
+    let report = TaskReport { progress: None, finish: Some(finish) };
+    let outcome = call.service.task_report(call.caller(), TaskId::from_uuid(args.task_id), report).await?;
+    let text = if outcome.already_finished {
+        format!("task {} was already {}: nothing changed", outcome.task.id, outcome.task.status)
+    } else {
+        format!("task {} done", outcome.task.id)
+    };
+    Ok(Reply::ok(text).with("message", message(&outcome.task)))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArguments {
+    /// pending (default), processing, done, cancelled, or a task status.
+    status: Option<String>,
+    /// 1 to 100, default 20.
+    #[schemars(range(min = 1, max = 100))]
+    limit: Option<i64>,
+}
+
+async fn task_list(call: ToolCall, args: ListArguments) -> Outcome {
+    let limit = args.limit.unwrap_or(LIST_LIMIT_DEFAULT);
+    if !(1..=LIST_LIMIT_MAX).contains(&limit) {
+        return Err(Reply::refused(format!("limit must be between 1 and {LIST_LIMIT_MAX}, got {limit}")));
+    }
+    let status = args.status.unwrap_or_else(|| "pending".into());
+    let query = TaskListQuery { statuses: statuses_for(&status)?, limit: Some(limit), ..TaskListQuery::default() };
+    let (tasks, total) = call.service.task_list(query).await?;
+    let messages: Vec<Message<'_>> = tasks.iter().map(message).collect();
+    Ok(Reply::ok(format!("{} of {total} {status} tasks", messages.len()))
+        .with("messages", messages)
+        .with("total", total))
+}
+
+async fn inbox_stats(call: ToolCall, _: NoArguments) -> Outcome {
+    let counts = call.service.stats().await?.tasks;
+    let by_status = serde_json::json!({
+        "pending": counts.backlog + counts.unassigned + counts.offered + counts.reviewing + counts.pending,
+        "processing": counts.in_progress + counts.paused,
+        "done": counts.completed + counts.failed,
+        "cancelled": counts.cancelled,
+    });
+    let mut by_channel = serde_json::Map::new();
+    let mut counted = 0;
+    for source in KNOWN_SOURCES {
+        let query = TaskListQuery { source: Some(source.into()), limit: Some(1), ..TaskListQuery::default() };
+        let (_, n_tasks) = call.service.task_list(query).await?;
+        if n_tasks > 0 {
+            by_channel.insert(source.into(), n_tasks.into());
+            counted += n_tasks;
+        }
+    }
+    if counts.total > counted {
+        by_channel.insert("other".into(), (counts.total - counted).into());
+    }
+    Ok(Reply::ok(format!("{} tasks", counts.total))
+        .with("total", counts.total)
+        .with("by_status", by_status)
+        .with("by_swarm_status", &counts)
+        .with("by_channel", by_channel))
+}

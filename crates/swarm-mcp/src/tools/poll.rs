@@ -1,0 +1,63 @@
+//! `poll-task`: the legacy wait-for-work loop of `--ai-loop` agents, over the same
+//! poll that runners long-poll through `GET /api/poll`.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use swarm_domain::poll::{PoolMode, Trigger};
+use swarm_service::{POLL_WAIT_MAX, PollRequest};
+
+use crate::{
+    context::ToolCall,
+    registry::{Audience, ToolSpec},
+    reply::{Outcome, Reply},
+};
+
+const POLL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
+
+pub fn group() -> Vec<ToolSpec> {
+    vec![ToolSpec::new(
+        "poll-task",
+        "Wait for work (workers): returns the next task offered to you (accept or reject it with \
+         task-action) or assigned to you and now started (a ready pool task is claimed for you), \
+         or nothing after waitSeconds (default 30, at most 60). Call it again to keep waiting.",
+        Audience::WorkerOnly,
+        poll_task,
+    )]
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PollTaskArguments {
+    /// How long to wait for work, 0 to 60 seconds (default 30).
+    #[schemars(range(min = 0, max = 60))]
+    wait_seconds: Option<u64>,
+}
+
+async fn poll_task(call: ToolCall, args: PollTaskArguments) -> Outcome {
+    let wait = match args.wait_seconds {
+        None => POLL_WAIT_DEFAULT,
+        Some(seconds) if Duration::from_secs(seconds) <= POLL_WAIT_MAX => Duration::from_secs(seconds),
+        Some(seconds) => {
+            let max = POLL_WAIT_MAX.as_secs();
+            return Err(Reply::refused(format!("waitSeconds must be between 0 and {max}, got {seconds}")));
+        }
+    };
+    let request = PollRequest { wait, pool: PoolMode::Claim };
+    let started = std::time::Instant::now();
+    let trigger = call.service.poll(call.caller(), request).await?;
+    let waited = started.elapsed().as_secs();
+    let (message, task) = match &trigger {
+        None => (format!("no work arrived within {}s: call poll-task again to keep waiting", wait.as_secs()), None),
+        Some(Trigger::TaskOffered { task_id, task }) => (
+            format!("task {task_id} is offered to you: accept or reject it with task-action"),
+            Some(task),
+        ),
+        Some(Trigger::TaskAssigned { task_id, task }) => {
+            (format!("task {task_id} is yours and started: work on it, then report with store-progress"), Some(task))
+        }
+        Some(other) => (format!("{} for you", other.type_name()), None),
+    };
+    Ok(Reply::ok(message).with("trigger", &trigger).with("task", task).with("waitedForSeconds", waited))
+}

@@ -1,0 +1,102 @@
+//! The rescuer, and the listener for other processes' changes: the service's two
+//! background tasks, started by `swarm serve`.
+
+use std::time::Duration;
+
+use swarm_domain::{
+    lease::{ExpiredClaim, RescueReport},
+    poll::Wake,
+    task::TaskStatus,
+    time::Timestamp,
+};
+use tokio::{sync::mpsc, task::JoinHandle};
+
+use crate::{Change, Service, ServiceResult};
+
+/// The background tasks; dropping this stops them.
+pub struct Background {
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Service {
+    /// One pass of the rescuer: expired claims go back where they came from (or fail
+    /// after too many losses), silent agents go `offline`; each is logged and wakes the
+    /// polls that can now take the work.
+    pub async fn rescue(&self) -> ServiceResult<RescueReport> {
+        let report = self.store.rescue(&self.lease, Timestamp::now()).await?;
+        let mut wakes = Vec::new();
+        for claim in &report.expired {
+            tracing::warn!(
+                task = %claim.task_id,
+                holder = ?claim.holder.map(|agent| agent.to_string()),
+                from = %claim.from,
+                to = %claim.to,
+                "a claim's lease ran out: its holder stopped heartbeating"
+            );
+            self.publish(Change::Task { task_id: claim.task_id });
+            wakes.extend(wakes_after_expiry(claim));
+        }
+        for agent in &report.silenced {
+            tracing::warn!(%agent, "agent marked offline: no heartbeat for a lease period");
+            self.publish(Change::Agent { agent_id: *agent });
+        }
+        self.wake(&wakes).await;
+        Ok(report)
+    }
+
+    /// Start the rescuer (every `rescue_every`) and the listener that wakes local polls
+    /// when another process changes the database.
+    pub fn start_background(&self, rescue_every: Duration) -> Background {
+        let rescuer = {
+            let service = self.clone();
+            tokio::spawn(async move {
+                let mut ticks = tokio::time::interval(rescue_every);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    ticks.tick().await;
+                    if let Err(error) = service.rescue().await {
+                        tracing::error!(%error, "the rescuer's pass failed; retrying at the next tick");
+                    }
+                }
+            })
+        };
+        let (sink, mut external) = mpsc::channel::<Wake>(256);
+        let watcher = {
+            let store = self.store.clone();
+            tokio::spawn(async move {
+                if let Err(error) = store.watch_external_changes(sink).await {
+                    tracing::error!(%error, "stopped watching for other processes' changes");
+                }
+            })
+        };
+        let waker = {
+            let waiters = self.waiters.clone();
+            tokio::spawn(async move {
+                while let Some(wake) = external.recv().await {
+                    waiters.wake(wake);
+                }
+            })
+        };
+        Background { tasks: vec![rescuer, watcher, waker] }
+    }
+}
+
+/// Who can take an expired claim's task now, and the holder whose slot it freed.
+fn wakes_after_expiry(claim: &ExpiredClaim) -> Vec<Wake> {
+    let mut wakes: Vec<Wake> = claim.holder.map(Wake::Agent).into_iter().collect();
+    match claim.to {
+        TaskStatus::Offered => wakes.extend(claim.offered_to.map(Wake::Agent)),
+        TaskStatus::Pending => wakes.extend(claim.agent_id.map(Wake::Agent)),
+        TaskStatus::Unassigned => wakes.push(Wake::Workers),
+        _ => wakes.push(Wake::Everyone),
+    }
+    wakes
+}

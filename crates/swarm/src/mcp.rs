@@ -1,0 +1,50 @@
+//! `swarm mcp`: the MCP tools over stdio, for an agent CLI to start as its MCP server.
+//! It opens the same database as `swarm serve` (both may run at once) and needs no hub.
+
+use anyhow::Context;
+use clap::Args;
+use swarm_domain::id::AgentId;
+use swarm_mcp::{InboxRole, StdioOptions};
+use swarm_service::Service;
+
+use crate::serve::{DatabaseArgs, init_logging, open_store, shutdown_signal};
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    database: DatabaseArgs,
+    /// The agent this process speaks for, as X-Agent-ID does over HTTP. Without it,
+    /// join-swarm registers a new agent and the process speaks for that one.
+    #[arg(long, env = "AGENT_ID", value_name = "UUID")]
+    agent_id: Option<String>,
+    /// Serve the Inbox-MCP tools of the trigger session NAME (task_create, task_get,
+    /// task_update, task_cancel) instead of the worker's (get_next_task, task_complete,
+    /// task_list, task_get, inbox_stats).
+    #[arg(long, env = "ATLAS_TRIGGER", value_name = "NAME")]
+    trigger: Option<String>,
+    /// Log format on stderr (stdout carries the protocol): text or json. The level is
+    /// set with RUST_LOG (default info).
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+}
+
+pub async fn run(args: McpArgs) -> anyhow::Result<()> {
+    init_logging(&args.log_format);
+    let agent_id = match args.agent_id.as_deref().map(str::trim).filter(|id| !id.is_empty()) {
+        Some(id) => Some(AgentId::parse(id).context("--agent-id (AGENT_ID) must be an agent's UUID")?),
+        None => None,
+    };
+    let inbox_role = match args.trigger.filter(|name| !name.trim().is_empty()) {
+        Some(name) => InboxRole::Trigger { name: name.trim().to_string() },
+        None => InboxRole::Worker,
+    };
+    let (store, description) = open_store(&args.database).await?;
+    tracing::info!(database = %description, agent = ?agent_id, role = ?inbox_role, "serving MCP on stdio");
+    let service = Service::new(store);
+    let options = StdioOptions { agent_id, inbox_role };
+    tokio::select! {
+        served = swarm_mcp::serve_stdio(service, options) => served.context("the MCP stdio transport failed")?,
+        () = shutdown_signal() => {},
+    }
+    Ok(())
+}
