@@ -45,8 +45,8 @@ impl Service {
         }
         let deadline = Instant::now() + request.wait;
         let mut view = self.poll_view(agent).await?;
-        self.keep_alive(agent, &view).await?;
         if request.wait.is_zero() {
+            self.keep_alive(agent, &view).await?;
             return self.claim(agent, view, request.pool).await;
         }
         loop {
@@ -60,16 +60,20 @@ impl Service {
 
             // Armed: whatever commits from here on wakes us.
             view = self.poll_view(agent).await?;
+            // A parked poll is a runner that is alive: keep its presence and leases fresh.
+            self.keep_alive(agent, &view).await?;
             if let Some(trigger) = self.claim(agent, view.clone(), request.pool).await? {
                 return Ok(Some(trigger));
             }
-            if Instant::now() >= deadline {
+            let now = Instant::now();
+            if now >= deadline {
                 return Ok(None);
             }
+            let next_check = deadline.min(now + self.keep_alive_every());
             tokio::select! {
                 () = &mut mine => {}
                 () = &mut role => {}
-                () = tokio::time::sleep_until(deadline) => {}
+                () = tokio::time::sleep_until(next_check) => {}
             }
         }
     }
@@ -78,8 +82,13 @@ impl Service {
         self.store.poll_view(agent).await?.ok_or_else(|| unknown_agent(agent))
     }
 
+    /// How often a poll refreshes the agent's presence: well within a lease period.
+    fn keep_alive_every(&self) -> Duration {
+        self.lease.period / 4
+    }
+
     async fn keep_alive(&self, agent: AgentId, view: &PollView) -> ServiceResult<()> {
-        let stale_after = self.lease.period_millis() / 4;
+        let stale_after = i64::try_from(self.keep_alive_every().as_millis()).unwrap_or(i64::MAX);
         let stale = Timestamp::now().unix_millis() - view.last_seen_at.unix_millis() >= stale_after;
         if view.status == AgentStatus::Offline || stale {
             self.heartbeat(agent).await?;

@@ -31,13 +31,22 @@ pub struct Hub {
 
 impl Hub {
     pub fn start(database: &Database, api_key: Option<&str>) -> Hub {
+        Self::start_with(database, api_key, &[])
+    }
+
+    /// A hub with extra `swarm serve` flags (e.g. a short `--lease-seconds`).
+    pub fn start_with(database: &Database, api_key: Option<&str>, extra_args: &[&str]) -> Hub {
         let mut command = Command::new(SWARM);
         command
             .args(["serve", "--port", "0", "--host", "127.0.0.1"])
+            .args(extra_args)
             .env_remove("API_KEY")
             .env_remove("DATABASE_URL")
             .env_remove("DATABASE_PATH")
             .env_remove("PORT")
+            .env_remove("LEASE_SECONDS")
+            .env_remove("RESCUE_INTERVAL_SECONDS")
+            .env_remove("MAX_LEASE_LOSSES")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
