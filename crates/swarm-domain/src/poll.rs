@@ -164,15 +164,20 @@ pub enum Wake {
 
 impl Wake {
     /// The polls a task change may have given a trigger: the agent it was offered or
-    /// assigned to; workers for a pool task; everyone when it finished (the lead's
-    /// `tasks_finished`, tasks depending on it, the assignee's freed capacity).
-    pub fn after_task_change(task: &Task, previous_assignee: Option<AgentId>) -> Vec<Wake> {
+    /// assigned to; workers for a pool task; the lead when it finished, and the
+    /// assignee whose slot it freed. `has_dependents`: tasks wait on this one, and a
+    /// completion may have made them ready for anyone.
+    pub fn after_task_change(task: &Task, previous_assignee: Option<AgentId>, has_dependents: bool) -> Vec<Wake> {
         let mut wakes = Vec::new();
         match task.status {
             TaskStatus::Offered => wakes.extend(task.offered_to.map(Wake::Agent)),
             TaskStatus::Pending | TaskStatus::Paused => wakes.extend(task.agent_id.map(Wake::Agent)),
             TaskStatus::Unassigned => wakes.push(Wake::Workers),
-            TaskStatus::Completed | TaskStatus::Failed => wakes.push(Wake::Everyone),
+            TaskStatus::Completed if has_dependents => wakes.push(Wake::Everyone),
+            TaskStatus::Completed | TaskStatus::Failed => {
+                wakes.push(Wake::Leads);
+                wakes.extend(task.agent_id.map(Wake::Agent));
+            }
             TaskStatus::Cancelled => {}
             TaskStatus::Backlog | TaskStatus::Reviewing | TaskStatus::InProgress => {}
         }

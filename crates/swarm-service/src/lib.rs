@@ -20,7 +20,7 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     lease::LeasePolicy,
     poll::Wake,
-    task::Task,
+    task::{Task, TaskStatus},
     time::Timestamp,
 };
 use swarm_store::Store;
@@ -111,7 +111,14 @@ impl Service {
     /// and in other processes on the same database.
     async fn task_changed(&self, task: &Task, previous_assignee: Option<AgentId>) {
         self.publish(Change::Task { task_id: task.id });
-        self.wake(&Wake::after_task_change(task, previous_assignee)).await;
+        let has_dependents = match task.status {
+            TaskStatus::Completed => self.store.task_has_dependents(task.id).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "could not look for dependent tasks; waking every poll");
+                true
+            }),
+            _ => false,
+        };
+        self.wake(&Wake::after_task_change(task, previous_assignee, has_dependents)).await;
     }
 
     async fn wake(&self, wakes: &[Wake]) {

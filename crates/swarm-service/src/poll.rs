@@ -10,7 +10,7 @@ use std::time::Duration;
 use swarm_domain::{
     agent::AgentStatus,
     id::AgentId,
-    poll::{PoolMode, Trigger, TriggerKind},
+    poll::{PoolMode, Trigger, TriggerKind, Wake},
     time::Timestamp,
 };
 use swarm_store::PollView;
@@ -20,9 +20,10 @@ use crate::{Caller, Change, Service, ServiceError, ServiceResult, agents::unknow
 
 /// The longest a poll may wait for a trigger.
 pub const POLL_WAIT_MAX: Duration = Duration::from_secs(60);
-/// A claim can lose a race to another poll between the read and the write; try the
-/// next candidate a few times before answering "nothing".
-const CLAIM_ATTEMPTS: usize = 3;
+/// A claim can lose a race to another poll between the read and the write. One more
+/// look finds the next candidate; more would multiply the work of every poll that a
+/// pool task woke and another worker beat to it.
+const CLAIM_ATTEMPTS: usize = 2;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PollRequest {
@@ -49,21 +50,29 @@ impl Service {
             self.keep_alive(agent, &view).await?;
             return self.claim(agent, view, request.pool).await;
         }
+        // Pool wakes go to one parked worker at a time (no thundering herd): a poll that
+        // saw pool work and did not take it hands the wake on to the next worker.
         loop {
             let mine = self.waiters.agent(agent);
-            let role = self.waiters.role(view.is_lead);
             let mine = mine.notified();
-            let role = role.notified();
+            // Role-wide wakes (a new pool task, a dependency done) only matter to an agent
+            // that could start something; a full worker hears of its freed slot through
+            // its own waiter.
+            let role_matters = view.is_lead || view.in_progress < i64::from(view.max_tasks);
+            let role = self.waiters.role(view.is_lead).notified();
             tokio::pin!(mine, role);
             mine.as_mut().enable();
-            role.as_mut().enable();
+            if role_matters {
+                role.as_mut().enable();
+            }
 
             // Armed: whatever commits from here on wakes us.
             view = self.poll_view(agent).await?;
             // A parked poll is a runner that is alive: keep its presence and leases fresh.
             self.keep_alive(agent, &view).await?;
-            if let Some(trigger) = self.claim(agent, view.clone(), request.pool).await? {
-                return Ok(Some(trigger));
+            let trigger = self.claim(agent, view.clone(), request.pool).await?;
+            if trigger.is_some() {
+                return Ok(trigger);
             }
             let now = Instant::now();
             if now >= deadline {
@@ -72,7 +81,7 @@ impl Service {
             let next_check = deadline.min(now + self.keep_alive_every());
             tokio::select! {
                 () = &mut mine => {}
-                () = &mut role => {}
+                () = &mut role, if role_matters => {}
                 () = tokio::time::sleep_until(next_check) => {}
             }
         }
@@ -100,13 +109,24 @@ impl Service {
     async fn claim(&self, agent: AgentId, mut view: PollView, pool: PoolMode) -> ServiceResult<Option<Trigger>> {
         for attempt in 1..=CLAIM_ATTEMPTS {
             let kinds = claimable(&view, pool);
-            if kinds.is_empty() {
-                return Ok(None);
+            let claimed = if kinds.is_empty() {
+                None
+            } else {
+                let now = Timestamp::now();
+                self.store.poll_claim(agent, &kinds, now, self.lease_until(now)).await?
+            };
+            let took_pool_task = matches!(claimed, Some((TriggerKind::PoolTask, _)));
+            if view.waiting.contains(&TriggerKind::PoolTask) && !took_pool_task {
+                // Pool work is there and this poll is not taking it (full, a lead, busy
+                // with an offer): let another parked worker look.
+                self.waiters.wake(Wake::Workers);
             }
-            let now = Timestamp::now();
-            if let Some(trigger) = self.store.poll_claim(agent, &kinds, now, self.lease_until(now)).await? {
+            if let Some((_, trigger)) = claimed {
                 self.trigger_claimed(&trigger);
                 return Ok(Some(trigger));
+            }
+            if kinds.is_empty() {
+                return Ok(None);
             }
             if attempt < CLAIM_ATTEMPTS {
                 view = self.poll_view(agent).await?;

@@ -38,7 +38,12 @@ impl Service {
     /// task is started first (a guarded `start`, which still needs a free slot and
     /// completed dependencies). Without that, an agent that accepted an offer over MCP
     /// could not finish it until a poll had started it.
-    pub async fn task_report(&self, caller: Caller, id: TaskId, report: TaskReport) -> ServiceResult<ReportOutcome> {
+    pub async fn task_report(
+        &self,
+        caller: Caller,
+        id: TaskId,
+        report: TaskReport,
+    ) -> ServiceResult<ReportOutcome> {
         if report.progress.is_none() && report.finish.is_none() {
             return Err(ServiceError::Invalid(
                 "give progress, or status completed or failed (or both)".into(),

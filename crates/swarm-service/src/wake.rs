@@ -30,6 +30,10 @@ impl Waiters {
 
     /// Wake the parked polls this change may concern. `notify_waiters` wakes only the
     /// polls armed right now, which is what we want: the others re-check anyway.
+    ///
+    /// A pool task is work for one worker, so `Workers` wakes one parked worker
+    /// (`notify_one`, oldest first; a permit is kept when none is parked). A worker that
+    /// then does not take the pool work passes the wake on (see `poll.rs`).
     pub(crate) fn wake(&self, wake: Wake) {
         match wake {
             Wake::Agent(id) => {
@@ -38,7 +42,7 @@ impl Waiters {
                     notify.notify_waiters();
                 }
             }
-            Wake::Workers => self.workers.notify_waiters(),
+            Wake::Workers => self.workers.notify_one(),
             Wake::Leads => self.leads.notify_waiters(),
             // Every parked poll is armed on its role's waiter too.
             Wake::Everyone => {

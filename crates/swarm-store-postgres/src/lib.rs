@@ -174,6 +174,14 @@ impl Store for PgStore {
         tasks::unfinished_dependencies(&self.pool, id).await
     }
 
+    async fn task_has_dependents(&self, id: TaskId) -> StoreResult<bool> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1)")
+            .bind(id.as_uuid())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
     async fn task_apply(
         &self,
         id: TaskId,
@@ -205,7 +213,7 @@ impl Store for PgStore {
         kinds: &[TriggerKind],
         now: Timestamp,
         lease_until: Timestamp,
-    ) -> StoreResult<Option<Trigger>> {
+    ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
         poll::claim(&self.pool, agent, kinds, now, lease_until).await
     }
 

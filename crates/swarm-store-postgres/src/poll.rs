@@ -97,7 +97,7 @@ pub(crate) async fn claim(
     kinds: &[TriggerKind],
     now: Timestamp,
     lease_until: Timestamp,
-) -> StoreResult<Option<Trigger>> {
+) -> StoreResult<Option<(TriggerKind, Trigger)>> {
     let mut tx = pool.begin().await.map_err(db)?;
     let mut agent_locked = false;
     for kind in kinds {
@@ -114,7 +114,7 @@ pub(crate) async fn claim(
         };
         if let Some(trigger) = trigger {
             tx.commit().await.map_err(db)?;
-            return Ok(Some(trigger));
+            return Ok(Some((*kind, trigger)));
         }
     }
     tx.rollback().await.map_err(db)?;

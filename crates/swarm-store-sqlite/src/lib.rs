@@ -192,6 +192,14 @@ impl Store for SqliteStore {
         tasks::unfinished_dependencies(&self.read, id).await
     }
 
+    async fn task_has_dependents(&self, id: TaskId) -> StoreResult<bool> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = ?)")
+            .bind(id.to_string())
+            .fetch_one(&self.read)
+            .await
+            .map_err(db)
+    }
+
     async fn task_apply(
         &self,
         id: TaskId,
@@ -223,7 +231,7 @@ impl Store for SqliteStore {
         kinds: &[TriggerKind],
         now: Timestamp,
         lease_until: Timestamp,
-    ) -> StoreResult<Option<Trigger>> {
+    ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
         poll::claim(self, agent, kinds, now, lease_until).await
     }
 

@@ -96,7 +96,7 @@ pub(crate) async fn claim(
     kinds: &[TriggerKind],
     now: Timestamp,
     lease_until: Timestamp,
-) -> StoreResult<Option<Trigger>> {
+) -> StoreResult<Option<(TriggerKind, Trigger)>> {
     let mut tx = store.begin_write().await?;
     for kind in kinds {
         let trigger = match kind {
@@ -108,7 +108,7 @@ pub(crate) async fn claim(
         };
         if let Some(trigger) = trigger {
             tx.commit().await.map_err(db)?;
-            return Ok(Some(trigger));
+            return Ok(Some((*kind, trigger)));
         }
     }
     tx.rollback().await.map_err(db)?;

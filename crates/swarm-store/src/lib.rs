@@ -151,6 +151,8 @@ pub trait Store: Send + Sync + 'static {
     async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)>;
     /// Dependencies of the task that are not `completed`.
     async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>>;
+    /// Whether any task depends on this one.
+    async fn task_has_dependents(&self, id: TaskId) -> StoreResult<bool>;
 
     /// Apply one transition of the task state machine as a single guarded `UPDATE`:
     /// `status IN change.from` and every part of `change.guard` must hold. On success it
@@ -183,7 +185,7 @@ pub trait Store: Send + Sync + 'static {
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>>;
 
     /// Claim, in one transaction, the first of `kinds` (in that order) that has something
-    /// for the agent, and return it as a trigger. The caller has already filtered `kinds`
+    /// for the agent, and return it as a trigger with the kind that yielded it. The caller has already filtered `kinds`
     /// by the agent's role; capacity is checked here, in the claim's guard. A claimed
     /// task's lease runs until `lease_until`. Every claim is logged.
     async fn poll_claim(
@@ -192,7 +194,7 @@ pub trait Store: Send + Sync + 'static {
         kinds: &[TriggerKind],
         now: Timestamp,
         lease_until: Timestamp,
-    ) -> StoreResult<Option<Trigger>>;
+    ) -> StoreResult<Option<(TriggerKind, Trigger)>>;
 
     /// One pass of the rescuer: every claim whose lease ran out before `now` goes back
     /// where it came from, or fails after `policy.max_losses` losses

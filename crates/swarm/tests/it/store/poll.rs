@@ -46,7 +46,8 @@ async fn claim_in(fx: &Fixture, agent: AgentId, pool: PoolMode, now: Timestamp) 
     let is_lead = fx.agent(agent).await.is_lead;
     let kinds: Vec<TriggerKind> =
         all_kinds(pool).into_iter().filter(|kind| kind.audience().admits(is_lead)).collect();
-    fx.store.poll_claim(agent, &kinds, now, now.plus_millis(LEASE)).await.expect("poll_claim")
+    let claimed = fx.store.poll_claim(agent, &kinds, now, now.plus_millis(LEASE)).await.expect("poll_claim");
+    claimed.map(|(_, trigger)| trigger)
 }
 
 fn task_of(trigger: Option<Trigger>) -> (String, TaskId) {
