@@ -61,7 +61,7 @@ pub struct DatabaseArgs {
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging(&args.log_format);
+    init_logging(&args.log_format, "info,tower_http=warn,sqlx=warn");
     let (store, description) = open_store(&args.database).await?;
     let api_key = ApiKey::new(args.api_key.clone());
     let lease = LeasePolicy {
@@ -87,10 +87,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let local: SocketAddr = listener.local_addr()?;
     println!("swarm {} listening on http://{local}", env!("CARGO_PKG_VERSION"));
     println!("database: {description}");
+    println!(
+        "leases: {}s without a heartbeat; rescuer every {}s; a task is failed after {} lost leases",
+        args.lease_seconds, args.rescue_interval_seconds, args.max_lease_losses
+    );
     if !api_key.is_set() {
         println!(
             "WARNING: no API key is set: anyone who can reach http://{local} can control this swarm. \
              Set API_KEY (or --api-key) to require `Authorization: Bearer <key>`."
+        );
+    }
+    let configured_hosts = args.mcp_allowed_hosts.as_deref().is_some_and(|list| !list.trim().is_empty());
+    if local.ip().is_unspecified() && !configured_hosts {
+        println!(
+            "NOTE: MCP at /mcp answers only requests addressed to localhost, 127.0.0.1 or ::1. \
+             Set MCP_ALLOWED_HOSTS (or --mcp-allowed-hosts) to the names agents use to reach this hub."
         );
     }
     tracing::info!(%local, database = %description, "hub started");
@@ -145,10 +156,10 @@ async fn open_sqlite(path: &std::path::Path) -> anyhow::Result<(Arc<dyn Store>, 
     Ok((Arc::new(store), description))
 }
 
-pub fn init_logging(format: &str) {
+/// Logs go to stderr; `default_filter` applies when RUST_LOG is unset.
+pub fn init_logging(format: &str, default_filter: &str) {
     use tracing_subscriber::{EnvFilter, fmt};
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn,sqlx=warn"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr);
     // Colours only for a person at a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -82,7 +82,7 @@ impl Hub {
         let mut rest_of_banner = Vec::new();
         while let Ok(line) = lines_rx.recv_timeout(Duration::from_millis(200)) {
             rest_of_banner.push(line);
-            if rest_of_banner.len() >= 2 {
+            if rest_of_banner.len() >= 8 {
                 break;
             }
         }
