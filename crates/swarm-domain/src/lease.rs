@@ -79,7 +79,13 @@ impl Expiry {
 
     /// The event log rows of an expiry: `task_lease_expired` naming the holder that went
     /// silent, and the status change (by nobody: the hub did it).
-    pub fn events(&self, task_id: TaskId, holder: Option<AgentId>, from: TaskStatus, losses: i32) -> Vec<NewEvent> {
+    pub fn events(
+        &self,
+        task_id: TaskId,
+        holder: Option<AgentId>,
+        from: TaskStatus,
+        losses: i32,
+    ) -> Vec<NewEvent> {
         let (old, new) = (Some(from.as_str()), Some(self.status().as_str()));
         let mut expired = NewEvent::change(EventType::TaskLeaseExpired, holder, Some(task_id), old, new);
         let reason = match self {
@@ -93,7 +99,8 @@ impl Expiry {
 
 /// An agent marked `offline` because its heartbeats stopped: the event's metadata says so.
 pub fn silent_agent_event(agent: AgentId, old_status: &str, policy: &LeasePolicy) -> NewEvent {
-    let mut event = NewEvent::change(EventType::AgentStatusChange, Some(agent), None, Some(old_status), Some("offline"));
+    let mut event =
+        NewEvent::change(EventType::AgentStatusChange, Some(agent), None, Some(old_status), Some("offline"));
     event.metadata = Some(serde_json::json!({
         "reason": format!("no heartbeat for {}s", policy.period.as_secs())
     }));

@@ -92,7 +92,8 @@ impl TriggerKind {
             return Vec::new();
         };
         let (old, new) = (Some(from.as_str()), Some(to.as_str()));
-        let mut events = vec![NewEvent::change(EventType::TaskStatusChange, Some(agent), Some(task_id), old, new)];
+        let mut events =
+            vec![NewEvent::change(EventType::TaskStatusChange, Some(agent), Some(task_id), old, new)];
         if *self == TriggerKind::PoolTask {
             events.push(NewEvent::change(EventType::TaskClaimed, Some(agent), Some(task_id), old, new));
         }
@@ -104,7 +105,9 @@ impl TriggerKind {
         let task_id = task.id;
         match self {
             TriggerKind::TaskOffered => Some(Trigger::TaskOffered { task_id, task }),
-            TriggerKind::TaskAssigned | TriggerKind::PoolTask => Some(Trigger::TaskAssigned { task_id, task }),
+            TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
+                Some(Trigger::TaskAssigned { task_id, task })
+            }
             TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => None,
         }
     }
@@ -167,7 +170,11 @@ impl Wake {
     /// assigned to; workers for a pool task; the lead when it finished, and the
     /// assignee whose slot it freed. `has_dependents`: tasks wait on this one, and a
     /// completion may have made them ready for anyone.
-    pub fn after_task_change(task: &Task, previous_assignee: Option<AgentId>, has_dependents: bool) -> Vec<Wake> {
+    pub fn after_task_change(
+        task: &Task,
+        previous_assignee: Option<AgentId>,
+        has_dependents: bool,
+    ) -> Vec<Wake> {
         let mut wakes = Vec::new();
         match task.status {
             TaskStatus::Offered => wakes.extend(task.offered_to.map(Wake::Agent)),
@@ -226,7 +233,9 @@ mod tests {
         let claim: Vec<_> = PoolMode::Claim.kinds().collect();
         assert!(claim.contains(&TriggerKind::PoolTask) && !claim.contains(&TriggerKind::PoolTasksAvailable));
         let notify: Vec<_> = PoolMode::Notify.kinds().collect();
-        assert!(notify.contains(&TriggerKind::PoolTasksAvailable) && !notify.contains(&TriggerKind::PoolTask));
+        assert!(
+            notify.contains(&TriggerKind::PoolTasksAvailable) && !notify.contains(&TriggerKind::PoolTask)
+        );
         assert_eq!(claim[0], TriggerKind::TaskOffered, "offers come first");
     }
 

@@ -1,13 +1,13 @@
 //! Registration, profiles, heartbeats: the agent side of the service.
 
 use swarm_domain::agent::Registration;
+use swarm_domain::poll::Wake;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate, parse_name},
     id::AgentId,
     task::Task,
     time::Timestamp,
 };
-use swarm_domain::poll::Wake;
 use swarm_store::TaskFilter;
 
 use crate::{Caller, Change, Service, ServiceError, ServiceResult};
@@ -126,8 +126,11 @@ impl Service {
 
     pub(crate) async fn heartbeat(&self, id: AgentId) -> ServiceResult<Agent> {
         let now = Timestamp::now();
-        let agent =
-            self.store.agent_heartbeat(id, now, self.lease_until(now)).await?.ok_or_else(|| unknown_agent(id))?;
+        let agent = self
+            .store
+            .agent_heartbeat(id, now, self.lease_until(now))
+            .await?
+            .ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
     }

@@ -106,7 +106,12 @@ impl Service {
     }
 
     /// Claim the first kind that has something for the agent, in the poll's order.
-    async fn claim(&self, agent: AgentId, mut view: PollView, pool: PoolMode) -> ServiceResult<Option<Trigger>> {
+    async fn claim(
+        &self,
+        agent: AgentId,
+        mut view: PollView,
+        pool: PoolMode,
+    ) -> ServiceResult<Option<Trigger>> {
         for attempt in 1..=CLAIM_ATTEMPTS {
             let kinds = claimable(&view, pool);
             let claimed = if kinds.is_empty() {

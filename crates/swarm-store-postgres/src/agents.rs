@@ -63,13 +63,15 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
         if new.is_lead || becomes_active_lead {
             ensure_no_other_active_lead(&mut tx, new.id).await?;
         }
-        sqlx::query("UPDATE agents SET max_tasks = $2, last_updated_at = $3, last_seen_at = $3 WHERE id = $1")
-            .bind(new.id.as_uuid())
-            .bind(new.max_tasks)
-            .bind(now.datetime())
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        sqlx::query(
+            "UPDATE agents SET max_tasks = $2, last_updated_at = $3, last_seen_at = $3 WHERE id = $1",
+        )
+        .bind(new.id.as_uuid())
+        .bind(new.max_tasks)
+        .bind(now.datetime())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         if status == AgentStatus::Offline {
             settle_status(&mut tx, new.id, now, Wake::Yes).await?;
         }

@@ -82,8 +82,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
     ];
     Ok(Some(PollView {
         is_lead,
-        status: AgentStatus::parse(&status)
-            .map_err(|error| db(crate::error::corrupt("status", error)))?,
+        status: AgentStatus::parse(&status).map_err(|error| db(crate::error::corrupt("status", error)))?,
         last_seen_at: Timestamp::from_datetime(last_seen_at),
         in_progress,
         max_tasks,
@@ -210,10 +209,12 @@ async fn claim_finished(tx: &mut PgConnection, now: Timestamp) -> StoreResult<Op
 }
 
 async fn count_pool(tx: &mut PgConnection) -> StoreResult<Option<Trigger>> {
-    let count: i64 =
-        sqlx::query_scalar(concat!("SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND", ready!()))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
+    let count: i64 = sqlx::query_scalar(concat!(
+        "SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND",
+        ready!()
+    ))
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
     Ok((count > 0).then_some(Trigger::PoolTasksAvailable { count }))
 }

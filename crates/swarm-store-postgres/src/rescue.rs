@@ -36,7 +36,11 @@ pub(crate) async fn rescue(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) 
     Ok(RescueReport { expired, silenced })
 }
 
-async fn expire_leases(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) -> StoreResult<Vec<ExpiredClaim>> {
+async fn expire_leases(
+    pool: &PgPool,
+    policy: &LeasePolicy,
+    now: Timestamp,
+) -> StoreResult<Vec<ExpiredClaim>> {
     let mut tx = pool.begin().await.map_err(db)?;
     let rows: Vec<ExpiredRow> = sqlx::query_as(
         "SELECT id, status, agent_id, offered_to, from_pool, lease_losses FROM tasks \
@@ -152,7 +156,11 @@ pub(crate) async fn announce(pool: &PgPool, origin: Uuid, wakes: &[Wake]) -> Sto
 
 /// Listen for other replicas' wakes until `sink` closes. A dropped connection may have
 /// lost notifications, so reconnecting wakes everyone.
-pub(crate) async fn watch_external_changes(pool: &PgPool, origin: Uuid, sink: mpsc::Sender<Wake>) -> StoreResult<()> {
+pub(crate) async fn watch_external_changes(
+    pool: &PgPool,
+    origin: Uuid,
+    sink: mpsc::Sender<Wake>,
+) -> StoreResult<()> {
     let own_prefix = format!("{origin}|");
     loop {
         let mut listener = match listen(pool).await {

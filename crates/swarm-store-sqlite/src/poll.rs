@@ -205,10 +205,12 @@ async fn claim_finished(tx: &mut SqliteConnection, now: Timestamp) -> StoreResul
 }
 
 async fn count_pool(tx: &mut SqliteConnection) -> StoreResult<Option<Trigger>> {
-    let count: i64 =
-        sqlx::query_scalar(concat!("SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND", ready!()))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
+    let count: i64 = sqlx::query_scalar(concat!(
+        "SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND",
+        ready!()
+    ))
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(db)?;
     Ok((count > 0).then_some(Trigger::PoolTasksAvailable { count }))
 }

@@ -26,7 +26,11 @@ const EXTERNAL_CHANGE_INTERVAL: Duration = Duration::from_millis(200);
 
 type ExpiredRow = (String, String, Option<String>, Option<String>, bool, i64);
 
-pub(crate) async fn rescue(store: &SqliteStore, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
+pub(crate) async fn rescue(
+    store: &SqliteStore,
+    policy: &LeasePolicy,
+    now: Timestamp,
+) -> StoreResult<RescueReport> {
     let silent_since = now.minus_millis(policy.period_millis());
     // A read first: most passes find nothing and should not take the write lock.
     if !anything_to_rescue(&store.read, now, silent_since).await? {
@@ -90,7 +94,14 @@ pub(crate) async fn rescue(store: &SqliteStore, policy: &LeasePolicy, now: Times
             agents::settle_status(&mut tx, holder, now, Presence::No).await?;
         }
         let agent_after = if clear_assignee { None } else { assignee };
-        report.expired.push(ExpiredClaim { task_id: id, holder, from, to, offered_to, agent_id: agent_after });
+        report.expired.push(ExpiredClaim {
+            task_id: id,
+            holder,
+            from,
+            to,
+            offered_to,
+            agent_id: agent_after,
+        });
     }
 
     let silent: Vec<(String, String)> = sqlx::query_as(

@@ -93,9 +93,8 @@ async fn a_parked_poll_wakes_when_its_trigger_arrives() {
 
     // It was claimed: no second poll gets it.
     assert_eq!(poll(&hub, &worker, 0.0).await, Value::Null);
-    let (status, _) = hub
-        .post(&format!("/api/tasks/{id}/finish"), Some(&worker), json!({"status": "completed"}))
-        .await;
+    let (status, _) =
+        hub.post(&format!("/api/tasks/{id}/finish"), Some(&worker), json!({"status": "completed"})).await;
     assert_eq!(status, 200);
     assert_eq!(agent_status(&hub, &worker).await, "idle");
 }
@@ -146,17 +145,22 @@ async fn offers_and_pool_tasks_come_through_the_poll() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["task"]["status"], "pending");
     assert_eq!(body["task"]["leaseExpiresAt"], Value::Null);
-    let (status, body) = hub
-        .post(&format!("/api/tasks/{to_reject}/reject"), Some(&worker), json!({"reason": "busy"}))
-        .await;
+    let (status, body) =
+        hub.post(&format!("/api/tasks/{to_reject}/reject"), Some(&worker), json!({"reason": "busy"})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["task"]["status"], "unassigned");
 
     // The accepted task comes back as assigned work; the rejected one as pool work.
     let trigger = poll(&hub, &worker, 0.0).await;
-    assert_eq!((trigger["type"].as_str(), trigger["taskId"].as_str()), (Some("task_assigned"), Some(to_accept.as_str())));
+    assert_eq!(
+        (trigger["type"].as_str(), trigger["taskId"].as_str()),
+        (Some("task_assigned"), Some(to_accept.as_str()))
+    );
     let trigger = poll(&hub, &worker, 0.0).await;
-    assert_eq!((trigger["type"].as_str(), trigger["taskId"].as_str()), (Some("task_assigned"), Some(to_reject.as_str())));
+    assert_eq!(
+        (trigger["type"].as_str(), trigger["taskId"].as_str()),
+        (Some("task_assigned"), Some(to_reject.as_str()))
+    );
     assert_eq!(trigger["task"]["agentId"], worker.as_str());
 
     // The reference's informational pool trigger, for clients that ask for it.
@@ -168,7 +172,11 @@ async fn offers_and_pool_tasks_come_through_the_poll() {
     // The lead hears about finished worker tasks once.
     for id in [&to_accept, &to_reject] {
         let (status, _) = hub
-            .post(&format!("/api/tasks/{id}/finish"), Some(&worker), json!({"status": "completed", "output": "ok"}))
+            .post(
+                &format!("/api/tasks/{id}/finish"),
+                Some(&worker),
+                json!({"status": "completed", "output": "ok"}),
+            )
             .await;
         assert_eq!(status, 200);
     }
@@ -233,8 +241,15 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     let started = Instant::now();
     let trigger = poll(&hub, &live, 30.0).await;
     assert_eq!(trigger["type"], "task_assigned", "{trigger}");
-    assert_eq!(trigger["taskId"], pooled.as_str(), "the pool task came back to the pool and to a live worker");
-    assert!(started.elapsed() < Duration::from_secs(30), "delivered by the rescuer, not by the end of the wait");
+    assert_eq!(
+        trigger["taskId"],
+        pooled.as_str(),
+        "the pool task came back to the pool and to a live worker"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "delivered by the rescuer, not by the end of the wait"
+    );
     let (status, _) =
         hub.post(&format!("/api/tasks/{pooled}/finish"), Some(&live), json!({"status": "completed"})).await;
     assert_eq!(status, 200, "the live worker finishes it");
@@ -261,7 +276,11 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     let first_victim = agent(&hub, "first-victim", json!({})).await;
     assert_eq!(poll(&hub, &first_victim, 0.0).await["taskId"], cursed.as_str());
     let second_victim = agent(&hub, "second-victim", json!({})).await;
-    assert_eq!(poll(&hub, &second_victim, 30.0).await["taskId"], cursed.as_str(), "back after the first loss");
+    assert_eq!(
+        poll(&hub, &second_victim, 30.0).await["taskId"],
+        cursed.as_str(),
+        "back after the first loss"
+    );
     let failed = wait_for_task(&hub, &cursed, Duration::from_secs(20), |t| t["status"] == "failed").await;
     assert_eq!(failed["status"], "failed", "{failed}");
     let reason = failed["failureReason"].as_str().unwrap_or_default();

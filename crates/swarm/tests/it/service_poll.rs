@@ -75,7 +75,8 @@ async fn a_parked_poll_is_woken_by_a_change_in_the_same_process(store: Arc<dyn S
         })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let pooled = service.task_create(Caller::Operator, TaskDraft { task: "anyone".into(), ..TaskDraft::default() });
+    let pooled =
+        service.task_create(Caller::Operator, TaskDraft { task: "anyone".into(), ..TaskDraft::default() });
     let pooled = pooled.await.unwrap().id;
     let (trigger, waited) = parked.await.unwrap();
     let Some(Trigger::TaskAssigned { task_id, .. }) = trigger else { panic!("{trigger:?}") };

@@ -162,9 +162,11 @@ async fn stress(hubs: &[Hub]) {
 async fn register(http: &reqwest::Client, url: &str, name: &str, is_lead: bool) -> String {
     let id = uuid::Uuid::new_v4().to_string();
     let body = json!({"name": name, "isLead": is_lead, "maxTasks": 3});
-    let _: Value =
-        expect_ok(http.post(format!("{url}/api/agents")).header("X-Agent-ID", &id).json(&body).send().await, "register")
-            .await;
+    let _: Value = expect_ok(
+        http.post(format!("{url}/api/agents")).header("X-Agent-ID", &id).json(&body).send().await,
+        "register",
+    )
+    .await;
     id
 }
 

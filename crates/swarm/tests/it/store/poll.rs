@@ -149,7 +149,15 @@ async fn poll_respects_capacity_and_dependencies(store: Arc<dyn Store>) {
     // A free slot: work waiting on an unfinished dependency is skipped.
     let blocker = fx.pool_task("blocker").await;
     let blocked = fx
-        .create(TaskDraft { agent_id: Some(worker), depends_on: vec![blocker.id], priority: Some(100), ..draft("b") }, None)
+        .create(
+            TaskDraft {
+                agent_id: Some(worker),
+                depends_on: vec![blocker.id],
+                priority: Some(100),
+                ..draft("b")
+            },
+            None,
+        )
         .await;
     fx.must_change(busy_with.id, complete(worker)).await;
     assert_eq!(task_of(claim(&fx, worker, fx.now()).await).1, assigned.id, "the blocked task is skipped");
@@ -180,7 +188,11 @@ async fn tasks_finished_go_to_the_lead_once(store: Arc<dyn Store>) {
         panic!("the lead gets tasks_finished");
     };
     let ids: Vec<TaskId> = tasks.iter().map(|task| task.id).collect();
-    assert_eq!((count, ids), (2, vec![first.id, second.id]), "worker tasks, completed and failed, oldest first");
+    assert_eq!(
+        (count, ids),
+        (2, vec![first.id, second.id]),
+        "worker tasks, completed and failed, oldest first"
+    );
     assert!(tasks.iter().all(|task| task.notified_at == Some(now)));
     assert_eq!(claim(&fx, lead, fx.now()).await, None, "each finished task is reported once");
 
@@ -262,9 +274,16 @@ async fn rescue_returns_expired_claims_where_they_came_from(store: Arc<dyn Store
     assert_eq!(moved, expected);
 
     let back = fx.task(offered.id).await;
-    assert_eq!((back.status, back.offered_to, back.lease_expires_at, back.lease_losses), (TaskStatus::Offered, Some(worker), None, 1));
+    assert_eq!(
+        (back.status, back.offered_to, back.lease_expires_at, back.lease_losses),
+        (TaskStatus::Offered, Some(worker), None, 1)
+    );
     let back = fx.task(assigned.id).await;
-    assert_eq!((back.status, back.agent_id), (TaskStatus::Pending, Some(worker)), "assigned work stays assigned");
+    assert_eq!(
+        (back.status, back.agent_id),
+        (TaskStatus::Pending, Some(worker)),
+        "assigned work stays assigned"
+    );
     let back = fx.task(pooled.id).await;
     assert_eq!((back.status, back.agent_id), (TaskStatus::Unassigned, None), "pool work returns to the pool");
     assert_eq!(fx.agent(worker).await.status, AgentStatus::Idle, "the holder holds nothing in progress");
@@ -320,7 +339,9 @@ async fn rescue_marks_silent_agents_offline(store: Arc<dyn Store>) {
     let events = fx.agent_events(silent).await;
     let changes = of_type(&events, EventType::AgentStatusChange);
     assert_eq!(changes[0].new_value.as_deref(), Some("offline"));
-    assert!(changes[0].metadata.as_ref().is_some_and(|m| m["reason"].as_str().unwrap().contains("no heartbeat")));
+    assert!(
+        changes[0].metadata.as_ref().is_some_and(|m| m["reason"].as_str().unwrap().contains("no heartbeat"))
+    );
 
     // Already offline: not reported again. A heartbeat brings it back.
     assert!(fx.store.rescue(&policy, beat.plus_millis(2_000)).await.unwrap().silenced.is_empty());
@@ -343,11 +364,15 @@ async fn reviewing_offers_can_be_accepted_and_rejected(store: Arc<dyn Store>) {
     fx.must_refuse(to_accept.id, TaskAction::Accept { agent: stranger }).await;
     let until = fx.now();
     let accept = TaskAction::Accept { agent: worker }.change().with_lease(until);
-    let Applied::Changed { after, .. } = fx.store.task_apply(to_accept.id, &accept, Some(worker), fx.now()).await.unwrap()
+    let Applied::Changed { after, .. } =
+        fx.store.task_apply(to_accept.id, &accept, Some(worker), fx.now()).await.unwrap()
     else {
         panic!("accept from reviewing");
     };
-    assert_eq!((after.status, after.agent_id, after.lease_expires_at), (TaskStatus::Pending, Some(worker), None));
+    assert_eq!(
+        (after.status, after.agent_id, after.lease_expires_at),
+        (TaskStatus::Pending, Some(worker), None)
+    );
 
     let reject = TaskAction::Reject { agent: worker, reason: Some("not mine".into()) };
     let after = fx.must_change(to_reject.id, reject).await;
