@@ -201,7 +201,10 @@ async fn claim_finished(tx: &mut SqliteConnection, now: Timestamp) -> StoreResul
             tasks.push(get_known(tx, task_id(id)?).await?);
         }
     }
-    Ok((!tasks.is_empty()).then(|| Trigger::TasksFinished { count: tasks.len(), tasks }))
+    if tasks.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Trigger::TasksFinished { count: tasks.len(), tasks }))
 }
 
 async fn count_pool(tx: &mut SqliteConnection) -> StoreResult<Option<Trigger>> {
