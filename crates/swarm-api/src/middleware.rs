@@ -43,8 +43,8 @@ pub async fn require_api_key(State(state): State<AppState>, request: Request, ne
     }
 }
 
-const ALLOWED_HEADERS: &str =
-    "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
+const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, \
+     Mcp-Method, Mcp-Name, Last-Event-ID";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
 /// Any origin may call the hub (it is guarded by the key, not by origin). Preflight

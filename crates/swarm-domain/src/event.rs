@@ -16,6 +16,7 @@ pub enum EventType {
     TaskCreated,
     TaskStatusChange,
     TaskProgress,
+    TaskEdited,
     TaskOffered,
     TaskAccepted,
     TaskRejected,
@@ -26,13 +27,14 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 13] = [
+    pub const ALL: [EventType; 14] = [
         EventType::AgentJoined,
         EventType::AgentStatusChange,
         EventType::AgentLeft,
         EventType::TaskCreated,
         EventType::TaskStatusChange,
         EventType::TaskProgress,
+        EventType::TaskEdited,
         EventType::TaskOffered,
         EventType::TaskAccepted,
         EventType::TaskRejected,
@@ -50,6 +52,7 @@ impl EventType {
             EventType::TaskCreated => "task_created",
             EventType::TaskStatusChange => "task_status_change",
             EventType::TaskProgress => "task_progress",
+            EventType::TaskEdited => "task_edited",
             EventType::TaskOffered => "task_offered",
             EventType::TaskAccepted => "task_accepted",
             EventType::TaskRejected => "task_rejected",

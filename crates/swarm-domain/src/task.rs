@@ -76,6 +76,10 @@ impl TaskStatus {
         Self::FINISHED.contains(self)
     }
 
+    /// Statuses in which nobody has taken the task up yet, so its text may still change.
+    pub const EDITABLE: [TaskStatus; 4] =
+        [TaskStatus::Backlog, TaskStatus::Unassigned, TaskStatus::Offered, TaskStatus::Pending];
+
     /// Statuses that wait on an agent doing something: their holder keeps a lease by
     /// heartbeating, and the rescuer takes the task back when the lease runs out.
     pub fn is_leased(&self) -> bool {
@@ -175,14 +179,7 @@ impl NewTask {
     /// The first status follows CONTRACT.md: offered, else assigned (pending), else
     /// backlog when asked for, else the pool (unassigned).
     pub fn parse(draft: TaskDraft, creator: Option<AgentId>) -> Result<Self, Invalid> {
-        let text = draft.task.trim();
-        reject_nul("task", text)?;
-        if text.is_empty() {
-            return Err(Invalid::new("task must not be empty"));
-        }
-        if text.chars().count() > TASK_TEXT_MAX_CHARS {
-            return Err(Invalid(format!("task must be at most {TASK_TEXT_MAX_CHARS} characters")));
-        }
+        let text = parse_task_text(&draft.task)?;
         if draft.agent_id.is_some() && draft.offered_to.is_some() {
             return Err(Invalid::new("give agentId (assign) or offeredTo (offer), not both"));
         }
@@ -204,7 +201,7 @@ impl NewTask {
         let task_type = draft.task_type.as_deref().map(|t| parse_word("taskType", t)).transpose()?;
         Ok(NewTask {
             id: TaskId::new_v7(),
-            task: text.to_string(),
+            task: text,
             status,
             agent_id: draft.agent_id,
             creator_agent_id: creator,
@@ -242,6 +239,19 @@ impl NewTask {
         }
         events
     }
+}
+
+/// A task's text: trimmed, not empty, bounded, no NUL.
+pub fn parse_task_text(text: &str) -> Result<String, Invalid> {
+    let text = text.trim();
+    reject_nul("task", text)?;
+    if text.is_empty() {
+        return Err(Invalid::new("task must not be empty"));
+    }
+    if text.chars().count() > TASK_TEXT_MAX_CHARS {
+        return Err(Invalid(format!("task must be at most {TASK_TEXT_MAX_CHARS} characters")));
+    }
+    Ok(text.to_string())
 }
 
 fn parse_word(field: &str, text: &str) -> Result<String, Invalid> {

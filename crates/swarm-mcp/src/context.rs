@@ -39,9 +39,7 @@ impl Identity {
                 if text.is_empty() {
                     return Ok(None);
                 }
-                AgentId::parse(text)
-                    .map(Some)
-                    .map_err(|_| format!("X-Agent-ID must be a UUID, got {text:?}"))
+                AgentId::parse(text).map(Some).map_err(|_| format!("X-Agent-ID must be a UUID, got {text:?}"))
             }
         }
     }

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use rmcp::transport::{
-    StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::never::NeverSessionManager,
+    StreamableHttpServerConfig, StreamableHttpService,
+    streamable_http_server::session::never::NeverSessionManager,
 };
 use swarm_service::Service;
 use tokio_util::sync::CancellationToken;
@@ -72,9 +73,9 @@ mod tests {
     #[test]
     fn allowed_hosts_parse() {
         assert_eq!(AllowedHosts::parse("*"), AllowedHosts::Any);
-        assert_eq!(AllowedHosts::parse("localhost, hub.example:3013,"), AllowedHosts::Only(vec![
-            "localhost".into(),
-            "hub.example:3013".into()
-        ]));
+        assert_eq!(
+            AllowedHosts::parse("localhost, hub.example:3013,"),
+            AllowedHosts::Only(vec!["localhost".into(), "hub.example:3013".into()])
+        );
     }
 }

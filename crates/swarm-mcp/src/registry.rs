@@ -8,11 +8,8 @@
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
-use rmcp::{
-    handler::server::common::schema_for_input,
-    model::{Tool, ToolAnnotations},
-};
-use schemars::JsonSchema;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use schemars::{JsonSchema, generate::SchemaSettings};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -37,7 +34,10 @@ pub enum Audience {
     Anyone,
     /// Any registered agent.
     Agents,
-    #[allow(dead_code, reason = "the lead's own tools (inbox-delegate, slack-post) come with the Slack inbox")]
+    #[allow(
+        dead_code,
+        reason = "the lead's own tools (inbox-delegate, slack-post) come with the Slack inbox"
+    )]
     LeadOnly,
     WorkerOnly,
 }
@@ -86,16 +86,18 @@ impl ToolSpec {
     /// A tool whose arguments are `A`: its input schema is generated from `A`, and a call
     /// whose arguments do not deserialize into `A` is answered with a refusal that names
     /// the offending field, before `handler` runs.
-    pub fn new<A, F, Fut>(name: &'static str, description: &'static str, audience: Audience, handler: F) -> Self
+    pub fn new<A, F, Fut>(
+        name: &'static str,
+        description: &'static str,
+        audience: Audience,
+        handler: F,
+    ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(ToolCall, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Outcome> + Send + 'static,
     {
-        // The argument types are ours and always objects; a failure here is a bug in
-        // a tool definition, caught by the registry's tests.
-        let schema = schema_for_input::<A>()
-            .unwrap_or_else(|err| panic!("the arguments of tool {name} have a bad schema: {err}"));
+        let schema = Arc::new(input_schema::<A>(name));
         let handler = Arc::new(handler);
         let erased: Handler = Arc::new(move |call: ToolCall, arguments: Value| {
             let handler = Arc::clone(&handler);
@@ -156,6 +158,67 @@ impl Registry {
     }
 }
 
+/// The JSON Schema (2020-12) of a tool's arguments, written for portability: subschemas
+/// inlined (no `$ref`), and an optional argument typed as its value (`"type": "string"`,
+/// not `["string", "null"]`), which single-type dialects such as Gemini's accept.
+/// Arguments stay optional by being left out of `required`.
+fn input_schema<A: JsonSchema>(name: &str) -> JsonObject {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().into_root_schema_for::<A>();
+    let Ok(Value::Object(mut schema)) = serde_json::to_value(schema) else {
+        panic!("the arguments of tool {name} do not have an object schema");
+    };
+    // The argument types are ours; a non-object one is a bug caught by the tests.
+    assert_eq!(
+        schema.get("type"),
+        Some(&Value::from("object")),
+        "the arguments of tool {name} are not an object"
+    );
+    // The type's own name and doc comment are noise to a model.
+    schema.remove("title");
+    schema.remove("description");
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for property in properties.values_mut() {
+            if let Value::Object(property) = property {
+                drop_null_branch(property);
+            }
+        }
+    }
+    schema
+}
+
+/// `{"type": ["string", "null"]}` → `{"type": "string"}`; `{"anyOf": [S, {"type": "null"}]}`
+/// → `S` (keeping the property's description); `null` leaves an `enum` too.
+fn drop_null_branch(property: &mut JsonObject) {
+    let is_null = |value: &Value| value == "null" || value.get("type").is_some_and(|kind| kind == "null");
+    if property.get("default").is_some_and(Value::is_null) {
+        property.remove("default");
+    }
+    if let Some(Value::Array(values)) = property.get_mut("enum") {
+        values.retain(|value| !value.is_null());
+    }
+    if let Some(Value::Array(types)) = property.get_mut("type") {
+        types.retain(|kind| kind != "null");
+        if types.len() == 1 {
+            let single = types.remove(0);
+            property.insert("type".into(), single);
+        }
+    }
+    let branches = match property.get("anyOf") {
+        Some(Value::Array(branches)) if branches.len() == 2 && branches.iter().any(is_null) => {
+            branches.clone()
+        }
+        _ => return,
+    };
+    property.remove("anyOf");
+    if let Some(Value::Object(kept)) = branches.into_iter().find(|branch| !is_null(branch)) {
+        for (key, value) in kept {
+            property.entry(key).or_insert(value);
+        }
+    }
+}
+
 /// Missing arguments are an empty object, so tools without required fields can be
 /// called bare. Errors name the field: `taskId: invalid type: integer, expected a UUID`.
 fn parse_arguments<A: DeserializeOwned>(arguments: Value) -> Result<A, String> {
@@ -208,6 +271,34 @@ mod tests {
     struct Sample {
         task_id: uuid::Uuid,
         limit: Option<i64>,
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Optional {
+        /// A note.
+        note: Option<String>,
+        kind: Option<Kind>,
+        required: Kind,
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    enum Kind {
+        A,
+        B,
+    }
+
+    #[test]
+    fn input_schemas_are_portable() {
+        let schema = input_schema::<Optional>("sample");
+        let properties = &schema["properties"];
+        assert_eq!(properties["note"], serde_json::json!({"type": "string", "description": "A note."}));
+        assert_eq!(properties["kind"]["enum"], serde_json::json!(["A", "B"]));
+        assert_eq!(properties["required"]["enum"], serde_json::json!(["A", "B"]));
+        assert_eq!(schema["required"], serde_json::json!(["required"]));
+        let text = serde_json::to_string(&schema).unwrap();
+        assert!(!text.contains("null") && !text.contains("$ref"), "{text}");
     }
 
     #[test]

@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 use swarm_domain::id::AgentId;
 use swarm_service::ServiceError;
 
+/// The fields of every result; a tool's own fields go beside them.
+const RESERVED: [&str; 3] = ["yourAgentId", "success", "message"];
+
 #[derive(Debug, Clone)]
 pub struct Reply {
     success: bool,
@@ -28,6 +31,7 @@ impl Reply {
 
     /// Add a field beside `success` and `message`.
     pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        debug_assert!(!RESERVED.contains(&key), "{key} is a field every reply has");
         let value = serde_json::to_value(value).unwrap_or_else(|err| {
             tracing::error!(%err, key, "a tool result field did not serialize");
             Value::Null
@@ -48,7 +52,8 @@ impl Reply {
     pub fn into_result(self, caller: Option<AgentId>) -> CallToolResult {
         let mut content = Map::new();
         let agent_id = self.agent_id.or(caller);
-        content.insert("yourAgentId".into(), agent_id.map_or(Value::Null, |id| Value::String(id.to_string())));
+        content
+            .insert("yourAgentId".into(), agent_id.map_or(Value::Null, |id| Value::String(id.to_string())));
         content.insert("success".into(), Value::Bool(self.success));
         content.insert("message".into(), Value::String(self.message));
         content.extend(self.data);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
+        ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
 };
@@ -84,7 +84,8 @@ impl ServerHandler for McpServer {
                 return Err(ErrorData::internal_error("the hub could not look up the caller", None));
             }
         };
-        let tools: Vec<Tool> = self.registry.visible_to(caller.role()).map(|spec| spec.tool.clone()).collect();
+        let tools: Vec<Tool> =
+            self.registry.visible_to(caller.role()).map(|spec| spec.tool.clone()).collect();
         // The list depends on the caller. rmcp marks it `cacheScope: private, ttlMs: 0`
         // for 2026-07-28 clients (no shared cache may hand it to another agent); older
         // revisions have no cache hints.
@@ -101,7 +102,9 @@ impl ServerHandler for McpServer {
         };
         let caller = match self.caller(&context).await {
             Ok(caller) => caller,
-            Err(CallerError::BadHeader(message)) => return Ok(Reply::refused(message).into_result(None).into()),
+            Err(CallerError::BadHeader(message)) => {
+                return Ok(Reply::refused(message).into_result(None).into());
+            }
             Err(CallerError::Service(err)) => return Ok(Reply::from(err).into_result(None).into()),
         };
         let role = caller.role();

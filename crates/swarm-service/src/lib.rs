@@ -8,11 +8,11 @@ mod agents;
 mod delegation;
 mod error;
 mod poll;
-mod rescue;
-mod wake;
 mod reporting;
+mod rescue;
 mod sessions;
 mod tasks;
+mod wake;
 
 use std::sync::Arc;
 
@@ -32,8 +32,8 @@ pub use agents::{InboxSummary, RegisterInput};
 pub use delegation::SendTask;
 pub use error::{ServiceError, ServiceResult};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
-pub use rescue::Background;
 pub use reporting::{Finish, ReportOutcome, TaskReport};
+pub use rescue::Background;
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 
 /// Who is asking. `Agent` comes from `X-Agent-ID`; `Operator` is a person or script

@@ -4,7 +4,9 @@
 use swarm_domain::{
     event::Event,
     id::{AgentId, TaskId},
-    task::{FinishOutcome, NewTask, Refusal, Task, TaskAction, TaskDraft, TaskStatus, parse_note},
+    task::{
+        FinishOutcome, NewTask, Refusal, Task, TaskAction, TaskDraft, TaskStatus, parse_note, parse_task_text,
+    },
     time::Timestamp,
 };
 use swarm_store::{Applied, EventFilter, TaskFilter};
@@ -139,6 +141,34 @@ impl Service {
             ..TaskFilter::default()
         };
         Ok(self.store.task_list(&filter).await?.0)
+    }
+
+    /// Change a task's text while nobody has taken it up (backlog, pool, offered,
+    /// pending), as its creator, the lead or an operator.
+    pub async fn task_edit(&self, caller: Caller, id: TaskId, text: &str) -> ServiceResult<Task> {
+        let text = parse_task_text(text)?;
+        let caller_agent = self.caller_agent(caller).await?;
+        let task = self.task_get(id).await?;
+        let privileged = caller_agent.as_ref().is_none_or(|agent| agent.is_lead);
+        let is_creator = caller.agent_id().is_some() && task.creator_agent_id == caller.agent_id();
+        if !privileged && !is_creator {
+            return Err(ServiceError::Forbidden("only the lead or the task's creator may edit it".into()));
+        }
+        match self.store.task_edit_text(id, &text, caller.agent_id(), Timestamp::now()).await? {
+            Applied::Changed { after, .. } => {
+                self.publish(Change::Task { task_id: id });
+                Ok(after)
+            }
+            Applied::NotFound => Err(unknown_task(id)),
+            Applied::Refused { current } => {
+                let editable: Vec<&str> = TaskStatus::EDITABLE.iter().map(TaskStatus::as_str).collect();
+                Err(ServiceError::Conflict(format!(
+                    "cannot edit task: it is {}; only a task nobody has taken up ({}) can be edited",
+                    current.status,
+                    editable.join(", ")
+                )))
+            }
+        }
     }
 
     /// Perform one task action for the caller: the one entry point of every REST task

@@ -202,3 +202,43 @@ pub(crate) async fn set_progress(
     tx.commit().await.map_err(db)?;
     Ok(Applied::Changed { before, after })
 }
+
+/// Guarded by the status: only a task nobody has taken up may change its text.
+pub(crate) async fn edit_text(
+    pool: &PgPool,
+    id: TaskId,
+    text: &str,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let before = sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
+        .bind(id.as_uuid())
+        .try_map(task_from_row)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+    let Some(before) = before else {
+        return Ok(Applied::NotFound);
+    };
+    let editable: Vec<&str> = TaskStatus::EDITABLE.iter().map(TaskStatus::as_str).collect();
+    let changed: Option<Uuid> = sqlx::query_scalar(
+        "UPDATE tasks SET task = $2, last_updated_at = $3 WHERE id = $1 AND status = ANY($4) RETURNING id",
+    )
+    .bind(id.as_uuid())
+    .bind(text)
+    .bind(now.datetime())
+    .bind(editable)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if changed.is_none() {
+        tx.rollback().await.map_err(db)?;
+        return Ok(Applied::Refused { current: before });
+    }
+    let edited = NewEvent::change(EventType::TaskEdited, actor, Some(id), None, None);
+    events::insert(&mut tx, &edited, now).await?;
+    let after = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}

@@ -192,6 +192,16 @@ impl Store for PgStore {
         apply::apply(&self.pool, id, change, actor, now).await
     }
 
+    async fn task_edit_text(
+        &self,
+        id: TaskId,
+        text: &str,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        apply::edit_text(&self.pool, id, text, actor, now).await
+    }
+
     async fn task_set_progress(
         &self,
         id: TaskId,

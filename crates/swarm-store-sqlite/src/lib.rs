@@ -210,6 +210,16 @@ impl Store for SqliteStore {
         transitions::apply(self, id, change, actor, now).await
     }
 
+    async fn task_edit_text(
+        &self,
+        id: TaskId,
+        text: &str,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        transitions::edit_text(self, id, text, actor, now).await
+    }
+
     async fn task_set_progress(
         &self,
         id: TaskId,

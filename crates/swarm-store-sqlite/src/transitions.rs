@@ -195,3 +195,35 @@ pub(crate) async fn set_progress(
     tx.commit().await.map_err(db)?;
     Ok(Applied::Changed { before, after })
 }
+
+pub(crate) async fn edit_text(
+    store: &SqliteStore,
+    id: TaskId,
+    text: &str,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let mut tx = store.begin_write().await?;
+    let Some(before) = tasks::get(&mut tx, id).await? else {
+        return Ok(Applied::NotFound);
+    };
+    let mut update = QueryBuilder::<Sqlite>::new("UPDATE tasks SET task = ");
+    update.push_bind(text.to_string());
+    update.push(", last_updated_at = ").push_bind(now.unix_millis());
+    update.push(" WHERE id = ").push_bind(id.to_string());
+    update.push(" AND status IN (");
+    let mut editable = update.separated(", ");
+    for status in TaskStatus::EDITABLE {
+        editable.push_bind(status.as_str());
+    }
+    update.push(") RETURNING id");
+    if update.build().fetch_optional(&mut *tx).await.map_err(db)?.is_none() {
+        tx.rollback().await.map_err(db)?;
+        return Ok(Applied::Refused { current: before });
+    }
+    let edited = NewEvent::change(EventType::TaskEdited, actor, Some(id), None, None);
+    events::insert(&mut tx, &edited, now).await?;
+    let after = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}

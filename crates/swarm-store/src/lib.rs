@@ -168,6 +168,16 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>>;
 
+    /// Replace the task's text, guarded by its status being one of
+    /// [`TaskStatus::EDITABLE`] (nobody has taken it up). Logs `task_edited`.
+    async fn task_edit_text(
+        &self,
+        id: TaskId,
+        text: &str,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>>;
+
     /// Record a progress note, guarded by the task not being finished and, when given,
     /// by `assignee`. Logs `task_progress`.
     async fn task_set_progress(

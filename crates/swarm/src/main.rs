@@ -3,6 +3,7 @@
 //! `main` only parses arguments, runs the chosen command and maps the result to an
 //! exit code; each command lives in its own module.
 
+mod bench;
 mod commands;
 mod mcp;
 mod serve;
@@ -37,6 +38,9 @@ enum Command {
     Agent(commands::AgentCommand),
     /// Show agent and task counts of a running hub.
     Stats(commands::StatsArgs),
+    /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
+    #[command(long_about = bench::LONG_ABOUT)]
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -55,6 +59,7 @@ fn main() -> std::process::ExitCode {
             Command::Task(command) => commands::run_task(command).await,
             Command::Agent(command) => commands::run_agent(command).await,
             Command::Stats(args) => commands::run_stats(args).await,
+            Command::Bench(args) => bench::run(args).await,
         }
     });
     match result {

@@ -1,6 +1,8 @@
 //! `swarm mcp`: the MCP tools over stdio, for an agent CLI to start as its MCP server.
 //! It opens the same database as `swarm serve` (both may run at once) and needs no hub.
 
+use std::time::Duration;
+
 use anyhow::Context;
 use clap::Args;
 use swarm_domain::id::AgentId;
@@ -8,6 +10,9 @@ use swarm_mcp::{InboxRole, StdioOptions};
 use swarm_service::Service;
 
 use crate::serve::{DatabaseArgs, init_logging, open_store, shutdown_signal};
+
+/// How often the rescuer runs: `swarm serve`'s default.
+const RESCUE_INTERVAL: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -23,13 +28,14 @@ pub struct McpArgs {
     #[arg(long, env = "ATLAS_TRIGGER", value_name = "NAME")]
     trigger: Option<String>,
     /// Log format on stderr (stdout carries the protocol): text or json. The level is
-    /// set with RUST_LOG (default info).
+    /// set with RUST_LOG (default info, rmcp's session chatter at warn).
     #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<()> {
-    init_logging(&args.log_format);
+    // rmcp logs every session's start and end at info: noise in an agent CLI's log.
+    init_logging(&args.log_format, "info,rmcp=warn,sqlx=warn");
     let agent_id = match args.agent_id.as_deref().map(str::trim).filter(|id| !id.is_empty()) {
         Some(id) => Some(AgentId::parse(id).context("--agent-id (AGENT_ID) must be an agent's UUID")?),
         None => None,
@@ -41,6 +47,9 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
     let (store, description) = open_store(&args.database).await?;
     tracing::info!(database = %description, agent = ?agent_id, role = ?inbox_role, "serving MCP on stdio");
     let service = Service::new(store);
+    // With no hub running, this process returns expired claims itself; and a waiting
+    // poll-task wakes when another process (the hub, another `swarm mcp`) adds work.
+    let _background = service.start_background(RESCUE_INTERVAL);
     let options = StdioOptions { agent_id, inbox_role };
     tokio::select! {
         served = swarm_mcp::serve_stdio(service, options) => served.context("the MCP stdio transport failed")?,

@@ -9,7 +9,7 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     task::{Task, TaskDraft, TaskStatus},
 };
-use swarm_service::{ActionOutcome, Caller, TaskListQuery, TaskRequest};
+use swarm_service::{ActionOutcome, Caller, TaskListQuery, TaskReport, TaskRequest};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -33,6 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(tasks_pause))
         .routes(routes!(tasks_resume))
         .routes(routes!(tasks_progress))
+        .routes(routes!(tasks_edit))
         .routes(routes!(tasks_to_backlog))
         .routes(routes!(tasks_from_backlog))
         .routes(routes!(tasks_paused))
@@ -140,6 +141,13 @@ pub struct FinishBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ReasonBody {
     reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EditBody {
+    /// The new text.
+    #[schema(min_length = 1, max_length = 100000, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
+    task: String,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -361,6 +369,8 @@ async fn tasks_resume(
 }
 
 /// Record a progress note (the assignee or the lead); refused once the task is finished.
+/// The REST twin of the `store-progress` tool: an assignee reporting on its own
+/// `pending` task starts it first.
 #[utoipa::path(post, path = "/api/tasks/{id}/progress", tag = "tasks", request_body = ProgressBody,
     params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), ErrorResponses))]
@@ -370,7 +380,24 @@ async fn tasks_progress(
     Path(id): Path<String>,
     AppJson(body): AppJson<ProgressBody>,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
-    act(&state, caller, &id, TaskRequest::Progress { progress: body.progress }).await
+    let report = TaskReport { progress: Some(body.progress), finish: None };
+    let outcome = state.service.task_report(caller, TaskId::parse(&id)?, report).await?;
+    let outcome = ActionOutcome { task: outcome.task, already_finished: outcome.already_finished };
+    Ok(Json(outcome.into()))
+}
+
+/// Change a task's text while nobody has taken it up (backlog, pool, offered, pending):
+/// the task's creator, the lead or an operator. 409 once it is under review or started.
+#[utoipa::path(post, path = "/api/tasks/{id}/edit", tag = "tasks", request_body = EditBody,
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = Task), ErrorResponses))]
+async fn tasks_edit(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<EditBody>,
+) -> Result<Json<Task>, ApiError> {
+    Ok(Json(state.service.task_edit(caller, TaskId::parse(&id)?, &body.task).await?))
 }
 
 /// Park a pool task in the backlog.

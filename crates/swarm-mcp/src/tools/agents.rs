@@ -138,7 +138,10 @@ async fn update_profile(call: ToolCall, args: UpdateProfileArguments) -> Outcome
     }
     // Validate the profile before renaming, so a bad field changes nothing.
     let profile = if has_profile {
-        Some(ProfileUpdate::parse(args.description, args.role, args.capabilities).map_err(|err| Reply::refused(err.0))?)
+        Some(
+            ProfileUpdate::parse(args.description, args.role, args.capabilities)
+                .map_err(|err| Reply::refused(err.0))?,
+        )
     } else {
         None
     };

@@ -180,7 +180,7 @@ async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> 
         ..TaskDraft::default()
     };
     let task = call.service.task_create(call.caller(), draft).await?;
-    Ok(Reply::ok(format!("task {} filed", task.id)).with("message", message(&task)))
+    Ok(Reply::ok(format!("task {} filed", task.id)).with("task", message(&task)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -193,7 +193,7 @@ struct TaskIdArguments {
 async fn task_get(call: ToolCall, args: TaskIdArguments) -> Outcome {
     let task = call.service.task_get(TaskId::from_uuid(args.task_id)).await?;
     let view = message(&task);
-    Ok(Reply::ok(format!("task {} is {}", task.id, view.status)).with("message", view))
+    Ok(Reply::ok(format!("task {} is {}", task.id, view.status)).with("task", view))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -204,15 +204,17 @@ struct UpdateArguments {
 }
 
 async fn task_update(call: ToolCall, args: UpdateArguments) -> Outcome {
-    // FIXME(inbox): editing a task's text needs a guarded store operation (update
-    // the text only while the task has not started) that the store does not have yet.
-    let task = call.service.task_get(TaskId::from_uuid(args.task_id)).await?;
-    let _ = args.content;
-    Err(Reply::refused(format!(
-        "task_update is not supported yet: a task's text cannot be changed. Cancel task {} with \
-         task_cancel and file a new one with task_create.",
-        task.id
-    )))
+    let id = TaskId::from_uuid(args.task_id);
+    let task = call.service.task_get(id).await?;
+    if inbox_status(task.status) != "pending" {
+        return Err(Reply::refused(format!(
+            "task {id} is {} ({}): only a task that has not started can be updated",
+            inbox_status(task.status),
+            task.status
+        )));
+    }
+    let task = call.service.task_edit(call.caller(), id, &args.content).await?;
+    Ok(Reply::ok(format!("task {id} updated")).with("task", message(&task)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -233,8 +235,9 @@ async fn task_cancel(call: ToolCall, args: CancelArguments) -> Outcome {
             task.status
         )));
     }
-    let outcome = call.service.task_act(call.caller(), id, TaskRequest::Cancel { reason: args.reason }).await?;
-    Ok(Reply::ok(format!("task {id} cancelled")).with("message", message(&outcome.task)))
+    let outcome =
+        call.service.task_act(call.caller(), id, TaskRequest::Cancel { reason: args.reason }).await?;
+    Ok(Reply::ok(format!("task {id} cancelled")).with("task", message(&outcome.task)))
 }
 
 async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {
@@ -251,7 +254,9 @@ async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {
         Some(Trigger::TaskOffered { task, .. }) => {
             (format!("task {} is offered to you: accept or reject it with task-action", task.id), Some(task))
         }
-        Some(Trigger::TaskAssigned { task, .. }) => (format!("task {} is yours and started", task.id), Some(task)),
+        Some(Trigger::TaskAssigned { task, .. }) => {
+            (format!("task {} is yours and started", task.id), Some(task))
+        }
         Some(other) => (format!("{} for you", other.type_name()), None),
     };
     if n_active > 0 {
@@ -271,7 +276,8 @@ struct CompleteArguments {
 }
 
 async fn task_complete(call: ToolCall, args: CompleteArguments) -> Outcome {
-    let finish = Finish { status: TaskStatus::Completed, output: Some(args.response_summary), failure_reason: None };
+    let finish =
+        Finish { status: TaskStatus::Completed, output: Some(args.response_summary), failure_reason: None };
     let report = TaskReport { progress: None, finish: Some(finish) };
     let outcome = call.service.task_report(call.caller(), TaskId::from_uuid(args.task_id), report).await?;
     let text = if outcome.already_finished {
@@ -279,7 +285,7 @@ async fn task_complete(call: ToolCall, args: CompleteArguments) -> Outcome {
     } else {
         format!("task {} done", outcome.task.id)
     };
-    Ok(Reply::ok(text).with("message", message(&outcome.task)))
+    Ok(Reply::ok(text).with("task", message(&outcome.task)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -298,11 +304,12 @@ async fn task_list(call: ToolCall, args: ListArguments) -> Outcome {
         return Err(Reply::refused(format!("limit must be between 1 and {LIST_LIMIT_MAX}, got {limit}")));
     }
     let status = args.status.unwrap_or_else(|| "pending".into());
-    let query = TaskListQuery { statuses: statuses_for(&status)?, limit: Some(limit), ..TaskListQuery::default() };
+    let query =
+        TaskListQuery { statuses: statuses_for(&status)?, limit: Some(limit), ..TaskListQuery::default() };
     let (tasks, total) = call.service.task_list(query).await?;
     let messages: Vec<Message<'_>> = tasks.iter().map(message).collect();
     Ok(Reply::ok(format!("{} of {total} {status} tasks", messages.len()))
-        .with("messages", messages)
+        .with("tasks", messages)
         .with("total", total))
 }
 

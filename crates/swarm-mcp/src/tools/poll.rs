@@ -49,14 +49,17 @@ async fn poll_task(call: ToolCall, args: PollTaskArguments) -> Outcome {
     let trigger = call.service.poll(call.caller(), request).await?;
     let waited = started.elapsed().as_secs();
     let (message, task) = match &trigger {
-        None => (format!("no work arrived within {}s: call poll-task again to keep waiting", wait.as_secs()), None),
-        Some(Trigger::TaskOffered { task_id, task }) => (
-            format!("task {task_id} is offered to you: accept or reject it with task-action"),
+        None => (
+            format!("no work arrived within {}s: call poll-task again to keep waiting", wait.as_secs()),
+            None,
+        ),
+        Some(Trigger::TaskOffered { task_id, task }) => {
+            (format!("task {task_id} is offered to you: accept or reject it with task-action"), Some(task))
+        }
+        Some(Trigger::TaskAssigned { task_id, task }) => (
+            format!("task {task_id} is yours and started: work on it, then report with store-progress"),
             Some(task),
         ),
-        Some(Trigger::TaskAssigned { task_id, task }) => {
-            (format!("task {task_id} is yours and started: work on it, then report with store-progress"), Some(task))
-        }
         Some(other) => (format!("{} for you", other.type_name()), None),
     };
     Ok(Reply::ok(message).with("trigger", &trigger).with("task", task).with("waitedForSeconds", waited))

@@ -106,7 +106,9 @@ struct GetTasksArguments {
 async fn get_tasks(call: ToolCall, args: GetTasksArguments) -> Outcome {
     let limit = args.limit.unwrap_or(GET_TASKS_LIMIT_DEFAULT);
     if !(1..=GET_TASKS_LIMIT_MAX).contains(&limit) {
-        return Err(Reply::refused(format!("limit must be between 1 and {GET_TASKS_LIMIT_MAX}, got {limit}")));
+        return Err(Reply::refused(format!(
+            "limit must be between 1 and {GET_TASKS_LIMIT_MAX}, got {limit}"
+        )));
     }
     let me = || {
         call.agent_id().filter(|_| call.caller.agent.is_some()).ok_or_else(|| {
@@ -124,7 +126,9 @@ async fn get_tasks(call: ToolCall, args: GetTasksArguments) -> Outcome {
     };
     if args.unassigned {
         if query.statuses.iter().any(|status| *status != TaskStatus::Unassigned) {
-            return Err(Reply::refused("unassigned lists pool tasks: leave out status, or use status unassigned"));
+            return Err(Reply::refused(
+                "unassigned lists pool tasks: leave out status, or use status unassigned",
+            ));
         }
         query.statuses = vec![TaskStatus::Unassigned];
     }

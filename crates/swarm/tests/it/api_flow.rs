@@ -390,3 +390,30 @@ async fn openapi_document_describes_the_api() {
     assert_eq!(docs.status(), 200, "the docs page itself needs no key");
     assert!(docs.text().await.unwrap().contains("/openapi.json"));
 }
+
+#[tokio::test]
+async fn a_task_can_be_edited_until_someone_takes_it_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let worker = new_agent_id();
+    let (status, _) = register(&hub, &worker, "worker", json!({})).await;
+    assert_eq!(status, 201);
+    let (_, task) = hub.post("/api/tasks", None, json!({"task": "Draft the plan", "agentId": worker})).await;
+    let id = task["id"].as_str().unwrap().to_string();
+
+    let (status, edited) = hub.post(&format!("/api/tasks/{id}/edit"), None, json!({"task": " Draft the final plan "})).await;
+    assert_eq!(status, 200, "{edited}");
+    assert_eq!(edited["task"], "Draft the final plan");
+    let (status, body) = hub.post(&format!("/api/tasks/{id}/edit"), Some(&worker), json!({"task": "mine now"})).await;
+    assert_eq!(status, 403, "the assignee is neither the creator nor the lead: {body}");
+    let (status, body) = hub.post(&format!("/api/tasks/{id}/edit"), None, json!({"task": ""})).await;
+    assert_eq!(status, 400, "{body}");
+
+    let (status, _) = hub.post(&format!("/api/tasks/{id}/start"), Some(&worker), json!({})).await;
+    assert_eq!(status, 200);
+    let (status, body) = hub.post(&format!("/api/tasks/{id}/edit"), None, json!({"task": "too late"})).await;
+    assert_eq!(status, 409, "{body}");
+    let (_, shown) = hub.get(&format!("/api/tasks/{id}"), None).await;
+    assert_eq!(shown["task"], "Draft the final plan");
+    assert!(shown["logs"].as_array().unwrap().iter().any(|event| event["eventType"] == "task_edited"));
+}

@@ -1,10 +1,18 @@
 //! Every integration test of swarm, compiled into one binary.
 
 mod api_flow;
+mod bench;
 mod cli;
 mod durability;
 mod hostile_input;
 mod hub;
+mod mcp_client;
+mod mcp_http;
+mod mcp_race;
+mod mcp_stdio;
+mod poll;
+mod service_poll;
 mod service_race;
+mod stress;
 mod store;
 mod support;

@@ -21,6 +21,7 @@ store_tests!(
     create_refuses_missing_references,
     unknown_task_reads_as_none,
     unfinished_dependencies_are_those_not_completed,
+    text_changes_only_before_anyone_takes_the_task_up,
 );
 
 async fn create_round_trips_every_field(store: Arc<dyn Store>) {
@@ -218,4 +219,36 @@ async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) 
 
     let free = fx.pool_task("no dependencies").await;
     assert!(fx.store.task_unfinished_dependencies(free.id).await.unwrap().is_empty());
+}
+
+async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let worker = fx.register("worker", false, 5).await.id;
+    let editable = [
+        fx.create(TaskDraft { backlog: true, ..draft("later") }, None).await,
+        fx.pool_task("pool").await,
+        fx.offered_task("offer", worker).await,
+        fx.assigned_task("assigned", worker).await,
+    ];
+    for task in &editable {
+        let at = fx.now();
+        let applied = fx.store.task_edit_text(task.id, "new words", Some(worker), at).await.unwrap();
+        let swarm_store::Applied::Changed { before, after } = applied else {
+            panic!("{} tasks can be edited: {applied:?}", task.status);
+        };
+        assert_eq!((before.task.as_str(), after.task.as_str()), (task.task.as_str(), "new words"));
+        assert_eq!((after.status, after.last_updated_at), (task.status, at), "only the text changes");
+        let events = fx.task_events(task.id).await;
+        assert_eq!(of_type(&events, EventType::TaskEdited).len(), 1);
+    }
+
+    let started = fx.started_task("started", worker).await;
+    let done = fx.completed_task("done", worker).await;
+    for task in [started, done] {
+        let applied = fx.store.task_edit_text(task.id, "rewritten", None, fx.now()).await.unwrap();
+        assert_eq!(applied, swarm_store::Applied::Refused { current: task.clone() }, "{}", task.status);
+        assert_eq!(fx.task(task.id).await, task, "a refused edit changes nothing");
+    }
+    let missing = fx.store.task_edit_text(TaskId::new_v7(), "x", None, fx.now()).await.unwrap();
+    assert_eq!(missing, swarm_store::Applied::NotFound);
 }

@@ -1,0 +1,311 @@
+//! The hub under test, and the HTTP client the measurements talk to it with.
+//!
+//! A hub the bench starts is this same binary running `swarm serve --port 0` on a
+//! scratch database that nothing else sees: a new SQLite file in a new temporary folder,
+//! or a new PostgreSQL database on the server the URL names. Both are removed after.
+
+use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
+
+use anyhow::{Context, bail};
+use reqwest::Method;
+use serde::{Deserialize, de::DeserializeOwned};
+use sqlx::Connection;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+/// Longer than the longest poll the bench parks (30 s).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Migrations on a cold PostgreSQL server can take a while.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// The `swarm serve` settings a hub would otherwise take from the bench's environment.
+const SERVE_ENV: &[&str] = &[
+    "API_KEY",
+    "DATABASE_URL",
+    "DATABASE_PATH",
+    "PORT",
+    "HOST",
+    "LOG_FORMAT",
+    "LEASE_SECONDS",
+    "RESCUE_INTERVAL_SECONDS",
+    "MAX_LEASE_LOSSES",
+    "MCP_ALLOWED_HOSTS",
+];
+
+/// Where a hub listens and the key it wants.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    base_url: Arc<str>,
+    api_key: Option<Arc<str>>,
+}
+
+impl Target {
+    pub(crate) fn new(url: &str, api_key: Option<String>) -> anyhow::Result<Target> {
+        let base_url = url.trim().trim_end_matches('/');
+        let parsed = reqwest::Url::parse(base_url).with_context(|| format!("{url:?} is not a hub URL"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            bail!("{url:?} is not a hub URL: use http://host:port");
+        }
+        let api_key = api_key.filter(|key| !key.is_empty()).map(Arc::from);
+        Ok(Target { base_url: Arc::from(base_url), api_key })
+    }
+}
+
+/// `GET /health`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Health {
+    pub version: String,
+    /// `sqlite` or `postgres`.
+    pub database: String,
+}
+
+/// One simulated client: its own keep-alive connection to the hub, as a runner has.
+/// Clones share the connection pool.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    target: Target,
+}
+
+impl Http {
+    pub(crate) fn new(target: &Target) -> anyhow::Result<Http> {
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .context("cannot build the HTTP client")?;
+        Ok(Http { client, target: target.clone() })
+    }
+
+    /// `GET path` as `agent` (its `X-Agent-ID`), or as the operator.
+    pub(crate) async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        agent: Option<&str>,
+    ) -> anyhow::Result<T> {
+        self.send(Method::GET, path, agent, None).await
+    }
+
+    pub(crate) async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        agent: Option<&str>,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<T> {
+        self.send(Method::POST, path, agent, Some(body)).await
+    }
+
+    /// Any answer but a 2xx is an error: the bench measures the happy path only.
+    async fn send<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        agent: Option<&str>,
+        body: Option<&serde_json::Value>,
+    ) -> anyhow::Result<T> {
+        let mut request = self.client.request(method.clone(), format!("{}{path}", self.target.base_url));
+        if let Some(key) = &self.target.api_key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(agent) = agent {
+            request = request.header("X-Agent-ID", agent);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("{method} {path} to the hub at {} failed", self.target.base_url))?;
+        let status = response.status();
+        let bytes =
+            response.bytes().await.with_context(|| format!("{method} {path}: the answer broke off"))?;
+        if !status.is_success() {
+            bail!("{method} {path} answered {status}: {}", String::from_utf8_lossy(&bytes));
+        }
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!("{method} {path} answered something unexpected: {}", String::from_utf8_lossy(&bytes))
+        })
+    }
+}
+
+/// A database for the bench to start a hub on.
+#[derive(Debug, Clone)]
+pub(crate) enum Backend {
+    Sqlite,
+    /// The bench creates its scratch database on this server.
+    Postgres {
+        server_url: String,
+    },
+}
+
+impl Backend {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres { .. } => "PostgreSQL",
+        }
+    }
+}
+
+/// A `swarm serve` child process on a scratch database. Killed when dropped, so an
+/// error in the bench does not leave it running; `stop` also removes the database.
+pub(crate) struct SpawnedHub {
+    child: Child,
+    target: Target,
+    description: String,
+    scratch: Scratch,
+}
+
+impl SpawnedHub {
+    pub(crate) async fn start(backend: &Backend) -> anyhow::Result<SpawnedHub> {
+        let scratch = Scratch::create(backend).await?;
+        match spawn(&scratch).await {
+            Ok((child, target, description)) => Ok(SpawnedHub { child, target, description, scratch }),
+            Err(err) => {
+                scratch.remove().await;
+                Err(err)
+            }
+        }
+    }
+
+    pub(crate) fn target(&self) -> &Target {
+        &self.target
+    }
+
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// The database line the hub printed, e.g. `SQLite at /tmp/.../swarm.db`.
+    pub(crate) fn description(&self) -> &str {
+        &self.description
+    }
+
+    pub(crate) async fn stop(mut self) {
+        // Killed rather than asked to stop: its data is thrown away anyway.
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+        self.scratch.remove().await;
+    }
+}
+
+async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
+    let program = std::env::current_exe().context("cannot find this program's own file to start the hub")?;
+    let mut command = Command::new(program);
+    command.args(["serve", "--host", "127.0.0.1", "--port", "0"]);
+    for name in SERVE_ENV {
+        command.env_remove(name);
+    }
+    match scratch {
+        Scratch::Folder(folder) => {
+            command.arg("--db").arg(folder.join("swarm.db"));
+        }
+        // In the environment rather than on the command line, where `ps` would show a password.
+        Scratch::Database { database_url, .. } => {
+            command.env("DATABASE_URL", database_url);
+        }
+    }
+    // The hub's info lines would interleave with the bench's progress; warnings still show.
+    if std::env::var_os("RUST_LOG").is_none() {
+        command.env("RUST_LOG", "warn");
+    }
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    let mut child = command.spawn().context("cannot start `swarm serve`")?;
+    let stdout = child.stdout.take().context("the hub's stdout is not piped")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let base_url = tokio::time::timeout(START_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some((_, url)) = line.split_once("listening on ") {
+                return Ok(url.trim().to_string());
+            }
+        }
+        bail!("the hub exited before it listened; its messages above say why")
+    })
+    .await
+    .with_context(|| format!("the hub did not listen within {} s", START_TIMEOUT.as_secs()))??;
+    // `serve` prints the database line right after the address.
+    let description = match tokio::time::timeout(Duration::from_secs(5), lines.next_line()).await {
+        Ok(Ok(Some(line))) => line.strip_prefix("database: ").unwrap_or(&line).to_string(),
+        _ => "a hub".to_string(),
+    };
+    // Keep draining stdout so the hub never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, Target::new(&base_url, None)?, description))
+}
+
+enum Scratch {
+    Folder(PathBuf),
+    Database { server_url: String, name: String, database_url: String },
+}
+
+impl Scratch {
+    async fn create(backend: &Backend) -> anyhow::Result<Scratch> {
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        match backend {
+            Backend::Sqlite => {
+                let folder = std::env::temp_dir().join(format!("swarm-bench-{suffix}"));
+                std::fs::create_dir_all(&folder)
+                    .with_context(|| format!("cannot create the scratch folder {}", folder.display()))?;
+                Ok(Scratch::Folder(folder))
+            }
+            Backend::Postgres { server_url } => {
+                let name = format!("swarm_bench_{suffix}");
+                let mut database_url =
+                    reqwest::Url::parse(server_url).context("--database-url is not a URL")?;
+                database_url.set_path(&format!("/{name}"));
+                admin_execute(server_url, format!("CREATE DATABASE \"{name}\"")).await.with_context(
+                    || {
+                        format!(
+                            "cannot create the scratch database {name}: the bench needs a role that may \
+                         CREATE DATABASE (or bench a hub you started with --url)"
+                        )
+                    },
+                )?;
+                Ok(Scratch::Database {
+                    server_url: server_url.clone(),
+                    name,
+                    database_url: database_url.into(),
+                })
+            }
+        }
+    }
+
+    /// Best effort: says so on stderr when something is left behind.
+    async fn remove(&self) {
+        match self {
+            Scratch::Folder(folder) => {
+                if let Err(err) = std::fs::remove_dir_all(folder) {
+                    eprintln!("bench: warning: cannot remove {}: {err}", folder.display());
+                }
+            }
+            Scratch::Database { server_url, name, .. } => {
+                // FORCE (PostgreSQL 13+) ends the killed hub's sessions the server has not
+                // noticed yet; older servers take the plain form.
+                let force =
+                    admin_execute(server_url, format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
+                if force.await.is_ok() {
+                    return;
+                }
+                if let Err(err) =
+                    admin_execute(server_url, format!("DROP DATABASE IF EXISTS \"{name}\"")).await
+                {
+                    eprintln!("bench: warning: cannot drop the scratch database {name}: {err:#}");
+                }
+            }
+        }
+    }
+}
+
+/// One statement on the server's own database (CREATE and DROP DATABASE cannot run in
+/// the database they name).
+async fn admin_execute(server_url: &str, statement: String) -> anyhow::Result<()> {
+    let mut admin = sqlx::PgConnection::connect(server_url)
+        .await
+        .context("cannot connect to the PostgreSQL server of --database-url")?;
+    let result = sqlx::query(sqlx::AssertSqlSafe(statement)).execute(&mut admin).await;
+    admin.close().await.ok();
+    result?;
+    Ok(())
+}

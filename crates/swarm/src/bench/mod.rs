@@ -1,0 +1,202 @@
+//! `swarm bench`: start a real hub (or use a running one) and measure, over HTTP on
+//! loopback, how fast the poll hands out work. BENCHMARKS.md explains each number.
+//!
+//! The hub is a separate process, so the numbers include everything a runner pays:
+//! HTTP parsing, JSON, the store's transactions and the wake-up of parked polls.
+
+mod cpu;
+mod hub;
+mod measure;
+mod report;
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+use hub::{Backend, Http, SpawnedHub, Target};
+use measure::{CycleKind, Plan};
+use report::{Machine, Report, Run};
+
+/// The long help of `swarm bench`.
+pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.\n\n\
+    Starts this binary as `swarm serve --port 0` on a scratch database (a new SQLite file in a \
+    temporary folder; on PostgreSQL a new database swarm_bench_<random> that is dropped after), \
+    or benches a running hub with --url. Measures: trigger latency (task created → a parked \
+    `GET /api/poll?wait=30` answers), null-poll throughput (an idle agent's `GET /api/poll`), \
+    `GET /health` throughput as a floor, and claim cycles per second (create → poll → finish) \
+    with many workers. Progress goes to stderr, a Markdown table (or --json) to stdout. \
+    A default run takes about a minute per backend; build with --release for real numbers.";
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Backends to bench: sqlite, postgres or both. Default: sqlite, plus postgres when a
+    /// PostgreSQL URL is given.
+    #[arg(long, value_parser = ["sqlite", "postgres", "both"], conflicts_with = "url")]
+    backend: Option<String>,
+    /// A PostgreSQL server (postgres:// URL) to bench on. The bench creates a scratch
+    /// database there, so the URL's role needs the right to CREATE DATABASE.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// Bench this running hub (e.g. http://127.0.0.1:3013) instead of starting one. Its
+    /// data stays: the bench registers agents and leaves completed tasks behind. Ignores
+    /// --backend and --database-url.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// API key of the --url hub (a hub the bench starts has none).
+    #[arg(long, env = "API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Trigger-latency samples measured.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    latency_samples: u32,
+    /// Trigger-latency samples taken first and thrown away.
+    #[arg(long, default_value_t = 50)]
+    latency_warmup: u32,
+    /// Seconds each throughput run is measured (fractions allowed).
+    #[arg(long, default_value_t = 6.0, value_parser = parse_seconds)]
+    seconds: f64,
+    /// Seconds each throughput run goes on before measuring starts.
+    #[arg(long, default_value_t = 2.0, value_parser = parse_seconds_or_zero)]
+    warmup_seconds: f64,
+    /// Concurrent clients of the null-poll and /health runs, comma-separated; one run each.
+    #[arg(long, value_delimiter = ',', default_value = "1,16",
+        value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    concurrency: Vec<u32>,
+    /// Concurrent workers (agents with maxTasks 1) of the claim-cycle runs.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    workers: u32,
+    /// Claim-cycle runs, comma-separated: `assigned` (each worker creates a task assigned
+    /// to itself) and/or `pool` (each creates a pool task; polls claim whichever is best).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "assigned,pool")]
+    cycles: Vec<CycleKind>,
+    /// Skip the `GET /health` runs (the floor the poll is compared with).
+    #[arg(long)]
+    no_health: bool,
+    /// Print the results as JSON instead of Markdown.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let plan = Plan {
+        latency_samples: args.latency_samples as usize,
+        latency_warmup: args.latency_warmup as usize,
+        warmup: Duration::from_secs_f64(args.warmup_seconds),
+        measure: Duration::from_secs_f64(args.seconds),
+        concurrency: args.concurrency.iter().map(|&clients| clients as usize).collect(),
+        workers: args.workers as usize,
+        cycles: args.cycles.clone(),
+        health: !args.no_health,
+    };
+    let machine = Machine::read();
+    let mut runs = Vec::new();
+    if let Some(url) = &args.url {
+        let target = Target::new(url, args.api_key.clone())?;
+        runs.push(bench_hub(&target, None, format!("the running hub at {url}"), &plan).await?);
+    } else {
+        for backend in backends(&args)? {
+            eprintln!("bench: starting a hub on a scratch {} database", backend.name());
+            let hub = SpawnedHub::start(&backend).await?;
+            let description = format!("{}, started by the bench", hub.description());
+            let run = bench_hub(hub.target(), hub.pid(), description, &plan).await;
+            hub.stop().await;
+            runs.push(run?);
+        }
+    }
+    let report = Report { machine, plan, runs };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.markdown());
+    }
+    Ok(())
+}
+
+/// Which hubs to start: an explicit --backend must be satisfiable; without one,
+/// PostgreSQL joins when a PostgreSQL URL is at hand.
+fn backends(args: &BenchArgs) -> anyhow::Result<Vec<Backend>> {
+    let url = args.database_url.as_deref().map(str::trim).filter(|url| !url.is_empty());
+    let postgres_url = url.filter(|url| url.starts_with("postgres://") || url.starts_with("postgresql://"));
+    let postgres = || -> anyhow::Result<Backend> {
+        match postgres_url {
+            Some(url) => Ok(Backend::Postgres { server_url: url.to_string() }),
+            None if url.is_some() => bail!("--database-url (or DATABASE_URL) must be a postgres:// URL"),
+            None => bail!("benching PostgreSQL needs --database-url postgres://... (or DATABASE_URL)"),
+        }
+    };
+    Ok(match args.backend.as_deref() {
+        Some("sqlite") => vec![Backend::Sqlite],
+        Some("postgres") => vec![postgres()?],
+        Some(_) => vec![Backend::Sqlite, postgres()?],
+        None if postgres_url.is_some() => vec![Backend::Sqlite, postgres()?],
+        None => vec![Backend::Sqlite],
+    })
+}
+
+async fn bench_hub(
+    target: &Target,
+    hub_pid: Option<u32>,
+    description: String,
+    plan: &Plan,
+) -> anyhow::Result<Run> {
+    let health: hub::Health = Http::new(target)?
+        .get("/health", None)
+        .await
+        .context("the hub does not answer GET /health; is it a swarm hub?")?;
+    let backend = health.database.clone();
+    let progress = |what: String| eprintln!("bench [{backend}]: {what}");
+    let cpu_clock = cpu::CpuClock::start(hub_pid);
+
+    progress(format!(
+        "trigger latency, {} samples after {} warm-up",
+        plan.latency_samples, plan.latency_warmup
+    ));
+    let latency = measure::trigger_latency(target, plan).await.context("trigger latency")?;
+
+    let window =
+        format!("{:.1} s after {:.1} s warm-up", plan.measure.as_secs_f64(), plan.warmup.as_secs_f64());
+    let mut null_polls = Vec::new();
+    for &clients in &plan.concurrency {
+        progress(format!("null polls, {clients} concurrent, {window}"));
+        null_polls.push(measure::null_polls(target, plan, clients).await.context("null polls")?);
+    }
+    let mut health_floor = Vec::new();
+    if plan.health {
+        for &clients in &plan.concurrency {
+            progress(format!("GET /health, {clients} concurrent, {window}"));
+            health_floor.push(measure::health(target, plan, clients).await.context("GET /health")?);
+        }
+    }
+    let mut claim_cycles = Vec::new();
+    for &kind in &plan.cycles {
+        progress(format!("claim cycles ({}), {} workers, {window}", kind.name(), plan.workers));
+        claim_cycles.push(measure::claim_cycles(target, plan, kind).await.context("claim cycles")?);
+    }
+    let cpu = cpu_clock.and_then(|clock| clock.stop());
+    Ok(Run {
+        backend: health.database,
+        version: health.version,
+        hub: description,
+        latency,
+        null_polls,
+        health: health_floor,
+        claim_cycles,
+        cpu,
+    })
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    let seconds = parse_seconds_or_zero(text)?;
+    if seconds < 0.001 {
+        return Err("must be at least 0.001 seconds".to_string());
+    }
+    Ok(seconds)
+}
+
+fn parse_seconds_or_zero(text: &str) -> Result<f64, String> {
+    let seconds: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !seconds.is_finite() || !(0.0..=3_600.0).contains(&seconds) {
+        return Err(format!("{text} must be between 0 and 3600 seconds"));
+    }
+    Ok(seconds)
+}

@@ -1,0 +1,86 @@
+//! `swarm bench` runs end to end with tiny durations: a smoke test of the command, not a
+//! measurement (no assertion here depends on how fast anything is).
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::hub::{Hub, SWARM, sqlite_file};
+
+/// Just enough of every measurement to exercise it: a few samples, 0.2 s windows.
+const TINY: &[&str] = &[
+    "--latency-samples",
+    "3",
+    "--latency-warmup",
+    "1",
+    "--seconds",
+    "0.2",
+    "--warmup-seconds",
+    "0.05",
+    "--concurrency",
+    "1,2",
+    "--workers",
+    "3",
+];
+
+fn bench(args: &[&str]) -> Output {
+    let output = Command::new(SWARM)
+        .arg("bench")
+        .args(TINY)
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("API_KEY")
+        .output()
+        .expect("the swarm binary runs");
+    assert!(
+        output.status.success(),
+        "swarm bench exits 0; got {:?}, stderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn bench_starts_a_sqlite_hub_and_prints_the_table() {
+    let output = bench(&["--backend", "sqlite"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("| measurement | result | target | verdict |"), "{stdout}");
+    for row in [
+        "trigger latency",
+        "null polls `GET /api/poll`, 1 concurrent",
+        "null polls `GET /api/poll`, 2 concurrent",
+        "floor: `GET /health`, 2 concurrent",
+        "claim cycles (create → poll → finish), 3 workers, own assigned tasks",
+        "claim cycles (create → poll → finish), 3 workers, pool tasks",
+    ] {
+        assert!(stdout.contains(row), "the table has a row {row:?}:\n{stdout}");
+    }
+    assert!(stdout.contains("## sqlite:"), "{stdout}");
+    assert!(stdout.contains("0 duplicates, 0 finished twice, 0 never received"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bench [sqlite]: claim cycles"), "progress goes to stderr:\n{stderr}");
+}
+
+#[test]
+fn bench_measures_a_running_hub_given_by_url_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("bench-key"));
+    let output = bench(&["--url", &hub.base_url, "--api-key", "bench-key", "--cycles", "pool", "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout))
+    });
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{report}");
+    let run = &runs[0];
+    assert_eq!(run["backend"], "sqlite");
+    assert_eq!(run["latency"]["trigger"]["samples"], 3);
+    assert_eq!(run["nullPolls"].as_array().map(Vec::len), Some(2));
+    let cycles = &run["claimCycles"][0];
+    assert_eq!(cycles["kind"], "pool");
+    assert_eq!(cycles["duplicates"], 0);
+    assert_eq!(cycles["neverReceived"], 0);
+    assert!(cycles["triggers"].as_u64().is_some_and(|triggers| triggers > 0), "{cycles}");
+    assert!(report["machine"]["cpus"].as_u64().is_some_and(|cpus| cpus >= 1), "{report}");
+    hub.terminate();
+}

@@ -1,0 +1,181 @@
+//! MCP clients for the black-box tests: rmcp's own client over Streamable HTTP (against
+//! a real hub) and over stdio (running the real `swarm mcp`).
+
+use std::{collections::HashMap, sync::Arc};
+
+use rmcp::{
+    ClientHandler, Peer, RoleClient, ServiceExt,
+    model::{CallToolRequestParams, ClientConfig, ProtocolVersion},
+    service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService},
+    transport::{
+        ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::Value;
+
+use crate::hub::{Database, Hub, SWARM};
+
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+/// Which protocol revision a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revision {
+    /// `initialize` first (2025-11-25).
+    Initialize,
+    /// The stateless 2026-07-28 revision: `server/discover`, metadata on each request.
+    Stateless,
+}
+
+pub const REVISIONS: [Revision; 2] = [Revision::Initialize, Revision::Stateless];
+
+/// A client of `hub`'s `/mcp` acting as `agent` (sent as `X-Agent-ID`).
+pub async fn connect_http(hub: &Hub, agent: Option<&str>, revision: Revision) -> Client {
+    let mut headers = HashMap::new();
+    if let Some(agent) = agent {
+        headers.insert(
+            reqwest::header::HeaderName::from_static("x-agent-id"),
+            reqwest::header::HeaderValue::from_str(agent).expect("an agent id is a valid header"),
+        );
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(hub.url("/mcp")).custom_headers(headers);
+    if let Some(key) = &hub.api_key {
+        config = config.auth_header(key.clone());
+    }
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let info = client_info();
+    let connected = match revision {
+        Revision::Initialize => info.serve(transport).await,
+        Revision::Stateless => {
+            let lifecycle =
+                ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+            info.serve_with_lifecycle(transport, lifecycle).await
+        }
+    };
+    connected.unwrap_or_else(|err| panic!("connect to {} ({revision:?}): {err}", hub.url("/mcp")))
+}
+
+/// A client of a `swarm mcp` child process on `database`, with extra environment.
+pub async fn connect_stdio(database: &Database, agent: Option<&str>, env: &[(&str, &str)]) -> Client {
+    let transport = stdio_transport(database, agent, env);
+    client_info().serve(transport).await.expect("swarm mcp answers initialize")
+}
+
+/// A client that is told when the server's tool list changes.
+#[derive(Clone)]
+pub struct ListWatcher {
+    info: ClientConfig,
+    pub changed: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for ListWatcher {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+}
+
+pub async fn connect_stdio_watching(
+    database: &Database,
+) -> (RunningService<RoleClient, ListWatcher>, Arc<tokio::sync::Notify>) {
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let watcher = ListWatcher { info: client_info(), changed: Arc::clone(&changed) };
+    let client =
+        watcher.serve(stdio_transport(database, None, &[])).await.expect("swarm mcp answers initialize");
+    (client, changed)
+}
+
+fn stdio_transport(database: &Database, agent: Option<&str>, env: &[(&str, &str)]) -> TokioChildProcess {
+    let database = database.clone();
+    let agent = agent.map(str::to_string);
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let command = tokio::process::Command::new(SWARM).configure(move |command| {
+        command
+            .arg("mcp")
+            .env_remove("API_KEY")
+            .env_remove("DATABASE_URL")
+            .env_remove("DATABASE_PATH")
+            .env_remove("AGENT_ID")
+            .env_remove("ATLAS_TRIGGER")
+            .env("RUST_LOG", "warn");
+        match &database {
+            Database::SqliteFile(path) => command.arg("--db").arg(path),
+            Database::Postgres(url) => command.arg("--database-url").arg(url),
+        };
+        if let Some(agent) = &agent {
+            command.env("AGENT_ID", agent);
+        }
+        for (key, value) in &env {
+            command.env(key, value);
+        }
+    });
+    TokioChildProcess::new(command).expect("swarm mcp starts")
+}
+
+fn client_info() -> ClientConfig {
+    let mut info = ClientConfig::default();
+    info.protocol_version = ProtocolVersion::V_2025_11_25;
+    info.client_info = rmcp::model::Implementation::new("swarm-tests", "1");
+    info
+}
+
+/// The names of the tools `client` is offered.
+pub async fn tool_names(client: &Peer<RoleClient>) -> Vec<String> {
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    tools.into_iter().map(|tool| tool.name.to_string()).collect()
+}
+
+/// Call a tool and return its `structuredContent`, checking the shape every tool
+/// result has (CONTRACT.md) and that `isError` agrees with `success`.
+pub async fn call(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else { panic!("arguments are an object") };
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let result = client.call_tool(params).await.unwrap_or_else(|err| panic!("{tool}: protocol error {err}"));
+    let content = result.structured_content.clone().unwrap_or_else(|| panic!("{tool}: no structuredContent"));
+    let success = content["success"].as_bool().unwrap_or_else(|| panic!("{tool}: no success in {content}"));
+    assert!(content["message"].is_string(), "{tool}: no message in {content}");
+    assert!(content.get("yourAgentId").is_some(), "{tool}: no yourAgentId in {content}");
+    assert_eq!(result.is_error, Some(!success), "{tool}: isError disagrees with success in {content}");
+    content
+}
+
+/// Call a tool that must succeed; returns its structured content.
+pub async fn ok(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
+    let content = call(client, tool, arguments.clone()).await;
+    assert_eq!(content["success"], true, "{tool} {arguments} failed: {}", content["message"]);
+    content
+}
+
+/// Call a tool that must be refused; returns the reason.
+pub async fn refused(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> String {
+    let content = call(client, tool, arguments.clone()).await;
+    assert_eq!(content["success"], false, "{tool} {arguments} should be refused: {content}");
+    content["message"].as_str().unwrap_or_default().to_string()
+}
+
+pub fn new_agent_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
+pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
+pub const WORKER_TOOLS: [&str; 11] = [
+    "join-swarm",
+    "my-agent-info",
+    "update-profile",
+    "get-swarm",
+    "get-tasks",
+    "get-task-details",
+    "send-task",
+    "task-action",
+    "store-progress",
+    "cancel-task",
+    "poll-task",
+];
+
+pub fn lead_tools() -> Vec<&'static str> {
+    WORKER_TOOLS.into_iter().filter(|name| *name != "poll-task").collect()
+}
