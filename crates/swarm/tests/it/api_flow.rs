@@ -401,10 +401,12 @@ async fn a_task_can_be_edited_until_someone_takes_it_up() {
     let (_, task) = hub.post("/api/tasks", None, json!({"task": "Draft the plan", "agentId": worker})).await;
     let id = task["id"].as_str().unwrap().to_string();
 
-    let (status, edited) = hub.post(&format!("/api/tasks/{id}/edit"), None, json!({"task": " Draft the final plan "})).await;
+    let (status, edited) =
+        hub.post(&format!("/api/tasks/{id}/edit"), None, json!({"task": " Draft the final plan "})).await;
     assert_eq!(status, 200, "{edited}");
     assert_eq!(edited["task"], "Draft the final plan");
-    let (status, body) = hub.post(&format!("/api/tasks/{id}/edit"), Some(&worker), json!({"task": "mine now"})).await;
+    let (status, body) =
+        hub.post(&format!("/api/tasks/{id}/edit"), Some(&worker), json!({"task": "mine now"})).await;
     assert_eq!(status, 403, "the assignee is neither the creator nor the lead: {body}");
     let (status, body) = hub.post(&format!("/api/tasks/{id}/edit"), None, json!({"task": ""})).await;
     assert_eq!(status, 400, "{body}");

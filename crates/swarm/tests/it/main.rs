@@ -13,6 +13,6 @@ mod mcp_stdio;
 mod poll;
 mod service_poll;
 mod service_race;
-mod stress;
 mod store;
+mod stress;
 mod support;

@@ -20,7 +20,7 @@ use crate::{
 };
 
 const WORKERS: usize = 64;
-const TASKS: usize = 2400;
+const TASKS: usize = 1800;
 const CREATORS: usize = 4;
 /// Generous: the point is correctness; a hang is a lost trigger.
 const DEADLINE: Duration = Duration::from_secs(150);

@@ -166,8 +166,10 @@ async fn task_list_filters(store: Arc<dyn Store>) {
 
     // Ready: every dependency completed. `waiting` depends on the unfinished `pool` task.
     let after_done = fx.create(TaskDraft { depends_on: vec![done.id], ..draft("After done") }, None).await;
-    let waiting = fx.create(TaskDraft { depends_on: vec![done.id, pool.id], ..draft("After both") }, None).await;
-    let ready = TaskFilter { statuses: vec![TaskStatus::Unassigned], ready_only: true, ..TaskFilter::default() };
+    let waiting =
+        fx.create(TaskDraft { depends_on: vec![done.id, pool.id], ..draft("After both") }, None).await;
+    let ready =
+        TaskFilter { statuses: vec![TaskStatus::Unassigned], ready_only: true, ..TaskFilter::default() };
     check(ready, &[after_done.id, pool.id], "ready only").await;
     let unready = TaskFilter { statuses: vec![TaskStatus::Unassigned], ..TaskFilter::default() };
     check(unready, &[waiting.id, after_done.id, pool.id], "not only ready").await;
