@@ -33,11 +33,12 @@ const SERVE_ENV: &[&str] = &[
     "MCP_ALLOWED_HOSTS",
 ];
 
-/// Where a hub listens and the key it wants.
+/// Where a hub listens, the key it wants, and its process when the bench started it.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     base_url: Arc<str>,
     api_key: Option<Arc<str>>,
+    pid: Option<u32>,
 }
 
 impl Target {
@@ -48,7 +49,12 @@ impl Target {
             bail!("{url:?} is not a hub URL: use http://host:port");
         }
         let api_key = api_key.filter(|key| !key.is_empty()).map(Arc::from);
-        Ok(Target { base_url: Arc::from(base_url), api_key })
+        Ok(Target { base_url: Arc::from(base_url), api_key, pid: None })
+    }
+
+    /// The hub's process id, for its CPU time; only known for a hub the bench started.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
     }
 }
 
@@ -174,10 +180,6 @@ impl SpawnedHub {
         &self.target
     }
 
-    pub(crate) fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
     /// The database line the hub printed, e.g. `SQLite at /tmp/.../swarm.db`.
     pub(crate) fn description(&self) -> &str {
         &self.description
@@ -232,7 +234,8 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
     };
     // Keep draining stdout so the hub never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok((child, Target::new(&base_url, None)?, description))
+    let target = Target { pid: child.id(), ..Target::new(&base_url, None)? };
+    Ok((child, target, description))
 }
 
 enum Scratch {
@@ -255,14 +258,13 @@ impl Scratch {
                 let mut database_url =
                     reqwest::Url::parse(server_url).context("--database-url is not a URL")?;
                 database_url.set_path(&format!("/{name}"));
-                admin_execute(server_url, format!("CREATE DATABASE \"{name}\"")).await.with_context(
-                    || {
-                        format!(
-                            "cannot create the scratch database {name}: the bench needs a role that may \
-                         CREATE DATABASE (or bench a hub you started with --url)"
-                        )
-                    },
-                )?;
+                let create = admin_execute(server_url, format!("CREATE DATABASE \"{name}\""));
+                create.await.with_context(|| {
+                    format!(
+                        "cannot create the scratch database {name} (the bench needs the server to be up \
+                         and a role that may CREATE DATABASE; or start a hub yourself and pass --url)"
+                    )
+                })?;
                 Ok(Scratch::Database {
                     server_url: server_url.clone(),
                     name,

@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize, de::IgnoredAny};
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::hub::{Http, Target};
+use super::{
+    cpu::{CpuClock, CpuUse},
+    hub::{Http, Target},
+};
 
 /// How long the latency sample waits after sending its poll before it creates the task,
 /// so that the poll is parked in the hub (not still on its way) and the wake-up path is
@@ -39,10 +42,11 @@ pub(crate) struct Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum CycleKind {
-    /// Each worker creates a task assigned to itself (`agentId`), then polls for it.
+    /// Each worker creates a task assigned to itself (`agentId`, sent as the operator),
+    /// then polls for it.
     Assigned,
-    /// Each worker creates a pool task (`unassigned`), then polls; the poll claims the
-    /// best pool task for it, which may be another worker's.
+    /// Each worker creates a pool task (`unassigned`), then polls; the poll claims the best
+    /// pool task for it, which may be another worker's.
     Pool,
 }
 
@@ -103,13 +107,15 @@ pub(crate) struct Throughput {
     pub per_second: f64,
     /// Each request's round trip.
     pub latency: Percentiles,
+    /// Over the measured window.
+    pub cpu: Option<CpuUse>,
 }
 
 impl Throughput {
-    fn of(concurrency: usize, window: Window, samples: Vec<Duration>) -> Throughput {
+    fn of(concurrency: usize, window: Window, samples: Vec<Duration>, cpu: Option<CpuUse>) -> Throughput {
         let requests = samples.len();
         let per_second = requests as f64 / window.length().as_secs_f64();
-        Throughput { concurrency, requests, per_second, latency: Percentiles::of(samples) }
+        Throughput { concurrency, requests, per_second, latency: Percentiles::of(samples), cpu }
     }
 }
 
@@ -134,6 +140,8 @@ pub(crate) struct ClaimCycles {
     /// retried with `wait`: with `pool`, another worker took the task first; with
     /// `assigned`, they should not happen.
     pub empty_polls: usize,
+    /// Over the measured window.
+    pub cpu: Option<CpuUse>,
 }
 
 /// Trigger latency: one worker parks a long-poll, the operator creates a task assigned
@@ -176,6 +184,7 @@ pub(crate) async fn trigger_latency(target: &Target, plan: &Plan) -> anyhow::Res
 pub(crate) async fn null_polls(target: &Target, plan: &Plan, clients: usize) -> anyhow::Result<Throughput> {
     let agents = Agent::register_many(target, "idle", clients).await?;
     let window = Window::after(plan.warmup, plan.measure);
+    let cpu = window.cpu_use(target);
     let samples = run_clients(agents, move |agent| async move {
         let mut samples = Vec::new();
         loop {
@@ -194,13 +203,14 @@ pub(crate) async fn null_polls(target: &Target, plan: &Plan, clients: usize) -> 
         }
     })
     .await?;
-    Ok(Throughput::of(clients, window, samples.concat()))
+    Ok(Throughput::of(clients, window, samples.concat(), cpu.await.ok().flatten()))
 }
 
 /// `GET /health`: the same HTTP path without the store, the floor the poll is compared with.
 pub(crate) async fn health(target: &Target, plan: &Plan, clients: usize) -> anyhow::Result<Throughput> {
     let connections = (0..clients).map(|_| Http::new(target)).collect::<anyhow::Result<Vec<_>>>()?;
     let window = Window::after(plan.warmup, plan.measure);
+    let cpu = window.cpu_use(target);
     let samples = run_clients(connections, move |http| async move {
         let mut samples = Vec::new();
         loop {
@@ -212,7 +222,7 @@ pub(crate) async fn health(target: &Target, plan: &Plan, clients: usize) -> anyh
         }
     })
     .await?;
-    Ok(Throughput::of(clients, window, samples.concat()))
+    Ok(Throughput::of(clients, window, samples.concat(), cpu.await.ok().flatten()))
 }
 
 /// Full claim cycles by `plan.workers` agents (maxTasks 1): create a task, poll (which
@@ -224,6 +234,7 @@ pub(crate) async fn claim_cycles(
 ) -> anyhow::Result<ClaimCycles> {
     let agents = Agent::register_many(target, kind.name(), plan.workers).await?;
     let window = Window::after(plan.warmup, plan.measure);
+    let cpu = window.cpu_use(target);
     let tallies = run_clients(agents, move |agent| claim_worker(agent, kind, window)).await?;
 
     let mut samples = Vec::new();
@@ -249,6 +260,7 @@ pub(crate) async fn claim_cycles(
         finished_twice,
         never_received: created.saturating_sub(received.len()),
         empty_polls,
+        cpu: cpu.await.ok().flatten(),
     })
 }
 
@@ -370,6 +382,17 @@ impl Window {
         self.end - self.start
     }
 
+    /// Who used the CPUs during the window, measured in the background.
+    fn cpu_use(self, target: &Target) -> tokio::task::JoinHandle<Option<CpuUse>> {
+        let hub_pid = target.pid();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(self.start).await;
+            let clock = CpuClock::start(hub_pid)?;
+            tokio::time::sleep_until(self.end).await;
+            clock.stop()
+        })
+    }
+
     /// Keep the duration of an operation that began at `began` and just ended, if it lies
     /// wholly inside the window; false once the window is over (the client stops).
     fn record(&self, began: Instant, samples: &mut Vec<Duration>) -> bool {
@@ -419,6 +442,7 @@ struct TaskAnswer {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct FinishAnswer {
+    #[serde(default)]
     already_finished: bool,
 }
 

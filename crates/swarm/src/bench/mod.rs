@@ -32,8 +32,8 @@ pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.
 pub struct BenchArgs {
     /// Backends to bench: sqlite, postgres or both. Default: sqlite, plus postgres when a
     /// PostgreSQL URL is given.
-    #[arg(long, value_parser = ["sqlite", "postgres", "both"], conflicts_with = "url")]
-    backend: Option<String>,
+    #[arg(long, value_enum, conflicts_with = "url")]
+    backend: Option<BackendChoice>,
     /// A PostgreSQL server (postgres:// URL) to bench on. The bench creates a scratch
     /// database there, so the URL's role needs the right to CREATE DATABASE.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
@@ -66,7 +66,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1_000))]
     workers: u32,
     /// Claim-cycle runs, comma-separated: `assigned` (each worker creates a task assigned
-    /// to itself) and/or `pool` (each creates a pool task; polls claim whichever is best).
+    /// to itself) and/or `pool` (each creates a pool task; its poll claims whichever pool
+    /// task is best, maybe another worker's).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "assigned,pool")]
     cycles: Vec<CycleKind>,
     /// Skip the `GET /health` runs (the floor the poll is compared with).
@@ -75,6 +76,13 @@ pub struct BenchArgs {
     /// Print the results as JSON instead of Markdown.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BackendChoice {
+    Sqlite,
+    Postgres,
+    Both,
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -90,24 +98,32 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     let machine = Machine::read();
     let mut runs = Vec::new();
-    if let Some(url) = &args.url {
-        let target = Target::new(url, args.api_key.clone())?;
-        runs.push(bench_hub(&target, None, format!("the running hub at {url}"), &plan).await?);
-    } else {
-        for backend in backends(&args)? {
-            eprintln!("bench: starting a hub on a scratch {} database", backend.name());
-            let hub = SpawnedHub::start(&backend).await?;
-            let description = format!("{}, started by the bench", hub.description());
-            let run = bench_hub(hub.target(), hub.pid(), description, &plan).await;
-            hub.stop().await;
-            runs.push(run?);
+    let outcome = bench_all(&args, &plan, &mut runs).await;
+    // A failure on a later backend keeps the results of the earlier ones.
+    if !runs.is_empty() || outcome.is_ok() {
+        let report = Report { machine, plan, runs };
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", report.markdown());
         }
     }
-    let report = Report { machine, plan, runs };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.markdown());
+    outcome
+}
+
+async fn bench_all(args: &BenchArgs, plan: &Plan, runs: &mut Vec<Run>) -> anyhow::Result<()> {
+    if let Some(url) = &args.url {
+        let target = Target::new(url, args.api_key.clone())?;
+        runs.push(bench_hub(&target, format!("the running hub at {url}"), plan).await?);
+        return Ok(());
+    }
+    for backend in backends(args)? {
+        eprintln!("bench: starting a hub on a scratch {} database", backend.name());
+        let hub = SpawnedHub::start(&backend).await?;
+        let description = format!("{}, started by the bench", hub.description());
+        let run = bench_hub(hub.target(), description, plan).await;
+        hub.stop().await;
+        runs.push(run?);
     }
     Ok(())
 }
@@ -124,28 +140,23 @@ fn backends(args: &BenchArgs) -> anyhow::Result<Vec<Backend>> {
             None => bail!("benching PostgreSQL needs --database-url postgres://... (or DATABASE_URL)"),
         }
     };
-    Ok(match args.backend.as_deref() {
-        Some("sqlite") => vec![Backend::Sqlite],
-        Some("postgres") => vec![postgres()?],
-        Some(_) => vec![Backend::Sqlite, postgres()?],
+    Ok(match args.backend {
+        Some(BackendChoice::Sqlite) => vec![Backend::Sqlite],
+        Some(BackendChoice::Postgres) => vec![postgres()?],
+        Some(BackendChoice::Both) => vec![Backend::Sqlite, postgres()?],
         None if postgres_url.is_some() => vec![Backend::Sqlite, postgres()?],
         None => vec![Backend::Sqlite],
     })
 }
 
-async fn bench_hub(
-    target: &Target,
-    hub_pid: Option<u32>,
-    description: String,
-    plan: &Plan,
-) -> anyhow::Result<Run> {
+async fn bench_hub(target: &Target, description: String, plan: &Plan) -> anyhow::Result<Run> {
     let health: hub::Health = Http::new(target)?
         .get("/health", None)
         .await
         .context("the hub does not answer GET /health; is it a swarm hub?")?;
     let backend = health.database.clone();
     let progress = |what: String| eprintln!("bench [{backend}]: {what}");
-    let cpu_clock = cpu::CpuClock::start(hub_pid);
+    let cpu_clock = cpu::CpuClock::start(target.pid());
 
     progress(format!(
         "trigger latency, {} samples after {} warm-up",

@@ -162,7 +162,7 @@ impl Run {
             let targeted = Some(run.concurrency) == widest;
             rows.push([
                 format!("null polls `GET /api/poll`, {} concurrent", run.concurrency),
-                rate(run.per_second, "req/s", &run.latency),
+                rate(run.per_second, "req/s", &run.latency, run.cpu.as_ref()),
                 if targeted {
                     format!("≥ {} req/s", thousands(TARGET_NULL_POLLS_PER_SECOND))
                 } else {
@@ -174,7 +174,7 @@ impl Run {
         for run in &self.health {
             rows.push([
                 format!("floor: `GET /health`, {} concurrent", run.concurrency),
-                rate(run.per_second, "req/s", &run.latency),
+                rate(run.per_second, "req/s", &run.latency, run.cpu.as_ref()),
                 String::new(),
                 String::new(),
             ]);
@@ -185,8 +185,8 @@ impl Run {
                 CycleKind::Pool => "pool tasks",
             };
             rows.push([
-                format!("claim cycles (create → poll → finish), {} workers, {source}", run.workers),
-                rate(run.per_second, "cycles/s", &run.latency),
+                format!("claim cycles (create → poll → finish), {}, {source}", workers(run.workers)),
+                rate(run.per_second, "cycles/s", &run.latency, run.cpu.as_ref()),
                 if sqlite {
                     format!("≥ {} cycles/s", thousands(TARGET_CYCLES_PER_SECOND))
                 } else {
@@ -213,6 +213,10 @@ impl Run {
     }
 }
 
+fn workers(count: usize) -> String {
+    if count == 1 { "1 worker".to_string() } else { format!("{count} workers") }
+}
+
 fn spread(samples: &Percentiles) -> String {
     format!(
         "p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
@@ -220,13 +224,23 @@ fn spread(samples: &Percentiles) -> String {
     )
 }
 
-fn rate(per_second: f64, unit: &str, latency: &Percentiles) -> String {
-    format!(
-        "{} {unit} (each p50 {:.2} ms, p99 {:.2} ms)",
+fn rate(per_second: f64, unit: &str, latency: &Percentiles, cpu: Option<&CpuUse>) -> String {
+    let mut text = format!(
+        "{} {unit} (each p50 {:.2} ms, p99 {:.2} ms",
         thousands(per_second),
         latency.p50_ms,
         latency.p99_ms
-    )
+    );
+    if let Some(cpu) = cpu {
+        let busy = |seconds: f64| seconds / cpu.wall_seconds.max(f64::EPSILON);
+        let _ = write!(text, "; CPUs busy:");
+        if let Some(hub) = cpu.hub_seconds {
+            let _ = write!(text, " hub {:.2},", busy(hub));
+        }
+        let _ = write!(text, " bench {:.2}, else {:.2}", busy(cpu.bench_seconds), busy(cpu.others_seconds));
+    }
+    text.push(')');
+    text
 }
 
 fn verdict(has_target: bool, met: bool) -> String {
