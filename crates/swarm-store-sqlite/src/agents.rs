@@ -1,6 +1,6 @@
 //! Agents: registration, profile, presence, and the busy/idle status that follows work.
 
-use sqlx::{SqliteConnection, SqlitePool, sqlite::SqliteRow};
+use rusqlite::{Connection, Row, params};
 use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, AgentStatus, Capacity, NewAgent, ProfileUpdate},
@@ -13,9 +13,8 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 use crate::{
-    SqliteStore,
-    decode::{column, corrupt, db, get_agent_id, get_bool, get_strings, get_timestamp},
-    events,
+    decode::{column, corrupt, get_agent_id, get_bool, get_strings, get_timestamp},
+    events, sql,
 };
 
 /// Every agent read carries its capacity, counted from its `in_progress` tasks (an
@@ -30,105 +29,74 @@ macro_rules! select_agent {
     };
 }
 
-pub(crate) async fn get(conn: &mut SqliteConnection, id: AgentId) -> StoreResult<Option<Agent>> {
-    let row = sqlx::query(concat!(select_agent!(), " WHERE a.id = ?"))
-        .bind(id.to_string())
-        .fetch_optional(conn)
-        .await
-        .map_err(db)?;
-    row.as_ref().map(from_row).transpose()
+pub(crate) fn get(connection: &Connection, id: AgentId) -> StoreResult<Option<Agent>> {
+    sql::optional(connection, concat!(select_agent!(), " WHERE a.id = ?"), [id.to_string()], from_row)
 }
 
-pub(crate) async fn list(pool: &SqlitePool) -> StoreResult<Vec<Agent>> {
-    let rows =
-        sqlx::query(concat!(select_agent!(), " ORDER BY a.name, a.id")).fetch_all(pool).await.map_err(db)?;
-    rows.iter().map(from_row).collect()
+pub(crate) fn list(connection: &Connection) -> StoreResult<Vec<Agent>> {
+    sql::all(connection, concat!(select_agent!(), " ORDER BY a.name, a.id"), [], from_row)
 }
 
-pub(crate) async fn register(
-    store: &SqliteStore,
-    new: &NewAgent,
-    now: Timestamp,
-) -> StoreResult<Registration> {
-    let mut tx = store.begin_write().await?;
-    let existing = get(&mut tx, new.id).await?;
+pub(crate) fn register(tx: &Connection, new: &NewAgent, now: Timestamp) -> StoreResult<Registration> {
+    let existing = get(tx, new.id)?;
     // A lead coming back from offline must not make two active leads, whatever the request says.
     let returning_lead =
         existing.as_ref().is_some_and(|agent| agent.is_lead && agent.status == AgentStatus::Offline);
     if new.is_lead || returning_lead {
-        ensure_no_other_active_lead(&mut tx, new.id).await?;
+        ensure_no_other_active_lead(tx, new.id)?;
     }
 
     if let Some(existing) = existing {
-        sqlx::query("UPDATE agents SET max_tasks = ?, last_updated_at = ?, last_seen_at = ? WHERE id = ?")
-            .bind(new.max_tasks)
-            .bind(now.unix_millis())
-            .bind(now.unix_millis())
-            .bind(new.id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        sql::execute(
+            tx,
+            "UPDATE agents SET max_tasks = ?1, last_updated_at = ?2, last_seen_at = ?2 WHERE id = ?3",
+            params![new.max_tasks, now.unix_millis(), new.id.to_string()],
+        )?;
         if existing.status == AgentStatus::Offline {
-            settle_status(&mut tx, new.id, now, Wake::Yes).await?;
+            settle_status(tx, new.id, now, Wake::Yes)?;
         }
-        let agent = get_known(&mut tx, new.id).await?;
-        tx.commit().await.map_err(db)?;
-        return Ok(Registration::Existing(agent));
+        return Ok(Registration::Existing(get_known(tx, new.id)?));
     }
 
-    ensure_name_free(&mut tx, &new.name, new.id).await?;
+    ensure_name_free(tx, &new.name, new.id)?;
     let capabilities =
         serde_json::to_string(&new.capabilities).map_err(|error| StoreError::Backend(Box::new(error)))?;
-    sqlx::query(
+    sql::execute(
+        tx,
         "INSERT INTO agents (id, name, is_lead, status, description, role, capabilities,
                              max_tasks, created_at, last_updated_at, last_seen_at)
-         VALUES (?, ?, ?, 'idle', ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(new.id.to_string())
-    .bind(&new.name)
-    .bind(new.is_lead)
-    .bind(new.description.as_deref())
-    .bind(new.role.as_deref())
-    .bind(capabilities)
-    .bind(new.max_tasks)
-    .bind(now.unix_millis())
-    .bind(now.unix_millis())
-    .bind(now.unix_millis())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
+         VALUES (?1, ?2, ?3, 'idle', ?4, ?5, ?6, ?7, ?8, ?8, ?8)",
+        params![
+            new.id.to_string(),
+            new.name,
+            new.is_lead,
+            new.description,
+            new.role,
+            capabilities,
+            new.max_tasks,
+            now.unix_millis(),
+        ],
+    )?;
     let joined = NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
-    events::insert(&mut tx, &joined, now).await?;
-    let agent = get_known(&mut tx, new.id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Registration::Created(agent))
+    events::insert(tx, &joined, now)?;
+    Ok(Registration::Created(get_known(tx, new.id)?))
 }
 
-pub(crate) async fn rename(
-    store: &SqliteStore,
-    id: AgentId,
-    name: &str,
-    now: Timestamp,
-) -> StoreResult<Option<Agent>> {
-    let mut tx = store.begin_write().await?;
-    if get(&mut tx, id).await?.is_none() {
+pub(crate) fn rename(tx: &Connection, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>> {
+    if get(tx, id)?.is_none() {
         return Ok(None);
     }
-    ensure_name_free(&mut tx, name, id).await?;
-    sqlx::query("UPDATE agents SET name = ?, last_updated_at = ? WHERE id = ?")
-        .bind(name)
-        .bind(now.unix_millis())
-        .bind(id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    let agent = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Some(agent))
+    ensure_name_free(tx, name, id)?;
+    sql::execute(
+        tx,
+        "UPDATE agents SET name = ?, last_updated_at = ? WHERE id = ?",
+        params![name, now.unix_millis(), id.to_string()],
+    )?;
+    Ok(Some(get_known(tx, id)?))
 }
 
-pub(crate) async fn update_profile(
-    store: &SqliteStore,
+pub(crate) fn update_profile(
+    tx: &Connection,
     id: AgentId,
     update: &ProfileUpdate,
     now: Timestamp,
@@ -139,76 +107,58 @@ pub(crate) async fn update_profile(
         .map(serde_json::to_string)
         .transpose()
         .map_err(|error| StoreError::Backend(Box::new(error)))?;
-    let mut tx = store.begin_write().await?;
     // A field left out of the update is kept (NULL binds fall back to the column).
-    let updated = sqlx::query(
+    let updated = sql::execute(
+        tx,
         "UPDATE agents SET description = coalesce(?, description), role = coalesce(?, role),
                            capabilities = coalesce(?, capabilities), last_updated_at = ?
          WHERE id = ?",
-    )
-    .bind(update.description.as_deref())
-    .bind(update.role.as_deref())
-    .bind(capabilities)
-    .bind(now.unix_millis())
-    .bind(id.to_string())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    if updated.rows_affected() == 0 {
+        params![update.description, update.role, capabilities, now.unix_millis(), id.to_string()],
+    )?;
+    if updated == 0 {
         return Ok(None);
     }
-    let agent = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Some(agent))
+    Ok(Some(get_known(tx, id)?))
 }
 
-pub(crate) async fn heartbeat(
-    store: &SqliteStore,
+pub(crate) fn heartbeat(
+    tx: &Connection,
     id: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
 ) -> StoreResult<Option<Agent>> {
-    let mut tx = store.begin_write().await?;
-    let Some(agent) = get(&mut tx, id).await? else {
+    let Some(agent) = get(tx, id)? else {
         return Ok(None);
     };
     if agent.is_lead && agent.status == AgentStatus::Offline {
-        ensure_no_other_active_lead(&mut tx, id).await?;
+        ensure_no_other_active_lead(tx, id)?;
     }
-    sqlx::query("UPDATE agents SET last_updated_at = ?, last_seen_at = ? WHERE id = ?")
-        .bind(now.unix_millis())
-        .bind(now.unix_millis())
-        .bind(id.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-    sqlx::query(
+    sql::execute(
+        tx,
+        "UPDATE agents SET last_updated_at = ?1, last_seen_at = ?1 WHERE id = ?2",
+        params![now.unix_millis(), id.to_string()],
+    )?;
+    sql::execute(
+        tx,
         "UPDATE tasks SET lease_expires_at = ?1
          WHERE (status = 'in_progress' AND agent_id = ?2) OR (status = 'reviewing' AND offered_to = ?2)",
-    )
-    .bind(lease_until.unix_millis())
-    .bind(id.to_string())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
+        params![lease_until.unix_millis(), id.to_string()],
+    )?;
     if agent.status == AgentStatus::Offline {
-        settle_status(&mut tx, id, now, Wake::Yes).await?;
+        settle_status(tx, id, now, Wake::Yes)?;
     }
-    let agent = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Some(agent))
+    Ok(Some(get_known(tx, id)?))
 }
 
 /// Conflict when a lead other than `id` is not offline: one active lead per swarm.
-async fn ensure_no_other_active_lead(tx: &mut SqliteConnection, id: AgentId) -> StoreResult<()> {
-    let active_lead: Option<(String, String)> = sqlx::query_as(
+fn ensure_no_other_active_lead(tx: &Connection, id: AgentId) -> StoreResult<()> {
+    let active_lead: Option<(String, String)> = sql::optional(
+        tx,
         "SELECT id, name FROM agents
          WHERE is_lead = 1 AND status <> 'offline' AND id <> ? LIMIT 1",
-    )
-    .bind(id.to_string())
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
+        [id.to_string()],
+        |row| Ok((column(row, "id")?, column(row, "name")?)),
+    )?;
     match active_lead {
         Some((lead_id, lead_name)) => Err(StoreError::Conflict(format!(
             "a lead is already registered: {lead_name} ({lead_id}); \
@@ -218,22 +168,18 @@ async fn ensure_no_other_active_lead(tx: &mut SqliteConnection, id: AgentId) -> 
     }
 }
 
-pub(crate) async fn close(store: &SqliteStore, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
-    let mut tx = store.begin_write().await?;
-    let Some(agent) = get(&mut tx, id).await? else {
+pub(crate) fn close(tx: &Connection, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
+    let Some(agent) = get(tx, id)? else {
         return Ok(None);
     };
     if agent.status == AgentStatus::Offline {
         return Ok(Some(agent));
     }
-    sqlx::query(
+    sql::execute(
+        tx,
         "UPDATE agents SET status = 'offline', last_updated_at = ? WHERE id = ? AND status <> 'offline'",
-    )
-    .bind(now.unix_millis())
-    .bind(id.to_string())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
+        params![now.unix_millis(), id.to_string()],
+    )?;
     let left = NewEvent::change(
         EventType::AgentLeft,
         Some(id),
@@ -241,24 +187,26 @@ pub(crate) async fn close(store: &SqliteStore, id: AgentId, now: Timestamp) -> S
         Some(agent.status.as_str()),
         Some(AgentStatus::Offline.as_str()),
     );
-    events::insert(&mut tx, &left, now).await?;
-    let agent = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(Some(agent))
+    events::insert(tx, &left, now)?;
+    Ok(Some(get_known(tx, id)?))
 }
 
-pub(crate) async fn work_counts(pool: &SqlitePool, id: AgentId) -> StoreResult<WorkCounts> {
-    let (offered_to_me, pool_count, in_progress): (i64, i64, i64) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM tasks WHERE offered_to = ? AND status = 'offered'),
-                (SELECT count(*) FROM tasks WHERE status = 'unassigned'),
-                (SELECT count(*) FROM tasks WHERE agent_id = ? AND status = 'in_progress')",
-    )
-    .bind(id.to_string())
-    .bind(id.to_string())
-    .fetch_one(pool)
-    .await
-    .map_err(db)?;
-    Ok(WorkCounts { offered_to_me, pool: pool_count, in_progress })
+pub(crate) fn work_counts(connection: &Connection, id: AgentId) -> StoreResult<WorkCounts> {
+    let counts = sql::optional(
+        connection,
+        "SELECT (SELECT count(*) FROM tasks WHERE offered_to = ?1 AND status = 'offered') AS offered,
+                (SELECT count(*) FROM tasks WHERE status = 'unassigned') AS pool,
+                (SELECT count(*) FROM tasks WHERE agent_id = ?1 AND status = 'in_progress') AS in_progress",
+        [id.to_string()],
+        |row| {
+            Ok(WorkCounts {
+                offered_to_me: column(row, "offered")?,
+                pool: column(row, "pool")?,
+                in_progress: column(row, "in_progress")?,
+            })
+        },
+    )?;
+    Ok(counts.unwrap_or(WorkCounts { offered_to_me: 0, pool: 0, in_progress: 0 }))
 }
 
 /// Whether [`settle_status`] may bring an `offline` agent back.
@@ -272,21 +220,15 @@ pub(crate) enum Wake {
 
 /// Set the agent `busy` when it holds an `in_progress` task, else `idle`, logging the
 /// change. Callers run it inside the write transaction that changed the agent's work.
-pub(crate) async fn settle_status(
-    conn: &mut SqliteConnection,
-    id: AgentId,
-    now: Timestamp,
-    wake: Wake,
-) -> StoreResult<()> {
-    let row: Option<(String, i64)> = sqlx::query_as(
+pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: Wake) -> StoreResult<()> {
+    let row: Option<(String, i64)> = sql::optional(
+        tx,
         "SELECT a.status, (SELECT count(*) FROM tasks t
-                           WHERE t.agent_id = a.id AND t.status = 'in_progress')
+                           WHERE t.agent_id = a.id AND t.status = 'in_progress') AS in_progress
          FROM agents a WHERE a.id = ?",
-    )
-    .bind(id.to_string())
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db)?;
+        [id.to_string()],
+        |row| Ok((column(row, "status")?, column(row, "in_progress")?)),
+    )?;
     let Some((status, in_progress)) = row else {
         return Ok(());
     };
@@ -295,16 +237,12 @@ pub(crate) async fn settle_status(
     if status == target || (status == AgentStatus::Offline && wake == Wake::No) {
         return Ok(());
     }
-    let updated =
-        sqlx::query("UPDATE agents SET status = ?, last_updated_at = ? WHERE id = ? AND status = ?")
-            .bind(target.as_str())
-            .bind(now.unix_millis())
-            .bind(id.to_string())
-            .bind(status.as_str())
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
-    if updated.rows_affected() == 0 {
+    let updated = sql::execute(
+        tx,
+        "UPDATE agents SET status = ?, last_updated_at = ? WHERE id = ? AND status = ?",
+        params![target.as_str(), now.unix_millis(), id.to_string(), status.as_str()],
+    )?;
+    if updated == 0 {
         return Ok(());
     }
     let change = NewEvent::change(
@@ -314,16 +252,16 @@ pub(crate) async fn settle_status(
         Some(status.as_str()),
         Some(target.as_str()),
     );
-    events::insert(conn, &change, now).await
+    events::insert(tx, &change, now)
 }
 
-async fn ensure_name_free(conn: &mut SqliteConnection, name: &str, id: AgentId) -> StoreResult<()> {
-    let holder: Option<String> = sqlx::query_scalar("SELECT id FROM agents WHERE name = ? AND id <> ?")
-        .bind(name)
-        .bind(id.to_string())
-        .fetch_optional(conn)
-        .await
-        .map_err(db)?;
+fn ensure_name_free(tx: &Connection, name: &str, id: AgentId) -> StoreResult<()> {
+    let holder: Option<String> = sql::optional(
+        tx,
+        "SELECT id FROM agents WHERE name = ? AND id <> ?",
+        params![name, id.to_string()],
+        |row| column(row, "id"),
+    )?;
     match holder {
         Some(holder) => Err(StoreError::Conflict(format!("agent name '{name}' is taken by agent {holder}"))),
         None => Ok(()),
@@ -331,15 +269,15 @@ async fn ensure_name_free(conn: &mut SqliteConnection, name: &str, id: AgentId) 
 }
 
 /// Read back a row this transaction just wrote.
-async fn get_known(conn: &mut SqliteConnection, id: AgentId) -> StoreResult<Agent> {
-    get(conn, id).await?.ok_or_else(|| corrupt(format!("agent {id} vanished inside its own transaction")))
+fn get_known(tx: &Connection, id: AgentId) -> StoreResult<Agent> {
+    get(tx, id)?.ok_or_else(|| corrupt(format!("agent {id} vanished inside its own transaction")))
 }
 
 fn parse_status(text: &str) -> StoreResult<AgentStatus> {
     AgentStatus::parse(text).map_err(|error| corrupt(error.0))
 }
 
-fn from_row(row: &SqliteRow) -> StoreResult<Agent> {
+fn from_row(row: &Row<'_>) -> StoreResult<Agent> {
     let max_tasks: i64 = column(row, "max_tasks")?;
     let max_tasks =
         i32::try_from(max_tasks).map_err(|_| corrupt(format!("max_tasks out of range: {max_tasks}")))?;

@@ -2,7 +2,7 @@
 //! unknown status, a malformed id) fails the read with a backend error instead of
 //! panicking: the file may have been written by another version of swarm.
 
-use sqlx::{Decode, Row, Sqlite, Type, sqlite::SqliteRow};
+use rusqlite::{Row, types::FromSql};
 use swarm_domain::{
     id::{AgentId, TaskId},
     time::Timestamp,
@@ -10,7 +10,7 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 /// Wrap a database error for the log.
-pub(crate) fn db(error: sqlx::Error) -> StoreError {
+pub(crate) fn db(error: rusqlite::Error) -> StoreError {
     StoreError::Backend(Box::new(error))
 }
 
@@ -19,11 +19,8 @@ pub(crate) fn corrupt(message: String) -> StoreError {
     StoreError::Backend(message.into())
 }
 
-pub(crate) fn column<'r, T>(row: &'r SqliteRow, name: &str) -> StoreResult<T>
-where
-    T: Decode<'r, Sqlite> + Type<Sqlite>,
-{
-    row.try_get(name).map_err(db)
+pub(crate) fn column<T: FromSql>(row: &Row<'_>, name: &str) -> StoreResult<T> {
+    row.get(name).map_err(db)
 }
 
 pub(crate) fn agent_id(text: &str) -> StoreResult<AgentId> {
@@ -34,19 +31,19 @@ pub(crate) fn task_id(text: &str) -> StoreResult<TaskId> {
     TaskId::parse(text).map_err(|error| corrupt(error.0))
 }
 
-pub(crate) fn get_agent_id(row: &SqliteRow, name: &str) -> StoreResult<AgentId> {
+pub(crate) fn get_agent_id(row: &Row<'_>, name: &str) -> StoreResult<AgentId> {
     agent_id(&column::<String>(row, name)?)
 }
 
-pub(crate) fn get_opt_agent_id(row: &SqliteRow, name: &str) -> StoreResult<Option<AgentId>> {
+pub(crate) fn get_opt_agent_id(row: &Row<'_>, name: &str) -> StoreResult<Option<AgentId>> {
     column::<Option<String>>(row, name)?.as_deref().map(agent_id).transpose()
 }
 
-pub(crate) fn get_task_id(row: &SqliteRow, name: &str) -> StoreResult<TaskId> {
+pub(crate) fn get_task_id(row: &Row<'_>, name: &str) -> StoreResult<TaskId> {
     task_id(&column::<String>(row, name)?)
 }
 
-pub(crate) fn get_opt_task_id(row: &SqliteRow, name: &str) -> StoreResult<Option<TaskId>> {
+pub(crate) fn get_opt_task_id(row: &Row<'_>, name: &str) -> StoreResult<Option<TaskId>> {
     column::<Option<String>>(row, name)?.as_deref().map(task_id).transpose()
 }
 
@@ -54,16 +51,16 @@ pub(crate) fn timestamp(millis: i64) -> StoreResult<Timestamp> {
     Timestamp::from_unix_millis(millis).ok_or_else(|| corrupt(format!("timestamp out of range: {millis}")))
 }
 
-pub(crate) fn get_timestamp(row: &SqliteRow, name: &str) -> StoreResult<Timestamp> {
+pub(crate) fn get_timestamp(row: &Row<'_>, name: &str) -> StoreResult<Timestamp> {
     timestamp(column::<i64>(row, name)?)
 }
 
-pub(crate) fn get_opt_timestamp(row: &SqliteRow, name: &str) -> StoreResult<Option<Timestamp>> {
+pub(crate) fn get_opt_timestamp(row: &Row<'_>, name: &str) -> StoreResult<Option<Timestamp>> {
     column::<Option<i64>>(row, name)?.map(timestamp).transpose()
 }
 
 /// A JSON array of strings (capabilities, `json_group_array` of tags or ids).
-pub(crate) fn get_strings(row: &SqliteRow, name: &str) -> StoreResult<Vec<String>> {
+pub(crate) fn get_strings(row: &Row<'_>, name: &str) -> StoreResult<Vec<String>> {
     match column::<Option<String>>(row, name)? {
         None => Ok(Vec::new()),
         Some(text) => serde_json::from_str(&text)
@@ -71,10 +68,14 @@ pub(crate) fn get_strings(row: &SqliteRow, name: &str) -> StoreResult<Vec<String
     }
 }
 
-pub(crate) fn get_bool(row: &SqliteRow, name: &str) -> StoreResult<bool> {
+pub(crate) fn get_bool(row: &Row<'_>, name: &str) -> StoreResult<bool> {
     Ok(column::<i64>(row, name)? != 0)
 }
 
-pub(crate) fn is_foreign_key_violation(error: &sqlx::Error) -> bool {
-    error.as_database_error().is_some_and(|error| error.is_foreign_key_violation())
+pub(crate) fn is_foreign_key_violation(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _)
+            if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
+    )
 }

@@ -1,9 +1,9 @@
 //! The poll: one read to see whether anything waits for an agent, then one write
 //! transaction that claims the first kind that has something. Writes are serialized on
-//! the one write connection (`BEGIN IMMEDIATE`), so each claim's select-then-update is
+//! the one writer connection (`BEGIN IMMEDIATE`), so each claim's select-then-update is
 //! atomic: two polls can never claim the same row.
 
-use sqlx::{SqliteConnection, SqlitePool};
+use rusqlite::{Connection, params};
 use swarm_domain::{
     agent::AgentStatus,
     id::AgentId,
@@ -13,10 +13,9 @@ use swarm_domain::{
 use swarm_store::{PollView, StoreResult};
 
 use crate::{
-    SqliteStore,
     agents::{self, Wake},
-    decode::{corrupt, db, task_id},
-    events,
+    decode::{column, corrupt, get_bool, get_task_id},
+    events, sql,
     tasks::get_known,
 };
 
@@ -46,26 +45,40 @@ macro_rules! has_capacity {
 
 type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool);
 
-pub(crate) async fn view(pool: &SqlitePool, agent: AgentId) -> StoreResult<Option<PollView>> {
-    let row: Option<ViewRow> = sqlx::query_as(concat!(
-        "SELECT a.is_lead, a.status, a.last_seen_at, a.max_tasks,
-                (SELECT count(*) FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress'),
-                EXISTS (SELECT 1 FROM tasks t WHERE t.offered_to = a.id AND t.status = 'offered'),
+pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
+    let row: Option<ViewRow> = sql::optional(
+        connection,
+        concat!(
+            "SELECT a.is_lead, a.status, a.last_seen_at, a.max_tasks,
+                (SELECT count(*) FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress')
+                    AS in_progress,
+                EXISTS (SELECT 1 FROM tasks t WHERE t.offered_to = a.id AND t.status = 'offered') AS offered,
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
-        ready!(),
-        "),
+            ready!(),
+            ") AS pending,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t WHERE",
-        unnotified_worker_task!(),
-        "),
+            unnotified_worker_task!(),
+            ") AS finished,
                 a.is_lead = 0 AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
-        ready!(),
-        ")
+            ready!(),
+            ") AS pool
          FROM agents a WHERE a.id = ?"
-    ))
-    .bind(agent.to_string())
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?;
+        ),
+        [agent.to_string()],
+        |row| {
+            Ok((
+                get_bool(row, "is_lead")?,
+                column(row, "status")?,
+                column(row, "last_seen_at")?,
+                column(row, "max_tasks")?,
+                column(row, "in_progress")?,
+                get_bool(row, "offered")?,
+                get_bool(row, "pending")?,
+                get_bool(row, "finished")?,
+                get_bool(row, "pool")?,
+            ))
+        },
+    )?;
     let Some((is_lead, status, last_seen_at, max_tasks, in_progress, offered, pending, finished, pool)) = row
     else {
         return Ok(None);
@@ -90,35 +103,32 @@ pub(crate) async fn view(pool: &SqlitePool, agent: AgentId) -> StoreResult<Optio
     }))
 }
 
-pub(crate) async fn claim(
-    store: &SqliteStore,
+pub(crate) fn claim(
+    tx: &Connection,
     agent: AgentId,
     kinds: &[TriggerKind],
     now: Timestamp,
     lease_until: Timestamp,
 ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
-    let mut tx = store.begin_write().await?;
     for kind in kinds {
         let trigger = match kind {
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
-                claim_task(&mut tx, *kind, agent, now, lease_until).await?
+                claim_task(tx, *kind, agent, now, lease_until)?
             }
-            TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
-            TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
+            TriggerKind::TasksFinished => claim_finished(tx, now)?,
+            TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
         if let Some(trigger) = trigger {
-            tx.commit().await.map_err(db)?;
             return Ok(Some((*kind, trigger)));
         }
     }
-    tx.rollback().await.map_err(db)?;
     Ok(None)
 }
 
 /// Pick the kind's best candidate and move it in one guarded `UPDATE ... WHERE id =
 /// (SELECT ...)`; log it and settle the agent's busy/idle status.
-async fn claim_task(
-    tx: &mut SqliteConnection,
+fn claim_task(
+    tx: &Connection,
     kind: TriggerKind,
     agent: AgentId,
     now: Timestamp,
@@ -155,50 +165,41 @@ async fn claim_task(
         ),
         TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
-    let claimed: Option<String> = sqlx::query_scalar(sql)
-        .bind(agent.to_string())
-        .bind(now.unix_millis())
-        .bind(lease_until.unix_millis())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
+    let claimed = sql::optional(
+        tx,
+        sql,
+        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis()],
+        |row| get_task_id(row, "id"),
+    )?;
     let Some(id) = claimed else {
         return Ok(None);
     };
-    let id = task_id(&id)?;
     for event in kind.claim_events(id, agent) {
-        events::insert(tx, &event, now).await?;
+        events::insert(tx, &event, now)?;
     }
     if kind.needs_capacity() {
-        agents::settle_status(tx, agent, now, Wake::No).await?;
+        agents::settle_status(tx, agent, now, Wake::No)?;
     }
-    let task = get_known(tx, id).await?;
+    let task = get_known(tx, id)?;
     Ok(kind.task_trigger(task))
 }
 
-async fn claim_finished(tx: &mut SqliteConnection, now: Timestamp) -> StoreResult<Option<Trigger>> {
-    let ids: Vec<String> = sqlx::query_scalar(concat!(
-        "SELECT t.id FROM tasks t WHERE",
-        unnotified_worker_task!(),
-        " ORDER BY t.finished_at, t.id LIMIT ?"
-    ))
-    .bind(TASKS_FINISHED_MAX)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
-    if ids.is_empty() {
-        return Ok(None);
-    }
+fn claim_finished(tx: &Connection, now: Timestamp) -> StoreResult<Option<Trigger>> {
+    let ids = sql::all(
+        tx,
+        concat!("SELECT t.id FROM tasks t WHERE", unnotified_worker_task!(), " ORDER BY t.finished_at, t.id LIMIT ?"),
+        [TASKS_FINISHED_MAX],
+        |row| get_task_id(row, "id"),
+    )?;
     let mut tasks = Vec::with_capacity(ids.len());
-    for id in &ids {
-        let marked = sqlx::query("UPDATE tasks SET notified_at = ? WHERE id = ? AND notified_at IS NULL")
-            .bind(now.unix_millis())
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        if marked.rows_affected() == 1 {
-            tasks.push(get_known(tx, task_id(id)?).await?);
+    for id in ids {
+        let marked = sql::execute(
+            tx,
+            "UPDATE tasks SET notified_at = ? WHERE id = ? AND notified_at IS NULL",
+            params![now.unix_millis(), id.to_string()],
+        )?;
+        if marked == 1 {
+            tasks.push(get_known(tx, id)?);
         }
     }
     if tasks.is_empty() {
@@ -207,13 +208,8 @@ async fn claim_finished(tx: &mut SqliteConnection, now: Timestamp) -> StoreResul
     Ok(Some(Trigger::TasksFinished { count: tasks.len(), tasks }))
 }
 
-async fn count_pool(tx: &mut SqliteConnection) -> StoreResult<Option<Trigger>> {
-    let count: i64 = sqlx::query_scalar(concat!(
-        "SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND",
-        ready!()
-    ))
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
+fn count_pool(tx: &Connection) -> StoreResult<Option<Trigger>> {
+    let count: i64 =
+        sql::scalar(tx, concat!("SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND", ready!()), [])?;
     Ok((count > 0).then_some(Trigger::PoolTasksAvailable { count }))
 }

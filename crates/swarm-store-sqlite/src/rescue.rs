@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use rusqlite::{Connection, params};
 use swarm_domain::{
+    id::{AgentId, TaskId},
     lease::{ExpiredClaim, Expiry, LeasePolicy, RescueReport, on_expiry, silent_agent_event},
     poll::Wake,
     task::TaskStatus,
@@ -13,10 +14,10 @@ use swarm_store::StoreResult;
 use tokio::sync::mpsc;
 
 use crate::{
-    SqliteStore,
     agents::{self, Wake as Presence},
-    decode::{agent_id, corrupt, db, task_id},
-    events,
+    database::Database,
+    decode::{column, corrupt, db, get_agent_id, get_bool, get_opt_agent_id, get_task_id},
+    events, sql,
 };
 
 /// At most this many expired claims are returned per pass; the next pass takes the rest.
@@ -24,38 +25,32 @@ const RESCUE_BATCH: i64 = 500;
 /// How often another process's commits are looked for.
 const EXTERNAL_CHANGE_INTERVAL: Duration = Duration::from_millis(200);
 
-type ExpiredRow = (String, String, Option<String>, Option<String>, bool, i64);
+type ExpiredRow = (TaskId, String, Option<AgentId>, Option<AgentId>, bool, i64);
 
-pub(crate) async fn rescue(
-    store: &SqliteStore,
-    policy: &LeasePolicy,
-    now: Timestamp,
-) -> StoreResult<RescueReport> {
+pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
     let silent_since = now.minus_millis(policy.period_millis());
-    // A read first: most passes find nothing and should not take the write lock.
-    if !anything_to_rescue(&store.read, now, silent_since).await? {
-        return Ok(RescueReport::default());
-    }
-
-    let mut tx = store.begin_write().await?;
     let mut report = RescueReport::default();
-    let expired: Vec<ExpiredRow> = sqlx::query_as(
+    let expired: Vec<ExpiredRow> = sql::all(
+        tx,
         "SELECT id, status, agent_id, offered_to, from_pool, lease_losses FROM tasks
          WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?
            AND status IN ('reviewing', 'in_progress')
          ORDER BY lease_expires_at LIMIT ?",
-    )
-    .bind(now.unix_millis())
-    .bind(RESCUE_BATCH)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
+        params![now.unix_millis(), RESCUE_BATCH],
+        |row| {
+            Ok((
+                get_task_id(row, "id")?,
+                column(row, "status")?,
+                get_opt_agent_id(row, "agent_id")?,
+                get_opt_agent_id(row, "offered_to")?,
+                get_bool(row, "from_pool")?,
+                column(row, "lease_losses")?,
+            ))
+        },
+    )?;
 
     for (id, status, assignee, offered_to, from_pool, losses) in expired {
-        let id = task_id(&id)?;
         let from = TaskStatus::parse(&status).map_err(|error| corrupt(format!("task {id}: {error}")))?;
-        let assignee = assignee.as_deref().map(agent_id).transpose()?;
-        let offered_to = offered_to.as_deref().map(agent_id).transpose()?;
         let losses = i32::try_from(losses + 1).unwrap_or(i32::MAX);
         let Some(expiry) = on_expiry(from, from_pool, losses, policy) else {
             continue;
@@ -66,32 +61,32 @@ pub(crate) async fn rescue(
             Expiry::Fail { reason } => (false, Some(reason.clone())),
         };
         let to = expiry.status();
-        let updated = sqlx::query(
+        let updated = sql::execute(
+            tx,
             "UPDATE tasks SET status = ?1, lease_expires_at = NULL, lease_losses = ?2, last_updated_at = ?3,
                     agent_id = CASE WHEN ?4 THEN NULL ELSE agent_id END,
                     from_pool = CASE WHEN ?4 THEN 0 ELSE from_pool END,
                     finished_at = CASE WHEN ?5 IS NULL THEN finished_at ELSE ?3 END,
                     failure_reason = coalesce(?5, failure_reason)
              WHERE id = ?6 AND status = ?7 AND lease_expires_at < ?3",
-        )
-        .bind(to.as_str())
-        .bind(losses)
-        .bind(now.unix_millis())
-        .bind(clear_assignee)
-        .bind(failure_reason)
-        .bind(id.to_string())
-        .bind(from.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        if updated.rows_affected() == 0 {
+            params![
+                to.as_str(),
+                losses,
+                now.unix_millis(),
+                clear_assignee,
+                failure_reason,
+                id.to_string(),
+                from.as_str(),
+            ],
+        )?;
+        if updated == 0 {
             continue;
         }
         for event in expiry.events(id, holder, from, losses) {
-            events::insert(&mut tx, &event, now).await?;
+            events::insert(tx, &event, now)?;
         }
         if let Some(holder) = holder {
-            agents::settle_status(&mut tx, holder, now, Presence::No).await?;
+            agents::settle_status(tx, holder, now, Presence::No)?;
         }
         let agent_after = if clear_assignee { None } else { assignee };
         report.expired.push(ExpiredClaim {
@@ -104,52 +99,46 @@ pub(crate) async fn rescue(
         });
     }
 
-    let silent: Vec<(String, String)> = sqlx::query_as(
+    let silent: Vec<(AgentId, String)> = sql::all(
+        tx,
         "SELECT id, status FROM agents WHERE status <> 'offline' AND last_seen_at < ? ORDER BY id",
-    )
-    .bind(silent_since.unix_millis())
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
-    for (id, status) in silent {
-        let updated = sqlx::query(
+        [silent_since.unix_millis()],
+        |row| Ok((get_agent_id(row, "id")?, column(row, "status")?)),
+    )?;
+    for (agent, status) in silent {
+        let updated = sql::execute(
+            tx,
             "UPDATE agents SET status = 'offline', last_updated_at = ?
              WHERE id = ? AND status = ? AND last_seen_at < ?",
-        )
-        .bind(now.unix_millis())
-        .bind(&id)
-        .bind(&status)
-        .bind(silent_since.unix_millis())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        if updated.rows_affected() == 1 {
-            let agent = agent_id(&id)?;
-            events::insert(&mut tx, &silent_agent_event(agent, &status, policy), now).await?;
+            params![now.unix_millis(), agent.to_string(), status, silent_since.unix_millis()],
+        )?;
+        if updated == 1 {
+            events::insert(tx, &silent_agent_event(agent, &status, policy), now)?;
             report.silenced.push(agent);
         }
     }
-    tx.commit().await.map_err(db)?;
     Ok(report)
 }
 
-async fn anything_to_rescue(pool: &SqlitePool, now: Timestamp, silent_since: Timestamp) -> StoreResult<bool> {
-    sqlx::query_scalar(
+/// Whether a pass would find anything: a read, so that most passes take no write lock.
+pub(crate) fn anything_to_rescue(
+    connection: &Connection,
+    now: Timestamp,
+    silent_since: Timestamp,
+) -> StoreResult<bool> {
+    sql::scalar(
+        connection,
         "SELECT EXISTS (SELECT 1 FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)
              OR EXISTS (SELECT 1 FROM agents WHERE status <> 'offline' AND last_seen_at < ?)",
+        [now.unix_millis(), silent_since.unix_millis()],
     )
-    .bind(now.unix_millis())
-    .bind(silent_since.unix_millis())
-    .fetch_one(pool)
-    .await
-    .map_err(db)
 }
 
 /// SQLite has no notifications between processes. `PRAGMA data_version` changes on a
 /// connection whenever *another* connection committed; asked on the write connection
 /// (the only one of this process that writes), it changes exactly when another process
 /// wrote. What changed is unknown, so everyone is woken.
-pub(crate) async fn watch_external_changes(store: &SqliteStore, sink: mpsc::Sender<Wake>) -> StoreResult<()> {
+pub(crate) async fn watch_external_changes(database: &Database, sink: mpsc::Sender<Wake>) -> StoreResult<()> {
     let mut last: Option<i64> = None;
     let mut ticks = tokio::time::interval(EXTERNAL_CHANGE_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -158,7 +147,10 @@ pub(crate) async fn watch_external_changes(store: &SqliteStore, sink: mpsc::Send
         if sink.is_closed() {
             return Ok(());
         }
-        let version: i64 = match sqlx::query_scalar("PRAGMA data_version").fetch_one(&store.write).await {
+        let version = database
+            .on_writer(|writer| writer.query_row("PRAGMA data_version", [], |row| row.get::<_, i64>(0)).map_err(db))
+            .await;
+        let version = match version {
             Ok(version) => version,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the SQLite data version; will retry");

@@ -1,6 +1,6 @@
 //! What runners report (session output lines and costs), and the counts of `/api/stats`.
 
-use sqlx::{QueryBuilder, Sqlite, SqlitePool, sqlite::SqliteRow};
+use rusqlite::{Connection, Row, params};
 use swarm_domain::{
     agent::AgentStatus,
     id::TaskId,
@@ -12,67 +12,54 @@ use swarm_domain::{
 use swarm_store::{SessionCostFilter, StoreResult};
 
 use crate::{
-    SqliteStore,
     decode::{column, corrupt, db, get_agent_id, get_bool, get_opt_task_id, get_timestamp},
+    sql::{self, Sql},
 };
 
-/// Rows per `INSERT`: 7 values each stays far below SQLite's limit on bound parameters.
-const LINES_PER_INSERT: usize = 500;
-
-pub(crate) async fn logs_append(
-    store: &SqliteStore,
-    logs: &NewSessionLogs,
-    now: Timestamp,
-) -> StoreResult<u64> {
-    if logs.lines.is_empty() {
-        return Ok(0);
-    }
-    let mut tx = store.begin_write().await?;
+pub(crate) fn logs_append(tx: &Connection, logs: &NewSessionLogs, now: Timestamp) -> StoreResult<u64> {
     // Line numbers continue across requests of the same (session, iteration), so a runner
     // may send its output in batches.
-    let first: i64 = sqlx::query_scalar(
+    let first: i64 = sql::scalar(
+        tx,
         "SELECT coalesce(max(line_number) + 1, 0) FROM session_logs
          WHERE session_id = ? AND iteration = ?",
-    )
-    .bind(&logs.session_id)
-    .bind(logs.iteration)
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
+        params![logs.session_id, logs.iteration],
+    )?;
     let task_id = logs.task_id.map(|id| id.to_string());
-    for (chunk_index, chunk) in logs.lines.chunks(LINES_PER_INSERT).enumerate() {
-        let chunk_start = first + (chunk_index * LINES_PER_INSERT) as i64;
-        let mut insert = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO session_logs (session_id, iteration, task_id, cli, line_number, content, created_at) ",
-        );
-        insert.push_values(chunk.iter().enumerate(), |mut row, (offset, line)| {
-            row.push_bind(logs.session_id.clone())
-                .push_bind(logs.iteration)
-                .push_bind(task_id.clone())
-                .push_bind(logs.cli.clone())
-                .push_bind(chunk_start + offset as i64)
-                .push_bind(line.clone())
-                .push_bind(now.unix_millis());
-        });
-        insert.build().execute(&mut *tx).await.map_err(db)?;
+    // One prepared statement run per line: no statement to build, nothing to parse twice.
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO session_logs (session_id, iteration, task_id, cli, line_number, content, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .map_err(db)?;
+    for (offset, line) in logs.lines.iter().enumerate() {
+        insert
+            .execute(params![
+                logs.session_id,
+                logs.iteration,
+                task_id,
+                logs.cli,
+                first + offset as i64,
+                line,
+                now.unix_millis(),
+            ])
+            .map_err(db)?;
     }
-    tx.commit().await.map_err(db)?;
     Ok(logs.lines.len() as u64)
 }
 
-pub(crate) async fn logs_for_task(pool: &SqlitePool, task_id: TaskId) -> StoreResult<Vec<SessionLog>> {
-    let rows = sqlx::query(
+pub(crate) fn logs_for_task(connection: &Connection, task_id: TaskId) -> StoreResult<Vec<SessionLog>> {
+    sql::all(
+        connection,
         "SELECT id, session_id, iteration, task_id, cli, line_number, content, created_at
          FROM session_logs WHERE task_id = ? ORDER BY id",
+        [task_id.to_string()],
+        log_from_row,
     )
-    .bind(task_id.to_string())
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    rows.iter().map(log_from_row).collect()
 }
 
-fn log_from_row(row: &SqliteRow) -> StoreResult<SessionLog> {
+fn log_from_row(row: &Row<'_>) -> StoreResult<SessionLog> {
     Ok(SessionLog {
         id: column(row, "id")?,
         session_id: column(row, "session_id")?,
@@ -85,36 +72,30 @@ fn log_from_row(row: &SqliteRow) -> StoreResult<SessionLog> {
     })
 }
 
-pub(crate) async fn cost_insert(
-    store: &SqliteStore,
-    cost: &NewSessionCost,
-    now: Timestamp,
-) -> StoreResult<SessionCost> {
-    let mut tx = store.begin_write().await?;
-    let id: i64 = sqlx::query_scalar(
+pub(crate) fn cost_insert(tx: &Connection, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost> {
+    let id: i64 = sql::scalar(
+        tx,
         "INSERT INTO session_costs (session_id, agent_id, task_id, total_cost_usd, input_tokens,
                                     output_tokens, cache_read_tokens, cache_write_tokens,
                                     duration_ms, num_turns, model, is_error, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          RETURNING id",
-    )
-    .bind(&cost.session_id)
-    .bind(cost.agent_id.to_string())
-    .bind(cost.task_id.map(|id| id.to_string()))
-    .bind(cost.total_cost_usd)
-    .bind(cost.input_tokens)
-    .bind(cost.output_tokens)
-    .bind(cost.cache_read_tokens)
-    .bind(cost.cache_write_tokens)
-    .bind(cost.duration_ms)
-    .bind(cost.num_turns)
-    .bind(cost.model.as_deref())
-    .bind(cost.is_error)
-    .bind(now.unix_millis())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(db)?;
-    tx.commit().await.map_err(db)?;
+        params![
+            cost.session_id,
+            cost.agent_id.to_string(),
+            cost.task_id.map(|id| id.to_string()),
+            cost.total_cost_usd,
+            cost.input_tokens,
+            cost.output_tokens,
+            cost.cache_read_tokens,
+            cost.cache_write_tokens,
+            cost.duration_ms,
+            cost.num_turns,
+            cost.model,
+            cost.is_error,
+            now.unix_millis(),
+        ],
+    )?;
     Ok(SessionCost {
         id,
         session_id: cost.session_id.clone(),
@@ -133,28 +114,24 @@ pub(crate) async fn cost_insert(
     })
 }
 
-pub(crate) async fn cost_list(
-    pool: &SqlitePool,
-    filter: &SessionCostFilter,
-) -> StoreResult<Vec<SessionCost>> {
-    let mut query = QueryBuilder::<Sqlite>::new(
+pub(crate) fn cost_list(connection: &Connection, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>> {
+    let mut query = Sql::new(
         "SELECT id, session_id, agent_id, task_id, total_cost_usd, input_tokens, output_tokens,
                 cache_read_tokens, cache_write_tokens, duration_ms, num_turns, model, is_error,
                 created_at
          FROM session_costs WHERE 1 = 1",
     );
     if let Some(task_id) = filter.task_id {
-        query.push(" AND task_id = ").push_bind(task_id.to_string());
+        query.push(" AND task_id = ").bind(task_id.to_string());
     }
     if let Some(agent_id) = filter.agent_id {
-        query.push(" AND agent_id = ").push_bind(agent_id.to_string());
+        query.push(" AND agent_id = ").bind(agent_id.to_string());
     }
-    query.push(" ORDER BY created_at DESC, id DESC LIMIT ").push_bind(filter.limit.max(0));
-    let rows = query.build().fetch_all(pool).await.map_err(db)?;
-    rows.iter().map(cost_from_row).collect()
+    query.push(" ORDER BY created_at DESC, id DESC LIMIT ").bind(filter.limit.max(0));
+    query.all(connection, cost_from_row)
 }
 
-fn cost_from_row(row: &SqliteRow) -> StoreResult<SessionCost> {
+fn cost_from_row(row: &Row<'_>) -> StoreResult<SessionCost> {
     Ok(SessionCost {
         id: column(row, "id")?,
         session_id: column(row, "session_id")?,
@@ -173,19 +150,11 @@ fn cost_from_row(row: &SqliteRow) -> StoreResult<SessionCost> {
     })
 }
 
-pub(crate) async fn stats(pool: &SqlitePool) -> StoreResult<Stats> {
-    // One snapshot for both tables.
-    let mut tx = pool.begin().await.map_err(db)?;
-    let agent_rows: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, count(*) FROM agents GROUP BY status")
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-    let task_rows: Vec<(String, i64)> = sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)?;
+/// The counts; the caller runs both queries in one snapshot.
+pub(crate) fn stats(snapshot: &Connection) -> StoreResult<Stats> {
+    let count_row = |row: &Row<'_>| Ok((column::<String>(row, "status")?, column::<i64>(row, "n")?));
+    let agent_rows = sql::all(snapshot, "SELECT status, count(*) AS n FROM agents GROUP BY status", [], count_row)?;
+    let task_rows = sql::all(snapshot, "SELECT status, count(*) AS n FROM tasks GROUP BY status", [], count_row)?;
 
     let mut agents = AgentCounts::default();
     for (status, n_agents) in agent_rows {

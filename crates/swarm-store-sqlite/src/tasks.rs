@@ -1,6 +1,6 @@
 //! Tasks: creation and reads. Transitions live in `transitions.rs`.
 
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool, sqlite::SqliteRow};
+use rusqlite::{Connection, Row, params};
 use swarm_domain::{
     id::TaskId,
     task::{NewTask, Task, TaskOrigin, TaskStatus},
@@ -9,12 +9,12 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult, TaskFilter};
 
 use crate::{
-    SqliteStore,
     decode::{
         column, corrupt, db, get_opt_agent_id, get_opt_timestamp, get_strings, get_task_id, get_timestamp,
         is_foreign_key_violation, task_id,
     },
     events,
+    sql::{self, Sql},
 };
 
 /// Tags and dependencies come with the row, in their written order, from correlated
@@ -35,76 +35,61 @@ macro_rules! select_task {
     };
 }
 
-pub(crate) async fn get(conn: &mut SqliteConnection, id: TaskId) -> StoreResult<Option<Task>> {
-    let row = sqlx::query(concat!(select_task!(), " WHERE t.id = ?"))
-        .bind(id.to_string())
-        .fetch_optional(conn)
-        .await
-        .map_err(db)?;
-    row.as_ref().map(from_row).transpose()
+pub(crate) fn get(connection: &Connection, id: TaskId) -> StoreResult<Option<Task>> {
+    sql::optional(connection, concat!(select_task!(), " WHERE t.id = ?"), [id.to_string()], from_row)
 }
 
 /// Read back a row this transaction just wrote.
-pub(crate) async fn get_known(conn: &mut SqliteConnection, id: TaskId) -> StoreResult<Task> {
-    get(conn, id).await?.ok_or_else(|| corrupt(format!("task {id} vanished inside its own transaction")))
+pub(crate) fn get_known(tx: &Connection, id: TaskId) -> StoreResult<Task> {
+    get(tx, id)?.ok_or_else(|| corrupt(format!("task {id} vanished inside its own transaction")))
 }
 
-pub(crate) async fn list(pool: &SqlitePool, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
-    // One read transaction, so the page and the total come from the same snapshot.
-    let mut tx = pool.begin().await.map_err(db)?;
-    let mut count = QueryBuilder::<Sqlite>::new("SELECT count(*) FROM tasks t");
+/// A page and the total; the caller runs both in one snapshot.
+pub(crate) fn list(snapshot: &Connection, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
+    let mut count = Sql::new("SELECT count(*) FROM tasks t");
     push_filter(&mut count, filter);
-    let total: i64 = count.build_query_scalar().fetch_one(&mut *tx).await.map_err(db)?;
+    let total: i64 = count.scalar(snapshot)?;
 
-    let mut page = QueryBuilder::<Sqlite>::new(select_task!());
+    let mut page = Sql::new(select_task!());
     push_filter(&mut page, filter);
     page.push(" ORDER BY t.created_at DESC, t.id DESC LIMIT ")
-        .push_bind(filter.limit.max(0))
+        .bind(filter.limit.max(0))
         .push(" OFFSET ")
-        .push_bind(filter.offset.max(0));
-    let rows = page.build().fetch_all(&mut *tx).await.map_err(db)?;
-    let tasks = rows.iter().map(from_row).collect::<StoreResult<Vec<Task>>>()?;
-    tx.commit().await.map_err(db)?;
-    Ok((tasks, total))
+        .bind(filter.offset.max(0));
+    Ok((page.all(snapshot, from_row)?, total))
 }
 
-fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &TaskFilter) {
+fn push_filter(query: &mut Sql, filter: &TaskFilter) {
     query.push(" WHERE 1 = 1");
     if !filter.statuses.is_empty() {
         query.push(" AND t.status IN (");
-        let mut statuses = query.separated(", ");
-        for status in &filter.statuses {
-            statuses.push_bind(status.as_str());
-        }
+        query.bind_list(filter.statuses.iter().map(|status| status.as_str().to_string()));
         query.push(")");
     }
     if let Some(agent_id) = filter.agent_id {
-        query.push(" AND t.agent_id = ").push_bind(agent_id.to_string());
+        query.push(" AND t.agent_id = ").bind(agent_id.to_string());
     }
     if let Some(creator) = filter.creator_agent_id {
-        query.push(" AND t.creator_agent_id = ").push_bind(creator.to_string());
+        query.push(" AND t.creator_agent_id = ").bind(creator.to_string());
     }
     if let Some(offered_to) = filter.offered_to {
-        query.push(" AND t.offered_to = ").push_bind(offered_to.to_string());
+        query.push(" AND t.offered_to = ").bind(offered_to.to_string());
     }
     if let Some(source) = &filter.source {
-        query.push(" AND t.source = ").push_bind(source.clone());
+        query.push(" AND t.source = ").bind(source.clone());
     }
     if let Some(task_type) = &filter.task_type {
-        query.push(" AND t.task_type = ").push_bind(task_type.clone());
+        query.push(" AND t.task_type = ").bind(task_type.clone());
     }
     for tag in &filter.tags {
-        query
-            .push(" AND t.id IN (SELECT g.task_id FROM task_tags g WHERE g.tag = ")
-            .push_bind(tag.clone())
-            .push(")");
+        query.push(" AND t.id IN (SELECT g.task_id FROM task_tags g WHERE g.tag = ").bind(tag.clone()).push(")");
     }
     if let Some(search) = &filter.search {
         // instr, not LIKE: the user's % and _ are plain characters.
-        query.push(" AND instr(lower(t.task), lower(").push_bind(search.clone()).push(")) > 0");
+        query.push(" AND instr(lower(t.task), lower(").bind(search.clone()).push(")) > 0");
     }
     if let Some(since) = filter.finished_since {
-        query.push(" AND t.finished_at >= ").push_bind(since.unix_millis());
+        query.push(" AND t.finished_at >= ").bind(since.unix_millis());
     }
     if filter.ready_only {
         query.push(
@@ -114,101 +99,93 @@ fn push_filter(query: &mut QueryBuilder<Sqlite>, filter: &TaskFilter) {
     }
 }
 
-pub(crate) async fn unfinished_dependencies(pool: &SqlitePool, id: TaskId) -> StoreResult<Vec<TaskId>> {
-    let ids: Vec<String> = sqlx::query_scalar(
+pub(crate) fn unfinished_dependencies(connection: &Connection, id: TaskId) -> StoreResult<Vec<TaskId>> {
+    sql::all(
+        connection,
         "SELECT d.depends_on_task_id FROM task_dependencies d
          JOIN tasks dt ON dt.id = d.depends_on_task_id
          WHERE d.task_id = ? AND dt.status <> 'completed'
          ORDER BY d.position",
+        [id.to_string()],
+        |row| get_task_id(row, "depends_on_task_id"),
     )
-    .bind(id.to_string())
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    ids.iter().map(|id| task_id(id)).collect()
 }
 
-pub(crate) async fn create(store: &SqliteStore, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
-    let mut tx = store.begin_write().await?;
-    match insert(&mut tx, task, now).await {
+pub(crate) fn has_dependents(connection: &Connection, id: TaskId) -> StoreResult<bool> {
+    sql::scalar(
+        connection,
+        "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = ?)",
+        [id.to_string()],
+    )
+}
+
+pub(crate) fn create(tx: &Connection, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
+    match insert(tx, task, now) {
         Ok(()) => {}
-        Err(error) if is_foreign_key_violation(&error) => {
-            return Err(missing_reference(&mut tx, task).await?);
-        }
+        Err(error) if is_foreign_key_violation(&error) => return Err(missing_reference(tx, task)?),
         Err(error) => return Err(db(error)),
     }
-
     for event in task.creation_events() {
-        events::insert(&mut tx, &event, now).await?;
+        events::insert(tx, &event, now)?;
     }
-    let created = get_known(&mut tx, task.id).await?;
-    tx.commit().await.map_err(db)?;
-    Ok(created)
+    get_known(tx, task.id)
 }
 
-async fn insert(conn: &mut SqliteConnection, task: &NewTask, now: Timestamp) -> Result<(), sqlx::Error> {
+fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<()> {
     let offered_at = (task.status == TaskStatus::Offered).then_some(now.unix_millis());
     let origin = &task.origin;
-    sqlx::query(
+    tx.prepare_cached(
         "INSERT INTO tasks (id, agent_id, creator_agent_id, task, status, source, task_type,
                             priority, offered_to, offered_at, created_at, last_updated_at,
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id,
                             mention_channel_id, github_repo, github_event_type, github_number,
                             github_comment_id, github_author, github_url)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(task.id.to_string())
-    .bind(task.agent_id.map(|id| id.to_string()))
-    .bind(task.creator_agent_id.map(|id| id.to_string()))
-    .bind(&task.task)
-    .bind(task.status.as_str())
-    .bind(&task.source)
-    .bind(task.task_type.as_deref())
-    .bind(task.priority)
-    .bind(task.offered_to.map(|id| id.to_string()))
-    .bind(offered_at)
-    .bind(now.unix_millis())
-    .bind(now.unix_millis())
-    .bind(origin.slack_channel_id.as_deref())
-    .bind(origin.slack_thread_ts.as_deref())
-    .bind(origin.slack_user_id.as_deref())
-    .bind(origin.mention_message_id.as_deref())
-    .bind(origin.mention_channel_id.as_deref())
-    .bind(origin.github_repo.as_deref())
-    .bind(origin.github_event_type.as_deref())
-    .bind(origin.github_number)
-    .bind(origin.github_comment_id)
-    .bind(origin.github_author.as_deref())
-    .bind(origin.github_url.as_deref())
-    .execute(&mut *conn)
-    .await?;
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+                 ?19, ?20, ?21, ?22)",
+    )?
+    .execute(params![
+        task.id.to_string(),
+        task.agent_id.map(|id| id.to_string()),
+        task.creator_agent_id.map(|id| id.to_string()),
+        task.task,
+        task.status.as_str(),
+        task.source,
+        task.task_type,
+        task.priority,
+        task.offered_to.map(|id| id.to_string()),
+        offered_at,
+        now.unix_millis(),
+        origin.slack_channel_id,
+        origin.slack_thread_ts,
+        origin.slack_user_id,
+        origin.mention_message_id,
+        origin.mention_channel_id,
+        origin.github_repo,
+        origin.github_event_type,
+        origin.github_number,
+        origin.github_comment_id,
+        origin.github_author,
+        origin.github_url,
+    ])?;
 
     // OR IGNORE: a repeated tag or dependency is kept once, at its first position.
+    let mut insert_tag =
+        tx.prepare_cached("INSERT OR IGNORE INTO task_tags (task_id, position, tag) VALUES (?, ?, ?)")?;
     for (position, tag) in task.tags.iter().enumerate() {
-        sqlx::query("INSERT OR IGNORE INTO task_tags (task_id, position, tag) VALUES (?, ?, ?)")
-            .bind(task.id.to_string())
-            .bind(position as i64)
-            .bind(tag)
-            .execute(&mut *conn)
-            .await?;
+        insert_tag.execute(params![task.id.to_string(), position as i64, tag])?;
     }
+    let mut insert_dependency = tx.prepare_cached(
+        "INSERT OR IGNORE INTO task_dependencies (task_id, depends_on_task_id, position) VALUES (?, ?, ?)",
+    )?;
     for (position, dependency) in task.depends_on.iter().enumerate() {
-        sqlx::query(
-            "INSERT OR IGNORE INTO task_dependencies (task_id, depends_on_task_id, position)
-             VALUES (?, ?, ?)",
-        )
-        .bind(task.id.to_string())
-        .bind(dependency.to_string())
-        .bind(position as i64)
-        .execute(&mut *conn)
-        .await?;
+        insert_dependency.execute(params![task.id.to_string(), dependency.to_string(), position as i64])?;
     }
     Ok(())
 }
 
 /// SQLite does not say which foreign key failed; look each reference up so the message
 /// names the culprit.
-async fn missing_reference(conn: &mut SqliteConnection, task: &NewTask) -> StoreResult<StoreError> {
+fn missing_reference(tx: &Connection, task: &NewTask) -> StoreResult<StoreError> {
     let agents = [
         ("agentId", task.agent_id),
         ("offeredTo", task.offered_to),
@@ -216,24 +193,23 @@ async fn missing_reference(conn: &mut SqliteConnection, task: &NewTask) -> Store
     ];
     for (field, agent) in agents {
         let Some(agent) = agent else { continue };
-        if !row_exists(conn, "SELECT 1 FROM agents WHERE id = ?", &agent.to_string()).await? {
+        if !row_exists(tx, "SELECT EXISTS (SELECT 1 FROM agents WHERE id = ?)", &agent.to_string())? {
             return Ok(StoreError::MissingReference(format!("{field}: agent {agent} does not exist")));
         }
     }
     for dependency in &task.depends_on {
-        if !row_exists(conn, "SELECT 1 FROM tasks WHERE id = ?", &dependency.to_string()).await? {
+        if !row_exists(tx, "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?)", &dependency.to_string())? {
             return Ok(StoreError::MissingReference(format!("dependsOn: task {dependency} does not exist")));
         }
     }
     Ok(StoreError::MissingReference("a referenced agent or task does not exist".to_string()))
 }
 
-async fn row_exists(conn: &mut SqliteConnection, sql: &'static str, id: &str) -> StoreResult<bool> {
-    let found: Option<i64> = sqlx::query_scalar(sql).bind(id).fetch_optional(conn).await.map_err(db)?;
-    Ok(found.is_some())
+fn row_exists(tx: &Connection, exists: &'static str, id: &str) -> StoreResult<bool> {
+    sql::scalar(tx, exists, [id])
 }
 
-fn from_row(row: &SqliteRow) -> StoreResult<Task> {
+fn from_row(row: &Row<'_>) -> StoreResult<Task> {
     let id = get_task_id(row, "id")?;
     let status: String = column(row, "status")?;
     let priority: i64 = column(row, "priority")?;

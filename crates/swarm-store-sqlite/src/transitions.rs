@@ -1,7 +1,7 @@
 //! Task transitions: one guarded `UPDATE` each, its events and the agents' status in the
 //! same write transaction.
 
-use sqlx::{QueryBuilder, Sqlite};
+use rusqlite::Connection;
 use swarm_domain::{
     event::EventType,
     event::NewEvent,
@@ -12,43 +12,40 @@ use swarm_domain::{
 use swarm_store::{Applied, StoreError, StoreResult};
 
 use crate::{
-    SqliteStore,
     agents::{self, Wake},
     decode::{db, is_foreign_key_violation},
     events,
+    sql::Sql,
     tasks::{self, get_known},
 };
 
-pub(crate) async fn apply(
-    store: &SqliteStore,
+pub(crate) fn apply(
+    tx: &Connection,
     id: TaskId,
     change: &TaskChange,
     actor: Option<AgentId>,
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
-    let mut tx = store.begin_write().await?;
-    let Some(before) = tasks::get(&mut tx, id).await? else {
+    let Some(before) = tasks::get(tx, id)? else {
         return Ok(Applied::NotFound);
     };
 
-    let mut update = guarded_update(id, change, now);
-    let changed = match update.build().fetch_optional(&mut *tx).await {
-        Ok(changed) => changed.is_some(),
+    let changed = match guarded_update(id, change, now).execute_raw(tx) {
+        Ok(changed) => changed > 0,
         Err(error) if is_foreign_key_violation(&error) => {
             return Err(StoreError::MissingReference(missing_agent_message(change)));
         }
         Err(error) => return Err(db(error)),
     };
     if !changed {
-        tx.rollback().await.map_err(db)?;
         return Ok(Applied::Refused { current: before });
     }
 
     for event in change.events(id, actor, before.status) {
-        events::insert(&mut tx, &event, now).await?;
+        events::insert(tx, &event, now)?;
     }
 
-    let after = get_known(&mut tx, id).await?;
+    let after = get_known(tx, id)?;
     let mut involved: Vec<AgentId> = before.agent_id.into_iter().collect();
     if let Some(agent) = after.agent_id
         && !involved.contains(&agent)
@@ -56,38 +53,37 @@ pub(crate) async fn apply(
         involved.push(agent);
     }
     for agent in involved {
-        agents::settle_status(&mut tx, agent, now, Wake::No).await?;
+        agents::settle_status(tx, agent, now, Wake::No)?;
     }
-    tx.commit().await.map_err(db)?;
     Ok(Applied::Changed { before, after })
 }
 
 /// `UPDATE tasks SET status, last_updated_at, <updates> WHERE id AND status IN <from>
-/// AND <guard> RETURNING id`. The shape comes from the change; every value is bound.
-fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuilder<Sqlite> {
+/// AND <guard>`. The shape comes from the change; every value is bound.
+fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> Sql {
     let updates = &change.updates;
-    let mut query = QueryBuilder::<Sqlite>::new("UPDATE tasks SET status = ");
-    query.push_bind(change.to.as_str());
-    query.push(", last_updated_at = ").push_bind(now.unix_millis());
+    let mut query = Sql::new("UPDATE tasks SET status = ");
+    query.bind(change.to.as_str().to_string());
+    query.push(", last_updated_at = ").bind(now.unix_millis());
     push_field(&mut query, "agent_id", updates.agent_id);
     push_field(&mut query, "offered_to", updates.offered_to);
     if updates.set_accepted_at {
-        query.push(", accepted_at = ").push_bind(now.unix_millis());
+        query.push(", accepted_at = ").bind(now.unix_millis());
     }
     if updates.set_finished_at {
-        query.push(", finished_at = ").push_bind(now.unix_millis());
+        query.push(", finished_at = ").bind(now.unix_millis());
     }
     match updates.lease_expires_at {
         FieldUpdate::Keep => {}
         FieldUpdate::Set(until) => {
-            query.push(", lease_expires_at = ").push_bind(until.unix_millis());
+            query.push(", lease_expires_at = ").bind(until.unix_millis());
         }
         FieldUpdate::Clear => {
             query.push(", lease_expires_at = NULL");
         }
     }
     if let Some(from_pool) = updates.from_pool {
-        query.push(", from_pool = ").push_bind(from_pool);
+        query.push(", from_pool = ").bind(from_pool);
     }
     let notes = [
         ("output", &updates.output),
@@ -96,24 +92,20 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
     ];
     for (column, note) in notes {
         if let Some(note) = note {
-            query.push(format_args!(", {column} = ")).push_bind(note.clone());
+            query.push(&format!(", {column} = ")).bind(note.clone());
         }
     }
 
-    query.push(" WHERE id = ").push_bind(id.to_string());
-    query.push(" AND status IN (");
-    let mut from = query.separated(", ");
-    for status in change.from {
-        from.push_bind(status.as_str());
-    }
+    query.push(" WHERE id = ").bind(id.to_string());
+    query.push(" AND status IN (").bind_list(change.from.iter().map(|status| status.as_str().to_string()));
     query.push(")");
 
     let guard = &change.guard;
     if let Some(assignee) = guard.assignee {
-        query.push(" AND agent_id = ").push_bind(assignee.to_string());
+        query.push(" AND agent_id = ").bind(assignee.to_string());
     }
     if let Some(offered_to) = guard.offered_to {
-        query.push(" AND offered_to = ").push_bind(offered_to.to_string());
+        query.push(" AND offered_to = ").bind(offered_to.to_string());
     }
     if guard.dependencies_completed {
         query.push(
@@ -126,23 +118,22 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
         // An unknown agent has no max_tasks: the comparison is NULL and the guard fails.
         query
             .push(" AND (SELECT count(*) FROM tasks c WHERE c.agent_id = ")
-            .push_bind(agent.to_string())
+            .bind(agent.to_string())
             .push(" AND c.status = 'in_progress') < (SELECT max_tasks FROM agents WHERE id = ")
-            .push_bind(agent.to_string())
+            .bind(agent.to_string())
             .push(")");
     }
-    query.push(" RETURNING id");
     query
 }
 
-fn push_field(query: &mut QueryBuilder<Sqlite>, column: &str, update: FieldUpdate<AgentId>) {
+fn push_field(query: &mut Sql, column: &str, update: FieldUpdate<AgentId>) {
     match update {
         FieldUpdate::Keep => {}
         FieldUpdate::Set(agent) => {
-            query.push(format_args!(", {column} = ")).push_bind(agent.to_string());
+            query.push(&format!(", {column} = ")).bind(agent.to_string());
         }
         FieldUpdate::Clear => {
-            query.push(format_args!(", {column} = NULL"));
+            query.push(&format!(", {column} = NULL"));
         }
     }
 }
@@ -159,71 +150,58 @@ fn missing_agent_message(change: &TaskChange) -> String {
     }
 }
 
-pub(crate) async fn set_progress(
-    store: &SqliteStore,
+pub(crate) fn set_progress(
+    tx: &Connection,
     id: TaskId,
     progress: &str,
     assignee: Option<AgentId>,
     actor: Option<AgentId>,
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
-    let mut tx = store.begin_write().await?;
-    let Some(before) = tasks::get(&mut tx, id).await? else {
+    let Some(before) = tasks::get(tx, id)? else {
         return Ok(Applied::NotFound);
     };
-    let mut update = QueryBuilder::<Sqlite>::new("UPDATE tasks SET progress = ");
-    update.push_bind(progress.to_string());
-    update.push(", last_updated_at = ").push_bind(now.unix_millis());
-    update.push(" WHERE id = ").push_bind(id.to_string());
+    let mut update = Sql::new("UPDATE tasks SET progress = ");
+    update.bind(progress.to_string());
+    update.push(", last_updated_at = ").bind(now.unix_millis());
+    update.push(" WHERE id = ").bind(id.to_string());
     update.push(" AND status NOT IN (");
-    let mut finished = update.separated(", ");
-    for status in TaskStatus::FINISHED {
-        finished.push_bind(status.as_str());
-    }
+    update.bind_list(TaskStatus::FINISHED.iter().map(|status| status.as_str().to_string()));
     update.push(")");
     if let Some(assignee) = assignee {
-        update.push(" AND agent_id = ").push_bind(assignee.to_string());
+        update.push(" AND agent_id = ").bind(assignee.to_string());
     }
-    update.push(" RETURNING id");
-    if update.build().fetch_optional(&mut *tx).await.map_err(db)?.is_none() {
-        tx.rollback().await.map_err(db)?;
+    if update.execute_raw(tx).map_err(db)? == 0 {
         return Ok(Applied::Refused { current: before });
     }
     let noted = NewEvent::change(EventType::TaskProgress, actor, Some(id), None, Some(progress));
-    events::insert(&mut tx, &noted, now).await?;
-    let after = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
+    events::insert(tx, &noted, now)?;
+    let after = get_known(tx, id)?;
     Ok(Applied::Changed { before, after })
 }
 
-pub(crate) async fn edit_text(
-    store: &SqliteStore,
+pub(crate) fn edit_text(
+    tx: &Connection,
     id: TaskId,
     text: &str,
     actor: Option<AgentId>,
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
-    let mut tx = store.begin_write().await?;
-    let Some(before) = tasks::get(&mut tx, id).await? else {
+    let Some(before) = tasks::get(tx, id)? else {
         return Ok(Applied::NotFound);
     };
-    let mut update = QueryBuilder::<Sqlite>::new("UPDATE tasks SET task = ");
-    update.push_bind(text.to_string());
-    update.push(", last_updated_at = ").push_bind(now.unix_millis());
-    update.push(" WHERE id = ").push_bind(id.to_string());
+    let mut update = Sql::new("UPDATE tasks SET task = ");
+    update.bind(text.to_string());
+    update.push(", last_updated_at = ").bind(now.unix_millis());
+    update.push(" WHERE id = ").bind(id.to_string());
     update.push(" AND status IN (");
-    let mut editable = update.separated(", ");
-    for status in TaskStatus::EDITABLE {
-        editable.push_bind(status.as_str());
-    }
-    update.push(") RETURNING id");
-    if update.build().fetch_optional(&mut *tx).await.map_err(db)?.is_none() {
-        tx.rollback().await.map_err(db)?;
+    update.bind_list(TaskStatus::EDITABLE.iter().map(|status| status.as_str().to_string()));
+    update.push(")");
+    if update.execute_raw(tx).map_err(db)? == 0 {
         return Ok(Applied::Refused { current: before });
     }
     let edited = NewEvent::change(EventType::TaskEdited, actor, Some(id), None, None);
-    events::insert(&mut tx, &edited, now).await?;
-    let after = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
+    events::insert(tx, &edited, now)?;
+    let after = get_known(tx, id)?;
     Ok(Applied::Changed { before, after })
 }
