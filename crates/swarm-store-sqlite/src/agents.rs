@@ -13,7 +13,7 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 use crate::{
-    decode::{column, corrupt, get_agent_id, get_bool, get_strings, get_timestamp},
+    decode::{Columns, column, corrupt},
     events, sql,
 };
 
@@ -278,20 +278,31 @@ fn parse_status(text: &str) -> StoreResult<AgentStatus> {
 }
 
 fn from_row(row: &Row<'_>) -> StoreResult<Agent> {
-    let max_tasks: i64 = column(row, "max_tasks")?;
+    let mut column = Columns::new(row);
+    let id = column.agent_id("id")?;
+    let name = column.take("name")?;
+    let is_lead = column.bool("is_lead")?;
+    let status = parse_status(&column.take::<String>("status")?)?;
+    let description = column.take("description")?;
+    let role = column.take("role")?;
+    let capabilities = column.strings("capabilities")?;
+    let max_tasks: i64 = column.take("max_tasks")?;
     let max_tasks =
         i32::try_from(max_tasks).map_err(|_| corrupt(format!("max_tasks out of range: {max_tasks}")))?;
+    let created_at = column.timestamp("created_at")?;
+    let last_updated_at = column.timestamp("last_updated_at")?;
+    let in_progress = column.take("in_progress")?;
     Ok(Agent {
-        id: get_agent_id(row, "id")?,
-        name: column(row, "name")?,
-        is_lead: get_bool(row, "is_lead")?,
-        status: parse_status(&column::<String>(row, "status")?)?,
-        description: column(row, "description")?,
-        role: column(row, "role")?,
-        capabilities: get_strings(row, "capabilities")?,
+        id,
+        name,
+        is_lead,
+        status,
+        description,
+        role,
+        capabilities,
         max_tasks,
-        created_at: get_timestamp(row, "created_at")?,
-        last_updated_at: get_timestamp(row, "last_updated_at")?,
-        capacity: Capacity::new(column(row, "in_progress")?, max_tasks),
+        created_at,
+        last_updated_at,
+        capacity: Capacity::new(in_progress, max_tasks),
     })
 }

@@ -33,7 +33,7 @@ use crate::decode::{corrupt, db};
 
 /// How long a connection waits for another process's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Transactions committed together at most, so one `COMMIT` does not wait for a long queue.
+/// Jobs committed together at most, so that the first of a group is not kept waiting.
 const MAX_GROUP: usize = 64;
 /// Idle reader connections kept open.
 const MAX_IDLE_READERS: usize = 8;
@@ -80,7 +80,12 @@ impl Database {
             .spawn(move || run_checkpointer(checkpoint_connection, stop))
             .map_err(|error| StoreError::Backend(Box::new(error)))?;
 
-        Ok(Database { path: path.to_path_buf(), writer, readers: Mutex::new(Vec::new()), _checkpointer: checkpointer })
+        Ok(Database {
+            path: path.to_path_buf(),
+            writer,
+            readers: Mutex::new(Vec::new()),
+            _checkpointer: checkpointer,
+        })
     }
 
     /// Run `work` as one write transaction (`BEGIN IMMEDIATE`) on the writer thread.
@@ -94,7 +99,9 @@ impl Database {
         let job: WriteJob = Box::new(move |connection| {
             let result = match connection {
                 Some(connection) => std::panic::catch_unwind(AssertUnwindSafe(|| work(connection)))
-                    .unwrap_or_else(|_| Err(corrupt("a write transaction panicked; it was rolled back".into()))),
+                    .unwrap_or_else(|_| {
+                        Err(corrupt("a write transaction panicked; it was rolled back".into()))
+                    }),
                 None => Err(corrupt("the write transaction was not run".into())),
             };
             let keep = result.is_ok();
@@ -198,6 +205,9 @@ fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
     // WAL with NORMAL: a commit survives the process being killed; only a power loss
     // may take back the last transactions, never corrupt the file.
     connection.pragma_update(None, "synchronous", "NORMAL")?;
+    // Savepoint journals (one per job of a group) and sort space stay in memory: on disk
+    // they cost a write of every page a job touches.
+    connection.pragma_update(None, "temp_store", "MEMORY")?;
     match role {
         Role::Writer => {
             // Checkpoints are the checkpointer's job, off the commit path.
@@ -227,58 +237,39 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                 return;
             }
             Command::Plain(job) => job(&connection),
-            Command::Write(first) => {
-                let mut group = vec![first];
-                while group.len() < MAX_GROUP {
-                    match commands.try_recv() {
-                        Ok(Command::Write(job)) => group.push(job),
-                        Ok(other) => {
-                            next = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                commit_group(&connection, group);
-            }
+            Command::Write(first) => next = commit_group(&connection, first, &commands),
         }
     }
 }
 
-/// One SQLite transaction for the whole group, one savepoint per job: a job that fails
-/// rolls back to its savepoint and leaves the others' changes in place.
-fn commit_group(connection: &Connection, group: Vec<WriteJob>) {
+/// Run `first`, and every write that arrives while the group runs (up to [`MAX_GROUP`]),
+/// in one SQLite transaction with one savepoint per job: a job that fails rolls back to
+/// its savepoint and leaves the others' changes in place. Under load the group grows by
+/// itself, and the pages that its transactions share reach the WAL once. Returns a
+/// command that arrived meanwhile and is not a write.
+fn commit_group(
+    connection: &Connection,
+    first: WriteJob,
+    commands: &mpsc::Receiver<Command>,
+) -> Option<Command> {
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        let message = format!("cannot start a write transaction: {error}");
-        for job in group {
-            let (_, reply) = job(None);
-            reply(Err(message.clone()));
-        }
-        return;
+        let (_, reply) = first(None);
+        reply(Err(format!("cannot start a write transaction: {error}")));
+        return None;
     }
-    let mut replies = Vec::with_capacity(group.len());
+    let mut replies = Vec::new();
     let mut broken: Option<String> = None;
-    for job in group {
-        if broken.is_some() {
-            replies.push(job(None).1);
-            continue;
+    let mut held_back = None;
+    let mut job = Some(first);
+    while let Some(current) = job.take() {
+        replies.push(run_in_savepoint(connection, current, &mut broken));
+        if broken.is_some() || replies.len() >= MAX_GROUP {
+            break;
         }
-        if let Err(error) = connection.execute_batch("SAVEPOINT job") {
-            broken = Some(format!("cannot start a savepoint: {error}"));
-            replies.push(job(None).1);
-            continue;
-        }
-        let (keep, reply) = job(Some(connection));
-        replies.push(reply);
-        // Some errors (I/O, a full disk) make SQLite roll back the whole transaction,
-        // taking the earlier jobs' changes with it.
-        if connection.is_autocommit() {
-            broken = Some("SQLite rolled back the transaction after an error".to_string());
-            continue;
-        }
-        let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
-        if let Err(error) = connection.execute_batch(end) {
-            broken = Some(format!("cannot end a savepoint: {error}"));
+        match commands.try_recv() {
+            Ok(Command::Write(more)) => job = Some(more),
+            Ok(other) => held_back = Some(other),
+            Err(_) => {}
         }
     }
     let committed = match broken {
@@ -291,6 +282,28 @@ fn commit_group(connection: &Connection, group: Vec<WriteJob>) {
     for reply in replies {
         reply(committed.clone());
     }
+    held_back
+}
+
+/// Run one job inside its own savepoint; a failure that breaks the whole transaction is
+/// recorded in `broken`.
+fn run_in_savepoint(connection: &Connection, job: WriteJob, broken: &mut Option<String>) -> Reply {
+    if let Err(error) = connection.execute_batch("SAVEPOINT job") {
+        *broken = Some(format!("cannot start a savepoint: {error}"));
+        return job(None).1;
+    }
+    let (keep, reply) = job(Some(connection));
+    // Some errors (I/O, a full disk) make SQLite roll back the whole transaction, taking
+    // the earlier jobs' changes with it.
+    if connection.is_autocommit() {
+        *broken = Some("SQLite rolled back the transaction after an error".to_string());
+        return reply;
+    }
+    let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+    if let Err(error) = connection.execute_batch(end) {
+        *broken = Some(format!("cannot end a savepoint: {error}"));
+    }
+    reply
 }
 
 fn run_checkpointer(connection: Connection, stop: mpsc::Receiver<()>) {

@@ -9,7 +9,7 @@ use swarm_domain::{
 use swarm_store::{EventFilter, StoreResult};
 
 use crate::{
-    decode::{column, corrupt, get_opt_agent_id, get_opt_task_id, get_timestamp},
+    decode::{Columns, corrupt},
     sql::{self, Sql},
 };
 
@@ -52,9 +52,15 @@ pub(crate) fn list(connection: &Connection, filter: &EventFilter) -> StoreResult
 }
 
 fn from_row(row: &Row<'_>) -> StoreResult<Event> {
-    let id: String = column(row, "id")?;
-    let event_type: String = column(row, "event_type")?;
-    let metadata = column::<Option<String>>(row, "metadata")?
+    let mut column = Columns::new(row);
+    let id: String = column.take("id")?;
+    let event_type: String = column.take("event_type")?;
+    let agent_id = column.opt_agent_id("agent_id")?;
+    let task_id = column.opt_task_id("task_id")?;
+    let old_value = column.take("old_value")?;
+    let new_value = column.take("new_value")?;
+    let metadata = column
+        .take::<Option<String>>("metadata")?
         .map(|text| serde_json::from_str(&text))
         .transpose()
         .map_err(|error| corrupt(format!("event {id} has metadata that is not JSON: {error}")))?;
@@ -62,11 +68,11 @@ fn from_row(row: &Row<'_>) -> StoreResult<Event> {
         id: EventId::parse(&id).map_err(|error| corrupt(error.0))?,
         event_type: EventType::parse(&event_type)
             .ok_or_else(|| corrupt(format!("event {id} has an unknown type {event_type:?}")))?,
-        agent_id: get_opt_agent_id(row, "agent_id")?,
-        task_id: get_opt_task_id(row, "task_id")?,
-        old_value: column(row, "old_value")?,
-        new_value: column(row, "new_value")?,
+        agent_id,
+        task_id,
+        old_value,
+        new_value,
         metadata,
-        created_at: get_timestamp(row, "created_at")?,
+        created_at: column.timestamp("created_at")?,
     })
 }

@@ -58,7 +58,10 @@ impl SqliteStore {
         migrate(path).await?;
         let database = Database::open(path)?;
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        Ok(SqliteStore { database: Arc::new(database), location: format!("SQLite file {}", absolute.display()) })
+        Ok(SqliteStore {
+            database: Arc::new(database),
+            location: format!("SQLite file {}", absolute.display()),
+        })
     }
 
     /// Where the data lives, for start-up logs.

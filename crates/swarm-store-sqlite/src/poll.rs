@@ -187,7 +187,11 @@ fn claim_task(
 fn claim_finished(tx: &Connection, now: Timestamp) -> StoreResult<Option<Trigger>> {
     let ids = sql::all(
         tx,
-        concat!("SELECT t.id FROM tasks t WHERE", unnotified_worker_task!(), " ORDER BY t.finished_at, t.id LIMIT ?"),
+        concat!(
+            "SELECT t.id FROM tasks t WHERE",
+            unnotified_worker_task!(),
+            " ORDER BY t.finished_at, t.id LIMIT ?"
+        ),
         [TASKS_FINISHED_MAX],
         |row| get_task_id(row, "id"),
     )?;
@@ -209,7 +213,10 @@ fn claim_finished(tx: &Connection, now: Timestamp) -> StoreResult<Option<Trigger
 }
 
 fn count_pool(tx: &Connection) -> StoreResult<Option<Trigger>> {
-    let count: i64 =
-        sql::scalar(tx, concat!("SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND", ready!()), [])?;
+    let count: i64 = sql::scalar(
+        tx,
+        concat!("SELECT count(*) FROM tasks t WHERE t.status = 'unassigned' AND", ready!()),
+        [],
+    )?;
     Ok((count > 0).then_some(Trigger::PoolTasksAvailable { count }))
 }

@@ -148,7 +148,9 @@ pub(crate) async fn watch_external_changes(database: &Database, sink: mpsc::Send
             return Ok(());
         }
         let version = database
-            .on_writer(|writer| writer.query_row("PRAGMA data_version", [], |row| row.get::<_, i64>(0)).map_err(db))
+            .on_writer(|writer| {
+                writer.query_row("PRAGMA data_version", [], |row| row.get::<_, i64>(0)).map_err(db)
+            })
             .await;
         let version = match version {
             Ok(version) => version,

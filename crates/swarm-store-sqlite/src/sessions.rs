@@ -72,7 +72,11 @@ fn log_from_row(row: &Row<'_>) -> StoreResult<SessionLog> {
     })
 }
 
-pub(crate) fn cost_insert(tx: &Connection, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost> {
+pub(crate) fn cost_insert(
+    tx: &Connection,
+    cost: &NewSessionCost,
+    now: Timestamp,
+) -> StoreResult<SessionCost> {
     let id: i64 = sql::scalar(
         tx,
         "INSERT INTO session_costs (session_id, agent_id, task_id, total_cost_usd, input_tokens,
@@ -114,7 +118,10 @@ pub(crate) fn cost_insert(tx: &Connection, cost: &NewSessionCost, now: Timestamp
     })
 }
 
-pub(crate) fn cost_list(connection: &Connection, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>> {
+pub(crate) fn cost_list(
+    connection: &Connection,
+    filter: &SessionCostFilter,
+) -> StoreResult<Vec<SessionCost>> {
     let mut query = Sql::new(
         "SELECT id, session_id, agent_id, task_id, total_cost_usd, input_tokens, output_tokens,
                 cache_read_tokens, cache_write_tokens, duration_ms, num_turns, model, is_error,
@@ -153,8 +160,10 @@ fn cost_from_row(row: &Row<'_>) -> StoreResult<SessionCost> {
 /// The counts; the caller runs both queries in one snapshot.
 pub(crate) fn stats(snapshot: &Connection) -> StoreResult<Stats> {
     let count_row = |row: &Row<'_>| Ok((column::<String>(row, "status")?, column::<i64>(row, "n")?));
-    let agent_rows = sql::all(snapshot, "SELECT status, count(*) AS n FROM agents GROUP BY status", [], count_row)?;
-    let task_rows = sql::all(snapshot, "SELECT status, count(*) AS n FROM tasks GROUP BY status", [], count_row)?;
+    let agent_rows =
+        sql::all(snapshot, "SELECT status, count(*) AS n FROM agents GROUP BY status", [], count_row)?;
+    let task_rows =
+        sql::all(snapshot, "SELECT status, count(*) AS n FROM tasks GROUP BY status", [], count_row)?;
 
     let mut agents = AgentCounts::default();
     for (status, n_agents) in agent_rows {

@@ -9,10 +9,7 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult, TaskFilter};
 
 use crate::{
-    decode::{
-        column, corrupt, db, get_opt_agent_id, get_opt_timestamp, get_strings, get_task_id, get_timestamp,
-        is_foreign_key_violation, task_id,
-    },
+    decode::{Columns, corrupt, db, get_task_id, is_foreign_key_violation, task_id},
     events,
     sql::{self, Sql},
 };
@@ -82,7 +79,10 @@ fn push_filter(query: &mut Sql, filter: &TaskFilter) {
         query.push(" AND t.task_type = ").bind(task_type.clone());
     }
     for tag in &filter.tags {
-        query.push(" AND t.id IN (SELECT g.task_id FROM task_tags g WHERE g.tag = ").bind(tag.clone()).push(")");
+        query
+            .push(" AND t.id IN (SELECT g.task_id FROM task_tags g WHERE g.tag = ")
+            .bind(tag.clone())
+            .push(")");
     }
     if let Some(search) = &filter.search {
         // instr, not LIKE: the user's % and _ are plain characters.
@@ -210,50 +210,74 @@ fn row_exists(tx: &Connection, exists: &'static str, id: &str) -> StoreResult<bo
 }
 
 fn from_row(row: &Row<'_>) -> StoreResult<Task> {
-    let id = get_task_id(row, "id")?;
-    let status: String = column(row, "status")?;
-    let priority: i64 = column(row, "priority")?;
-    let depends_on = get_strings(row, "depends_on")?
+    let mut column = Columns::new(row);
+    let id = column.task_id("id")?;
+    let agent_id = column.opt_agent_id("agent_id")?;
+    let creator_agent_id = column.opt_agent_id("creator_agent_id")?;
+    let task = column.take("task")?;
+    let status: String = column.take("status")?;
+    let status = TaskStatus::parse(&status).map_err(|error| corrupt(format!("task {id}: {error}")))?;
+    let source = column.take("source")?;
+    let task_type = column.take("task_type")?;
+    let priority: i64 = column.take("priority")?;
+    let priority = i32::try_from(priority)
+        .map_err(|_| corrupt(format!("task {id}: priority out of range: {priority}")))?;
+    let offered_to = column.opt_agent_id("offered_to")?;
+    let offered_at = column.opt_timestamp("offered_at")?;
+    let accepted_at = column.opt_timestamp("accepted_at")?;
+    let rejection_reason = column.take("rejection_reason")?;
+    let created_at = column.timestamp("created_at")?;
+    let last_updated_at = column.timestamp("last_updated_at")?;
+    let finished_at = column.opt_timestamp("finished_at")?;
+    let failure_reason = column.take("failure_reason")?;
+    let output = column.take("output")?;
+    let progress = column.take("progress")?;
+    let notified_at = column.opt_timestamp("notified_at")?;
+    let lease_expires_at = column.opt_timestamp("lease_expires_at")?;
+    let lease_losses = column.take("lease_losses")?;
+    let origin = TaskOrigin {
+        slack_channel_id: column.take("slack_channel_id")?,
+        slack_thread_ts: column.take("slack_thread_ts")?,
+        slack_user_id: column.take("slack_user_id")?,
+        mention_message_id: column.take("mention_message_id")?,
+        mention_channel_id: column.take("mention_channel_id")?,
+        github_repo: column.take("github_repo")?,
+        github_event_type: column.take("github_event_type")?,
+        github_number: column.take("github_number")?,
+        github_comment_id: column.take("github_comment_id")?,
+        github_author: column.take("github_author")?,
+        github_url: column.take("github_url")?,
+    };
+    let tags = column.strings("tags")?;
+    let depends_on = column
+        .strings("depends_on")?
         .iter()
         .map(|dependency| task_id(dependency))
         .collect::<StoreResult<Vec<TaskId>>>()?;
     Ok(Task {
         id,
-        agent_id: get_opt_agent_id(row, "agent_id")?,
-        creator_agent_id: get_opt_agent_id(row, "creator_agent_id")?,
-        task: column(row, "task")?,
-        status: TaskStatus::parse(&status).map_err(|error| corrupt(format!("task {id}: {error}")))?,
-        source: column(row, "source")?,
-        task_type: column(row, "task_type")?,
-        tags: get_strings(row, "tags")?,
-        priority: i32::try_from(priority)
-            .map_err(|_| corrupt(format!("task {id}: priority out of range: {priority}")))?,
+        agent_id,
+        creator_agent_id,
+        task,
+        status,
+        source,
+        task_type,
+        tags,
+        priority,
         depends_on,
-        offered_to: get_opt_agent_id(row, "offered_to")?,
-        offered_at: get_opt_timestamp(row, "offered_at")?,
-        accepted_at: get_opt_timestamp(row, "accepted_at")?,
-        rejection_reason: column(row, "rejection_reason")?,
-        created_at: get_timestamp(row, "created_at")?,
-        last_updated_at: get_timestamp(row, "last_updated_at")?,
-        finished_at: get_opt_timestamp(row, "finished_at")?,
-        failure_reason: column(row, "failure_reason")?,
-        output: column(row, "output")?,
-        progress: column(row, "progress")?,
-        notified_at: get_opt_timestamp(row, "notified_at")?,
-        lease_expires_at: get_opt_timestamp(row, "lease_expires_at")?,
-        lease_losses: column(row, "lease_losses")?,
-        origin: TaskOrigin {
-            slack_channel_id: column(row, "slack_channel_id")?,
-            slack_thread_ts: column(row, "slack_thread_ts")?,
-            slack_user_id: column(row, "slack_user_id")?,
-            mention_message_id: column(row, "mention_message_id")?,
-            mention_channel_id: column(row, "mention_channel_id")?,
-            github_repo: column(row, "github_repo")?,
-            github_event_type: column(row, "github_event_type")?,
-            github_number: column(row, "github_number")?,
-            github_comment_id: column(row, "github_comment_id")?,
-            github_author: column(row, "github_author")?,
-            github_url: column(row, "github_url")?,
-        },
+        offered_to,
+        offered_at,
+        accepted_at,
+        rejection_reason,
+        created_at,
+        last_updated_at,
+        finished_at,
+        failure_reason,
+        output,
+        progress,
+        notified_at,
+        lease_expires_at,
+        lease_losses,
+        origin,
     })
 }
