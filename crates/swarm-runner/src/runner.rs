@@ -226,7 +226,7 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
     let mut running: HashMap<tokio::task::Id, Running> = HashMap::new();
     let mut iteration: u64 = 0;
     let mut backlog: VecDeque<Work> =
-        if config.ai_loop { VecDeque::new() } else { held_work(&context, shutdown).await };
+        if config.ai_loop { VecDeque::new() } else { held_work(&context, shutdown, max_runs).await };
     let mut poll: Option<PollFuture> = None;
     let mut backoff = Backoff::default();
     let mut retry_at: Option<Instant> = None;
@@ -448,8 +448,10 @@ fn end_text(end: &RunEnd) -> String {
 }
 
 /// The agent's own unfinished work from a previous run: tasks still `in_progress` for
-/// it (the runner died; their leases have not run out yet), then paused ones.
-async fn held_work(context: &Context, shutdown: &Shutdown) -> VecDeque<Work> {
+/// it (the runner died; their leases have not run out yet), then paused ones. Held tasks
+/// beyond the runner's slots are paused now: they would wait unheartbeated and lose their
+/// lease while waiting, and come back as paused work instead.
+async fn held_work(context: &Context, shutdown: &Shutdown, slots: usize) -> VecDeque<Work> {
     let me = context.config.agent_id;
     let query = TaskQuery {
         status: vec![TaskStatus::InProgress],
@@ -459,23 +461,40 @@ async fn held_work(context: &Context, shutdown: &Shutdown) -> VecDeque<Work> {
     };
     let view = &context.view;
     let client = &context.client;
+    let paused = match with_retry(view, "looking for paused tasks", &shutdown.graceful, || {
+        client.paused_tasks()
+    })
+    .await
+    {
+        Some(Ok(tasks)) => tasks,
+        Some(Err(err)) => {
+            view.warn("held_work_failed", &format!("cannot list this agent's paused tasks: {err}"), &[]);
+            Vec::new()
+        }
+        None => return VecDeque::new(),
+    };
+    let held =
+        match with_retry(view, "looking for held tasks", &shutdown.graceful, || client.list_tasks(&query))
+            .await
+        {
+            Some(Ok(list)) => list.tasks,
+            Some(Err(err)) => {
+                view.warn("held_work_failed", &format!("cannot list this agent's tasks: {err}"), &[]);
+                Vec::new()
+            }
+            None => return VecDeque::new(),
+        };
     let mut work = VecDeque::new();
-    match with_retry(view, "looking for held tasks", &shutdown.graceful, || client.list_tasks(&query)).await {
-        Some(Ok(list)) => {
-            work.extend(list.tasks.into_iter().map(|task| Work::Task { task, origin: TaskOrigin::Held }))
+    let mut overflow = Vec::new();
+    for (n, task) in held.into_iter().enumerate() {
+        if n < slots {
+            work.push_back(Work::Task { task, origin: TaskOrigin::Held });
+        } else if agent_run::pause_task(context, task.id).await == Outcome::Paused {
+            overflow.push(Work::Resume { task });
         }
-        Some(Err(err)) => {
-            view.warn("held_work_failed", &format!("cannot list this agent's tasks: {err}"), &[])
-        }
-        None => return work,
     }
-    match with_retry(view, "looking for paused tasks", &shutdown.graceful, || client.paused_tasks()).await {
-        Some(Ok(tasks)) => work.extend(tasks.into_iter().map(|task| Work::Resume { task })),
-        Some(Err(err)) => {
-            view.warn("held_work_failed", &format!("cannot list this agent's paused tasks: {err}"), &[])
-        }
-        None => {}
-    }
+    work.extend(overflow);
+    work.extend(paused.into_iter().map(|task| Work::Resume { task }));
     if !work.is_empty() {
         let labels: Vec<String> =
             work.iter().map(|work| format!("{} ({})", work.label(), work.kind())).collect();
