@@ -12,6 +12,7 @@ use std::{
     time::Duration,
 };
 
+use serde_json::json;
 use swarm_client::{Client, ClientError, FinishStatus, SessionCostRequest};
 use swarm_domain::{
     id::TaskId,
@@ -194,10 +195,10 @@ pub(crate) async fn run(
         "run_started",
         &format!("▸ {label}: started {} (run {iteration}, log {log_path})", work.kind()),
         &[
-            ("trigger", work.kind().to_string()),
-            ("taskId", task_id.map(|id| id.to_string()).unwrap_or_default()),
-            ("iteration", iteration.to_string()),
-            ("log", log_path.clone()),
+            ("trigger", json!(work.kind())),
+            ("taskId", json!(task_id)),
+            ("iteration", json!(iteration)),
+            ("log", json!(log_path)),
         ],
     );
 

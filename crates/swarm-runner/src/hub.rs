@@ -3,6 +3,7 @@
 
 use std::{future::Future, time::Duration};
 
+use serde_json::json;
 use swarm_client::ClientError;
 use tokio_util::sync::CancellationToken;
 
@@ -88,10 +89,10 @@ pub(crate) fn report_retry(view: &View, what: &str, err: &ClientError, delay: Du
         "hub_unreachable",
         &format!("{what} failed: {err}; retrying in {} (attempt {attempt})", human_duration(delay)),
         &[
-            ("what", what.to_string()),
-            ("error", err.to_string()),
-            ("retryInMs", delay.as_millis().to_string()),
-            ("attempt", attempt.to_string()),
+            ("what", json!(what)),
+            ("error", json!(err.to_string())),
+            ("retryInMs", json!(delay.as_millis() as u64)),
+            ("attempt", json!(attempt)),
         ],
     );
 }

@@ -14,6 +14,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use serde_json::json;
 use swarm_client::{Client, ClientConfig, ClientError, RegisterAgentRequest, TaskQuery, Trigger};
 use swarm_domain::task::TaskStatus;
 use tokio::{task::JoinSet, time::Instant};
@@ -70,19 +71,18 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Res
     view.info(
         "runner_started",
         &format!(
-            "{} {} (agent id {}) on {} with {}; {mode}; logs in {}",
+            "starting {} (agent id {}) for the hub at {}; agent CLI: {}; {mode}; logs in {}",
             config.role.as_str(),
-            config.agent_name,
             config.agent_id,
             config.hub_url,
             config.harness.cli_name(),
             config.session_log_dir().display(),
         ),
         &[
-            ("role", config.role.as_str().to_string()),
-            ("agentId", config.agent_id.to_string()),
-            ("hub", config.hub_url.clone()),
-            ("sessionId", config.session_id.clone()),
+            ("role", json!(config.role.as_str())),
+            ("agentId", json!(config.agent_id)),
+            ("hub", json!(config.hub_url)),
+            ("sessionId", json!(config.session_id)),
         ],
     );
 
@@ -128,7 +128,7 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Res
         view.warn(
             "hub_logs_dropped",
             &format!("{unshipped} agent output lines never reached the hub; the log files have them all"),
-            &[("lines", unshipped.to_string())],
+            &[("lines", json!(unshipped))],
         );
     }
     match tokio::time::timeout(FAREWELL_DEADLINE, client.close()).await {
@@ -164,7 +164,7 @@ async fn register(
     view.info(
         "registered",
         &format!("registered as {} ({}), maxTasks {}", agent.name, agent.id, agent.max_tasks),
-        &[("agentId", agent.id.to_string()), ("name", agent.name.clone())],
+        &[("agentId", json!(agent.id)), ("name", json!(agent.name))],
     );
     Ok(true)
 }
@@ -202,7 +202,7 @@ async fn heartbeat(
                     &format!(
                         "heartbeat failed: {err}; the agent's claims run out unless the hub is back in time"
                     ),
-                    &[("error", err.to_string())],
+                    &[("error", json!(err.to_string()))],
                 );
             }
             Err(_) => {}
@@ -260,7 +260,7 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
                 view.info(
                     "waiting",
                     &format!("waiting for work ({}/{max_runs} running)", runs.len()),
-                    &[("running", runs.len().to_string())],
+                    &[("running", json!(runs.len()))],
                 );
             }
             let client = context.client.clone();
@@ -286,6 +286,9 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
             }
             polled = async { poll.as_mut().expect("polled only when set").await }, if poll.is_some() => {
                 poll = None;
+                if polled.is_ok() && backoff.failures() > 0 {
+                    view.info("hub_back", "the hub answers again", &[]);
+                }
                 match polled {
                     Ok(Some(trigger)) => {
                         backoff.reset();
@@ -319,7 +322,7 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
                     .values()
                     .map(|run| format!("{} ({})", run.label, human_duration(now - run.started)))
                     .collect();
-                view.info("running", &format!("running: {}", list.join(", ")), &[("runs", list.join(", "))]);
+                view.info("running", &format!("running: {}", list.join(", ")), &[("runs", json!(list))]);
             }
         }
     }
@@ -357,7 +360,7 @@ async fn wind_down(
             view.info(
                 "stopping",
                 &format!("stopping: no new work{waiting}"),
-                &[("running", runs.len().to_string())],
+                &[("running", json!(runs.len()))],
             );
             Some(Instant::now() + timeout)
         }
@@ -370,7 +373,7 @@ async fn wind_down(
             view.warn(
                 "stopping",
                 &format!("stopping after a failed agent run ({end}); pass --yolo to keep going{waiting}"),
-                &[("reason", end.clone())],
+                &[("reason", json!(end))],
             );
             None
         }
@@ -420,9 +423,9 @@ fn finished_run(
         result.outcome
     );
     let fields = [
-        ("end", end_text(&result.end)),
-        ("outcome", result.outcome.to_string()),
-        ("elapsedMs", result.elapsed.as_millis().to_string()),
+        ("end", json!(end_text(&result.end))),
+        ("outcome", json!(result.outcome.to_string())),
+        ("elapsedMs", json!(result.elapsed.as_millis() as u64)),
     ];
     let troubled = result.agent_failed()
         || matches!(
@@ -501,7 +504,7 @@ async fn held_work(context: &Context, shutdown: &Shutdown, slots: usize) -> VecD
         view.info(
             "held_work",
             &format!("picking up this agent's unfinished work first: {}", labels.join(", ")),
-            &[("tasks", labels.join(", "))],
+            &[("tasks", json!(labels))],
         );
     }
     work
@@ -525,7 +528,7 @@ async fn pause_leftovers(context: &Context) {
             context.view.info(
                 "task_paused",
                 &format!("task {} was claimed but not started: {outcome}", task.id),
-                &[("taskId", task.id.to_string())],
+                &[("taskId", json!(task.id))],
             );
         }
     };

@@ -1,10 +1,13 @@
 //! The terminal view: what the runner waits for, what runs, what finished. Lines for
 //! people on stderr, or JSON events through `tracing` (`--json`), never both.
 //!
-//! The caller of [`crate::run`] installs the `tracing` subscriber for JSON output; in
-//! text mode this module writes to stderr itself so that the lines stay short.
+//! JSON lines carry `timestamp`, `level`, `agent`, `event`, `message` and the event's
+//! own fields at the top level. Warnings of the libraries underneath go through
+//! `tracing`, whose subscriber the caller of [`crate::run`] installs.
 
-use std::time::Duration;
+use std::{io::Write, time::Duration};
+
+use serde_json::{Map, Value};
 
 use crate::config::OutputFormat;
 
@@ -30,34 +33,36 @@ impl View {
 
     /// One event: `event` names it for machines, `message` says it for people, `fields`
     /// carry its details (they are only shown in JSON).
-    pub fn emit(&self, level: Level, event: &str, message: &str, fields: &[(&str, String)]) {
-        match self.format {
+    pub fn emit(&self, level: Level, event: &str, message: &str, fields: &[(&str, Value)]) {
+        let now = chrono::Utc::now();
+        let line = match self.format {
             OutputFormat::Text => {
-                let time = chrono::Local::now().format("%H:%M:%S");
+                let time = now.with_timezone(&chrono::Local).format("%H:%M:%S");
                 let marker = if level == Level::Warn { "! " } else { "" };
-                eprintln!("{time} {agent} │ {marker}{message}", agent = self.agent);
+                format!("{time} {agent} │ {marker}{message}", agent = self.agent)
             }
             OutputFormat::Json => {
-                let details: serde_json::Map<String, serde_json::Value> =
-                    fields.iter().map(|(key, value)| (key.to_string(), value.clone().into())).collect();
-                let details = serde_json::Value::Object(details).to_string();
-                match level {
-                    Level::Info => {
-                        tracing::info!(agent = %self.agent, event, details = %details, "{message}")
-                    }
-                    Level::Warn => {
-                        tracing::warn!(agent = %self.agent, event, details = %details, "{message}")
-                    }
+                let mut object = Map::new();
+                object.insert("timestamp".into(), now.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string().into());
+                object.insert("level".into(), if level == Level::Warn { "WARN" } else { "INFO" }.into());
+                object.insert("agent".into(), self.agent.clone().into());
+                object.insert("event".into(), event.into());
+                object.insert("message".into(), message.into());
+                for (key, value) in fields {
+                    object.insert(key.to_string(), value.clone());
                 }
+                Value::Object(object).to_string()
             }
-        }
+        };
+        // One write per line, so lines of concurrent runs never interleave.
+        let _ = writeln!(std::io::stderr().lock(), "{line}");
     }
 
-    pub fn info(&self, event: &str, message: &str, fields: &[(&str, String)]) {
+    pub fn info(&self, event: &str, message: &str, fields: &[(&str, Value)]) {
         self.emit(Level::Info, event, message, fields);
     }
 
-    pub fn warn(&self, event: &str, message: &str, fields: &[(&str, String)]) {
+    pub fn warn(&self, event: &str, message: &str, fields: &[(&str, Value)]) {
         self.emit(Level::Warn, event, message, fields);
     }
 }

@@ -176,15 +176,11 @@ fn non_empty_path(value: Option<PathBuf>) -> Option<PathBuf> {
     value.filter(|path| !path.as_os_str().is_empty())
 }
 
-/// JSON mode sends the runner's events through `tracing` as JSON lines; text mode keeps
-/// `tracing` for warnings from the libraries underneath.
+/// The runner writes its own lines (text or JSON); `tracing` carries warnings of the
+/// libraries underneath, in the same format.
 fn init_logging(output: OutputFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(match output {
-            OutputFormat::Json => "info",
-            OutputFormat::Text => "warn",
-        })
-    });
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match output {
         OutputFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
