@@ -43,6 +43,9 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// How long the runner keeps trying to settle a run's task while the hub is away.
 const SETTLE_DEADLINE: Duration = Duration::from_secs(60);
+/// The same for pausing a stopped run's task: shutdown should not hang on an absent hub
+/// (the lease hands the task back anyway).
+const PAUSE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What every run shares: settings, the hub, the terminal, the log shipper.
 pub(crate) struct Context {
@@ -406,9 +409,8 @@ async fn settle(context: &Context, work: &Work, exit: ChildExit) -> Outcome {
     let Some(task_id) = work.task_id() else {
         return Outcome::NoTask;
     };
-    let task = match hub_call(context, "reading the task after its run", || context.client.get_task(task_id))
-        .await
-    {
+    let read = || context.client.get_task(task_id);
+    let task = match hub_call(context, "reading the task after its run", SETTLE_DEADLINE, read).await {
         Ok(detail) => detail.task,
         Err(reason) => return Outcome::Unsettled(reason),
     };
@@ -421,7 +423,7 @@ async fn settle(context: &Context, work: &Work, exit: ChildExit) -> Outcome {
                  (store-progress with status completed or failed)"
             );
             let finish = || context.client.finish_task(task_id, FinishStatus::Failed, None, Some(&reason));
-            match hub_call(context, "failing the unreported task", finish).await {
+            match hub_call(context, "failing the unreported task", SETTLE_DEADLINE, finish).await {
                 Ok(response) if response.already_finished => finished(&response.task),
                 Ok(_) => Outcome::FailedByRunner(reason),
                 Err(err) => Outcome::Unsettled(err),
@@ -430,7 +432,7 @@ async fn settle(context: &Context, work: &Work, exit: ChildExit) -> Outcome {
         TaskStatus::Reviewing if task.offered_to == Some(me) => {
             let reason = format!("the agent exited ({exit}) without accepting or rejecting the offer");
             let reject = || context.client.reject_task(task_id, Some(&reason));
-            match hub_call(context, "rejecting the undecided offer", reject).await {
+            match hub_call(context, "rejecting the undecided offer", SETTLE_DEADLINE, reject).await {
                 Ok(_) => Outcome::RejectedByRunner(reason),
                 Err(err) => Outcome::Unsettled(err),
             }
@@ -449,7 +451,8 @@ fn finished(task: &Task) -> Outcome {
 
 /// Pauses a task this agent holds `in_progress`, so the next runner start resumes it.
 pub(crate) async fn pause_task(context: &Context, task_id: TaskId) -> Outcome {
-    match hub_call(context, "pausing the task", || context.client.pause_task(task_id)).await {
+    let pause = || context.client.pause_task(task_id);
+    match hub_call(context, "pausing the task", PAUSE_DEADLINE, pause).await {
         Ok(_) => Outcome::Paused,
         // Not in progress any more (finished meanwhile, or returned by its lease).
         Err(reason) => match context.client.get_task(task_id).await {
@@ -460,19 +463,17 @@ pub(crate) async fn pause_task(context: &Context, task_id: TaskId) -> Outcome {
     }
 }
 
-/// One call to the hub, retried while the hub is away, for at most [`SETTLE_DEADLINE`].
-async fn hub_call<T, F, Fut>(context: &Context, what: &str, call: F) -> Result<T, String>
+/// One call to the hub, retried while the hub is away, for at most `deadline`.
+async fn hub_call<T, F, Fut>(context: &Context, what: &str, deadline: Duration, call: F) -> Result<T, String>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, ClientError>>,
 {
     let give_up = CancellationToken::new();
     let attempt = with_retry(&context.view, what, &give_up, call);
-    match tokio::time::timeout(SETTLE_DEADLINE, attempt).await {
+    match tokio::time::timeout(deadline, attempt).await {
         Ok(Some(Ok(value))) => Ok(value),
         Ok(Some(Err(err))) => Err(err.to_string()),
-        Ok(None) | Err(_) => {
-            Err(format!("the hub did not answer within {}", human_duration(SETTLE_DEADLINE)))
-        }
+        Ok(None) | Err(_) => Err(format!("the hub did not answer within {}", human_duration(deadline))),
     }
 }

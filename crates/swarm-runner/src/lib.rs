@@ -41,7 +41,9 @@ pub struct Shutdown {
 
 impl Shutdown {
     /// A shutdown driven by SIGINT and SIGTERM: the first asks for a graceful stop, the
-    /// second for an immediate one.
+    /// second for an immediate one, and a third ends the process at once (exit status
+    /// 130), for when even that waits on an absent hub. For a command's `main`, not for
+    /// a runner embedded among other work.
     pub fn on_signals() -> std::io::Result<Shutdown> {
         use tokio::signal::unix::{SignalKind, signal};
         let mut interrupt = signal(SignalKind::interrupt())?;
@@ -56,6 +58,11 @@ impl Shutdown {
                 }
                 token.cancel();
             }
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            std::process::exit(130);
         });
         Ok(shutdown)
     }

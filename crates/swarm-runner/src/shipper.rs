@@ -173,3 +173,43 @@ impl Sender {
         self.failing = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use swarm_client::ClientConfig;
+
+    use super::*;
+    use crate::config::OutputFormat;
+
+    /// A hub that accepts connections and never answers: every request hangs.
+    async fn silent_hub() -> (String, JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let handle = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        (url, handle)
+    }
+
+    #[tokio::test]
+    async fn a_hub_that_never_answers_costs_dropped_lines_not_a_blocked_agent() {
+        let (url, _hub) = silent_hub().await;
+        let client = Client::new(ClientConfig { base_url: url, api_key: None, agent_id: None }).unwrap();
+        let view = View::new("test", OutputFormat::Text);
+        let (shipper, task) = start(client, "s".into(), "cli".into(), view);
+        let run = RunKey { iteration: 1, task_id: None };
+
+        // Far more lines than the queue holds: each call returns at once, the overflow is dropped.
+        let n_lines = QUEUE_CAPACITY + 2 * BATCH_LINES + 1_000;
+        let accepted = (0..n_lines).filter(|n| shipper.line(&run, &format!("line {n}"))).count();
+        assert!(accepted <= QUEUE_CAPACITY + BATCH_LINES, "the queue is bounded: {accepted} accepted");
+        assert!(accepted < n_lines, "some lines were dropped");
+
+        drop(shipper);
+        let unshipped = task.finish(Duration::from_millis(100)).await;
+        assert!(unshipped >= (n_lines - accepted) as u64, "drops are counted: {unshipped}");
+    }
+}
