@@ -45,8 +45,8 @@ pub struct RunnerArgs {
     /// and exits with status 1
     #[arg(long, env = "YOLO")]
     yolo: bool,
-    /// Text appended to the system prompt of every agent run
-    #[arg(long, env = "SYSTEM_PROMPT", value_name = "TEXT", conflicts_with = "system_prompt_file")]
+    /// Text appended to the system prompt of every agent run (wins over --system-prompt-file)
+    #[arg(long, env = "SYSTEM_PROMPT", value_name = "TEXT")]
     system_prompt: Option<String>,
     /// File whose contents are appended to the system prompt of every agent run
     #[arg(long, env = "SYSTEM_PROMPT_FILE", value_name = "PATH")]
@@ -188,4 +188,71 @@ fn init_logging(output: OutputFormat) {
             builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: RunnerArgs,
+    }
+
+    fn parse(args: &[&str]) -> anyhow::Result<RunnerConfig> {
+        let id = "0190abcd-0000-7000-8000-000000000001";
+        let mut line = vec!["worker", "--agent-id", id];
+        line.extend(args);
+        config(Role::Worker, Command::try_parse_from(line)?.args)
+    }
+
+    #[test]
+    fn a_program_with_its_arguments_is_the_cmd_harness() {
+        let config = parse(&["--harness-cmd", "/bin/agent", "--", "stand-in-agent", "--fast"]).unwrap();
+        assert_eq!(config.harness, Harness::Command { program: PathBuf::from("/bin/agent") });
+        assert_eq!(config.agent_args, ["stand-in-agent", "--fast"]);
+        assert_eq!(config.agent_name, "worker-0190abcd");
+        assert_eq!(config.default_prompt, "/start-worker");
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused_with_what_to_do() {
+        let err = parse(&["--harness", "cmd"]).unwrap_err().to_string();
+        assert!(err.contains("HARNESS_CMD"), "{err}");
+        let err =
+            config(Role::Lead, Command::try_parse_from(["lead", "--agent-id", "not-a-uuid"]).unwrap().args)
+                .unwrap_err();
+        assert!(format!("{err:#}").contains("AGENT_ID"), "{err:#}");
+        assert!(parse(&["--max-concurrent-tasks", "21"]).is_err());
+        assert!(parse(&["--system-prompt-file", "/no/such/file"]).is_err());
+    }
+
+    #[test]
+    fn flags_reach_the_config() {
+        let config = parse(&[
+            "--yolo",
+            "--ai-loop",
+            "-m",
+            "go",
+            "--max-concurrent-tasks",
+            "3",
+            "--shutdown-timeout",
+            "500",
+            "--session-id",
+            "s1",
+            "--system-prompt",
+            "be brief",
+            "--json",
+        ])
+        .unwrap();
+        assert!(config.yolo && config.ai_loop);
+        assert_eq!((config.default_prompt.as_str(), config.max_concurrent), ("go", 3));
+        assert_eq!(config.shutdown_timeout, Duration::from_millis(500));
+        assert_eq!(config.session_id, "s1");
+        assert_eq!(config.system_prompt.as_deref(), Some("be brief"));
+        assert_eq!(config.output, OutputFormat::Json);
+    }
 }
