@@ -5,10 +5,15 @@
 //! holds no state beyond the connection settings, and retries nothing: the caller
 //! decides what a failure means.
 
+mod poll;
+mod sessions;
+
 use std::time::Duration;
 
+pub use poll::Trigger;
 use reqwest::{Method, StatusCode};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
+pub use sessions::{SessionCostRequest, SessionLogsRequest};
 use swarm_domain::{
     agent::Agent,
     event::Event,
@@ -94,6 +99,9 @@ pub struct Health {
     /// `sqlite` or `postgres`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<String>,
+    /// How long the hub's claims last without a heartbeat; older hubs leave it out.
+    #[serde(default, rename = "leaseSeconds", skip_serializing_if = "Option::is_none")]
+    pub lease_seconds: Option<u64>,
 }
 
 /// `POST /api/agents`. The new agent's id is the client's `agent_id`, else the hub picks one.
@@ -404,6 +412,15 @@ impl Client {
     /// `backlog` → `unassigned`: put a parked task in the pool.
     pub async fn from_backlog(&self, id: TaskId) -> Result<ActionResponse, ClientError> {
         self.task_action(id, "from-backlog").await
+    }
+
+    /// `GET /api/paused-tasks`: the caller's paused tasks.
+    pub async fn paused_tasks(&self) -> Result<Vec<Task>, ClientError> {
+        #[derive(Deserialize)]
+        struct Tasks {
+            tasks: Vec<Task>,
+        }
+        Ok(self.get_json::<Tasks>("/api/paused-tasks", &[]).await?.tasks)
     }
 
     pub async fn stats(&self) -> Result<Stats, ClientError> {

@@ -6,7 +6,9 @@
 mod bench;
 mod commands;
 mod mcp;
+mod runner;
 mod serve;
+mod stand_in;
 
 use clap::{Parser, Subcommand};
 
@@ -16,8 +18,8 @@ use clap::{Parser, Subcommand};
     version,
     about = "A coordination hub for crews of AI coding agents",
     long_about = "A coordination hub for crews of AI coding agents.\n\n\
-        Run the hub with `swarm serve`; talk to a running hub with `swarm task`, \
-        `swarm agent` and `swarm stats`."
+        Run the hub with `swarm serve`; run agents for it with `swarm worker` and `swarm lead`; \
+        talk to a running hub with `swarm task`, `swarm agent` and `swarm stats`."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +32,12 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Serve the MCP tools over stdio for an agent CLI, on the hub's database (no hub needed).
     Mcp(mcp::McpArgs),
+    /// Run a worker agent: wait for work on a hub and start the agent CLI only when there is some.
+    #[command(long_about = runner::LONG_ABOUT)]
+    Worker(runner::RunnerArgs),
+    /// Run the lead agent: like `worker`, registered as the swarm's lead.
+    #[command(long_about = runner::LONG_ABOUT)]
+    Lead(runner::RunnerArgs),
     /// Create, list, show, finish and cancel tasks on a running hub.
     #[command(subcommand)]
     Task(commands::TaskCommand),
@@ -41,6 +49,9 @@ enum Command {
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
+    /// A scripted agent CLI for tests and demos (no LLM): acts on the hub through MCP.
+    #[command(hide = true)]
+    StandInAgent(stand_in::StandInArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -60,6 +71,9 @@ fn main() -> std::process::ExitCode {
             Command::Agent(command) => commands::run_agent(command).await,
             Command::Stats(args) => commands::run_stats(args).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
+            Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
+            Command::StandInAgent(args) => stand_in::run(args).await,
         }
     });
     match result {

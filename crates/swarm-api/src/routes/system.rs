@@ -29,11 +29,15 @@ pub fn docs_router(openapi: Arc<utoipa::openapi::OpenApi>) -> Router<AppState> {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HealthResponse {
     status: &'static str,
     version: &'static str,
     /// `sqlite` or `postgres`.
     database: &'static str,
+    /// How long a claim lasts without a heartbeat from its holder (`--lease-seconds`);
+    /// runners heartbeat well within it.
+    lease_seconds: u64,
 }
 
 /// Liveness; needs no key.
@@ -43,6 +47,7 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         status: "ok",
         version: env!("CARGO_PKG_VERSION"),
         database: state.service.backend_name(),
+        lease_seconds: state.service.lease_policy().period.as_secs(),
     })
 }
 

@@ -11,6 +11,7 @@ mod mcp_http;
 mod mcp_race;
 mod mcp_stdio;
 mod poll;
+mod runner;
 mod service_poll;
 mod service_race;
 mod store;

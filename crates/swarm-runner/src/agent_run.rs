@@ -1,0 +1,479 @@
+//! One agent run: start the agent CLI for a piece of [`Work`], keep its output (log file,
+//! hub, parsed report), stop it when asked, and settle what it leaves behind: a task the
+//! agent did not report on is failed with a reason, never silently "completed".
+
+use std::{
+    fmt,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use serde_json::json;
+use swarm_client::{Client, ClientError, FinishStatus, SessionCostRequest};
+use swarm_domain::{
+    id::TaskId,
+    session::SESSION_LINE_MAX_CHARS,
+    task::{Task, TaskStatus},
+};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    time::Instant,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::RunnerConfig,
+    harness::{Invocation, RunReport},
+    hub::with_retry,
+    logs::{RunLog, RunMetadata, append_error},
+    process::{ChildExit, signal_group},
+    shipper::{RunKey, Shipper},
+    view::{View, human_duration},
+    work::Work,
+};
+
+/// How long a stopped agent gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(3);
+/// After the agent exits, how long its output pipes may stay open (held by a process it
+/// left behind) before the runner stops reading them.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// How long the runner keeps trying to settle a run's task while the hub is away.
+const SETTLE_DEADLINE: Duration = Duration::from_secs(60);
+/// The same for pausing a stopped run's task: shutdown should not hang on an absent hub
+/// (the lease hands the task back anyway).
+const PAUSE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What every run shares: settings, the hub, the terminal, the log shipper.
+pub(crate) struct Context {
+    pub config: RunnerConfig,
+    pub client: Client,
+    pub view: View,
+    pub shipper: Shipper,
+    pub system_prompt: String,
+    pub session_dir: PathBuf,
+    /// Runs under way: the heartbeat pings while it is above zero.
+    pub active: Arc<AtomicUsize>,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub(crate) struct RunResult {
+    pub label: String,
+    pub elapsed: Duration,
+    pub end: RunEnd,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug)]
+pub(crate) enum RunEnd {
+    /// The agent exited by itself.
+    Exited(ChildExit),
+    /// The runner stopped it (shutdown).
+    Stopped(ChildExit),
+    /// The agent could not be started (missing CLI, log folder not writable, ...).
+    NotStarted(String),
+    /// There was nothing to run any more (a paused task could not be resumed).
+    Skipped(String),
+}
+
+impl RunResult {
+    /// A failed agent run, which stops the runner unless `--yolo`.
+    pub fn agent_failed(&self) -> bool {
+        matches!(&self.end, RunEnd::Exited(exit) if !exit.success())
+            || matches!(self.end, RunEnd::NotStarted(_))
+    }
+}
+
+/// What became of the run's task.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outcome {
+    /// The run was about no task.
+    NoTask,
+    /// The task was finished (by the agent, or by someone else meanwhile).
+    Finished { status: TaskStatus, detail: Option<String> },
+    /// The agent left its task unreported; the runner failed it with this reason.
+    FailedByRunner(String),
+    /// The agent left an offer undecided; the runner rejected it with this reason.
+    RejectedByRunner(String),
+    /// The run was stopped and its task paused, for the next runner start to resume.
+    Paused,
+    /// The task is in this status now, and the runner left it so (accepted, rejected,
+    /// paused or released by the agent, returned through its lease, ...).
+    Left(TaskStatus),
+    /// The runner could not learn or settle the task's state.
+    Unsettled(String),
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::NoTask => write!(f, "no task"),
+            Outcome::Finished { status, detail: Some(detail) } => write!(f, "{}: {detail}", status.as_str()),
+            Outcome::Finished { status, detail: None } => write!(f, "{}", status.as_str()),
+            Outcome::FailedByRunner(reason) => write!(f, "failed by the runner: {reason}"),
+            Outcome::RejectedByRunner(reason) => write!(f, "offer rejected by the runner: {reason}"),
+            Outcome::Paused => write!(f, "paused, resumable by the next runner start"),
+            Outcome::Left(status) => write!(f, "left {}", status.as_str()),
+            Outcome::Unsettled(reason) => write!(f, "unsettled: {reason}"),
+        }
+    }
+}
+
+/// Counts a run as active for as long as it lives.
+struct ActiveGuard(Arc<AtomicUsize>);
+
+impl ActiveGuard {
+    fn new(active: &Arc<AtomicUsize>) -> ActiveGuard {
+        active.fetch_add(1, Ordering::SeqCst);
+        ActiveGuard(Arc::clone(active))
+    }
+}
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs `work` as run number `iteration`; `stop` asks the agent to stop (shutdown).
+pub(crate) async fn run(
+    context: Arc<Context>,
+    work: Work,
+    iteration: u64,
+    stop: CancellationToken,
+) -> RunResult {
+    let _active = ActiveGuard::new(&context.active);
+    let started = Instant::now();
+    let label = work.label();
+    let result = |end: RunEnd, outcome: Outcome| RunResult {
+        label: label.clone(),
+        elapsed: started.elapsed(),
+        end,
+        outcome,
+    };
+    if let Work::Resume { task } = &work
+        && let Err(err) = context.client.resume_task(task.id).await
+    {
+        return result(
+            RunEnd::Skipped(format!("cannot resume it: {err}")),
+            Outcome::Unsettled(err.to_string()),
+        );
+    }
+
+    let config = &context.config;
+    let prompt = work.prompt(&config.default_prompt);
+    let task_id = work.task_id();
+    let metadata = RunMetadata {
+        role: config.role.as_str(),
+        session_id: &config.session_id,
+        iteration,
+        prompt: &prompt,
+        trigger: work.kind(),
+        task_id: task_id.map(|id| id.to_string()),
+        yolo: config.yolo,
+    };
+    let spawned = match RunLog::create(&context.session_dir, &metadata).await {
+        Ok(log) => spawn_agent(&context, &work, &prompt).map(|child| (log, child)),
+        Err(err) => Err(format!("{err:#}")),
+    };
+    let (log, child) = match spawned {
+        Ok(spawned) => spawned,
+        Err(reason) => {
+            let _ =
+                append_error(&context.session_dir, iteration, None, work.kind(), metadata.task_id, &reason)
+                    .await;
+            // The work waits for a runner that can start its agent: the task is paused,
+            // and the next start of a (fixed) runner resumes it.
+            let outcome = hand_back(&context, &work).await;
+            return result(RunEnd::NotStarted(reason), outcome);
+        }
+    };
+
+    let log_path = log.path().display().to_string();
+    context.view.info(
+        "run_started",
+        &format!("▸ {label}: started {} (run {iteration}, log {log_path})", work.kind()),
+        &[
+            ("trigger", json!(work.kind())),
+            ("taskId", json!(task_id)),
+            ("iteration", json!(iteration)),
+            ("log", json!(log_path)),
+        ],
+    );
+
+    let key = RunKey { iteration, task_id };
+    let supervised = supervise(&context, child, log, &key, &stop).await;
+    let exit = supervised.exit;
+    if supervised.unshipped > 0 {
+        context.view.warn(
+            "hub_logs_dropped",
+            &format!(
+                "{label}: {} output lines were not sent to the hub (it was slow); they are in {log_path}",
+                supervised.unshipped
+            ),
+            &[],
+        );
+    }
+    if !exit.success() && !supervised.stopped {
+        let message = format!("the agent ended with {exit}");
+        if let Err(err) =
+            append_error(&context.session_dir, iteration, Some(exit), work.kind(), metadata.task_id, &message)
+                .await
+        {
+            context.view.warn("log_failed", &format!("cannot write errors.jsonl: {err:#}"), &[]);
+        }
+    }
+    if supervised.report.has_usage() {
+        context.shipper.cost(cost_request(&context, task_id, &supervised.report));
+    }
+
+    let outcome = if supervised.stopped {
+        hand_back(&context, &work).await
+    } else {
+        settle(&context, &work, exit).await
+    };
+    let end = if supervised.stopped { RunEnd::Stopped(exit) } else { RunEnd::Exited(exit) };
+    result(end, outcome)
+}
+
+/// Gives back the work of a run that was stopped or could not start: a task is paused
+/// for the next runner start; an offer under review goes back to `offered` through its
+/// lease.
+async fn hand_back(context: &Context, work: &Work) -> Outcome {
+    match work {
+        Work::Task { task, .. } | Work::Resume { task } => pause_task(context, task.id).await,
+        Work::Offer { .. } => Outcome::Left(TaskStatus::Reviewing),
+        Work::Notice { .. } | Work::Loop => Outcome::NoTask,
+    }
+}
+
+fn spawn_agent(context: &Context, work: &Work, prompt: &str) -> Result<tokio::process::Child, String> {
+    let config = &context.config;
+    let invocation =
+        Invocation { prompt, system_prompt: &context.system_prompt, agent_args: &config.agent_args };
+    let mut command = config.harness.command(&invocation);
+    command.env("MCP_BASE_URL", &config.hub_url).env("AGENT_ID", config.agent_id.to_string());
+    match &config.api_key {
+        Some(key) => command.env("API_KEY", key),
+        None => command.env_remove("API_KEY"),
+    };
+    // Only a run about a task gets TASK_ID; an inherited one would point it at the wrong task.
+    match work.task_id() {
+        Some(id) => command.env("TASK_ID", id.to_string()),
+        None => command.env_remove("TASK_ID"),
+    };
+    command.env("SWARM_TRIGGER", work.kind());
+    let (program, _) = config.harness.command_line(&invocation);
+    command.spawn().map_err(|err| {
+        format!(
+            "cannot start the agent CLI {}: {err}; install it, or choose another with --harness / --harness-cmd",
+            program.display()
+        )
+    })
+}
+
+struct Supervised {
+    exit: ChildExit,
+    stopped: bool,
+    report: RunReport,
+    /// Output lines the hub did not get because the shipping queue was full.
+    unshipped: u64,
+}
+
+/// Reads the agent's output until it exits, writing the log, feeding the report and the
+/// shipper; on `stop`, SIGTERM to its process group, then SIGKILL after [`KILL_GRACE`].
+async fn supervise(
+    context: &Context,
+    mut child: tokio::process::Child,
+    mut log: RunLog,
+    key: &RunKey,
+    stop: &CancellationToken,
+) -> Supervised {
+    let pid = child.id();
+    let mut stdout = child.stdout.take().map(BufReader::new);
+    let mut stderr = child.stderr.take().map(BufReader::new);
+    let mut report = RunReport::default();
+    let mut unshipped = 0;
+    let mut log_failed = false;
+    let mut stopped = false;
+    let mut kill_at: Option<Instant> = None;
+    let mut exit: Option<ChildExit> = None;
+    let mut drain_until: Option<Instant> = None;
+    loop {
+        if stdout.is_none() && stderr.is_none() && exit.is_some() {
+            break;
+        }
+        tokio::select! {
+            line = next_line(&mut stdout) => match line {
+                Some(line) => {
+                    log_failed |= log.write_line(&line).await.is_err();
+                    report.observe(&line);
+                    if !line.trim().is_empty() && !context.shipper.line(key, clip_for_hub(&line)) {
+                        unshipped += 1;
+                    }
+                }
+                None => stdout = None,
+            },
+            line = next_line(&mut stderr) => match line {
+                Some(line) => log_failed |= log.write_stderr(&line).await.is_err(),
+                None => stderr = None,
+            },
+            status = child.wait(), if exit.is_none() => {
+                exit = Some(status.map(ChildExit::from_status).unwrap_or(ChildExit::Code(-1)));
+                drain_until = Some(Instant::now() + DRAIN_GRACE);
+            }
+            _ = stop.cancelled(), if !stopped && exit.is_none() => {
+                stopped = true;
+                if let Some(pid) = pid {
+                    signal_group(pid, libc::SIGTERM);
+                }
+                kill_at = Some(Instant::now() + KILL_GRACE);
+            }
+            _ = tokio::time::sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() && exit.is_none() => {
+                if let Some(pid) = pid {
+                    signal_group(pid, libc::SIGKILL);
+                }
+                let _ = child.start_kill();
+                kill_at = None;
+            }
+            _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
+                // Something the agent started still holds its output open: stop reading.
+                if let Some(pid) = pid {
+                    signal_group(pid, libc::SIGKILL);
+                }
+                break;
+            }
+        }
+    }
+    if log.finish().await.is_err() || log_failed {
+        context.view.warn("log_failed", "some agent output could not be written to the log file", &[]);
+    }
+    Supervised { exit: exit.unwrap_or(ChildExit::Code(-1)), stopped, report, unshipped }
+}
+
+/// The next line of a pipe, lossily decoded; `None` at its end (or when there is no pipe).
+async fn next_line<R: AsyncRead + Unpin>(reader: &mut Option<BufReader<R>>) -> Option<String> {
+    let Some(reader) = reader else {
+        return std::future::pending().await;
+    };
+    let mut bytes = Vec::new();
+    match reader.read_until(b'\n', &mut bytes).await {
+        Ok(0) | Err(_) => None,
+        Ok(_) => {
+            while bytes.last().is_some_and(|byte| *byte == b'\n' || *byte == b'\r') {
+                bytes.pop();
+            }
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+    }
+}
+
+/// The hub refuses a batch with a line above its limit; a huge line is cut instead.
+fn clip_for_hub(line: &str) -> &str {
+    if line.len() <= SESSION_LINE_MAX_CHARS {
+        return line;
+    }
+    let mut cut = SESSION_LINE_MAX_CHARS;
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &line[..cut]
+}
+
+fn cost_request(context: &Context, task_id: Option<TaskId>, report: &RunReport) -> SessionCostRequest {
+    SessionCostRequest {
+        session_id: context.config.session_id.clone(),
+        agent_id: context.config.agent_id,
+        // Codex reports tokens, not money.
+        total_cost_usd: report.cost_usd.unwrap_or(0.0).max(0.0),
+        task_id,
+        input_tokens: report.input_tokens,
+        output_tokens: report.output_tokens,
+        cache_read_tokens: report.cache_read_tokens,
+        cache_write_tokens: report.cache_write_tokens,
+        duration_ms: report.duration_ms,
+        num_turns: report.num_turns,
+        model: report.model.clone(),
+        is_error: report.is_error,
+    }
+}
+
+/// After the agent exited by itself: the task's outcome is what the agent reported. A
+/// task still `in_progress` for this agent is failed, an offer still under review is
+/// rejected, each with a reason that says the agent exited without reporting.
+async fn settle(context: &Context, work: &Work, exit: ChildExit) -> Outcome {
+    let Some(task_id) = work.task_id() else {
+        return Outcome::NoTask;
+    };
+    let read = || context.client.get_task(task_id);
+    let task = match hub_call(context, "reading the task after its run", SETTLE_DEADLINE, read).await {
+        Ok(detail) => detail.task,
+        Err(reason) => return Outcome::Unsettled(reason),
+    };
+    let me = context.config.agent_id;
+    match task.status {
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled => finished(&task),
+        TaskStatus::InProgress if task.agent_id == Some(me) && !matches!(work, Work::Offer { .. }) => {
+            let reason = format!(
+                "the agent exited ({exit}) without reporting the task's outcome \
+                 (store-progress with status completed or failed)"
+            );
+            let finish = || context.client.finish_task(task_id, FinishStatus::Failed, None, Some(&reason));
+            match hub_call(context, "failing the unreported task", SETTLE_DEADLINE, finish).await {
+                Ok(response) if response.already_finished => finished(&response.task),
+                Ok(_) => Outcome::FailedByRunner(reason),
+                Err(err) => Outcome::Unsettled(err),
+            }
+        }
+        TaskStatus::Reviewing if task.offered_to == Some(me) => {
+            let reason = format!("the agent exited ({exit}) without accepting or rejecting the offer");
+            let reject = || context.client.reject_task(task_id, Some(&reason));
+            match hub_call(context, "rejecting the undecided offer", SETTLE_DEADLINE, reject).await {
+                Ok(_) => Outcome::RejectedByRunner(reason),
+                Err(err) => Outcome::Unsettled(err),
+            }
+        }
+        status => Outcome::Left(status),
+    }
+}
+
+fn finished(task: &Task) -> Outcome {
+    let detail = match task.status {
+        TaskStatus::Completed => task.output.clone(),
+        _ => task.failure_reason.clone(),
+    };
+    Outcome::Finished { status: task.status, detail }
+}
+
+/// Pauses a task this agent holds `in_progress`, so the next runner start resumes it.
+pub(crate) async fn pause_task(context: &Context, task_id: TaskId) -> Outcome {
+    let pause = || context.client.pause_task(task_id);
+    match hub_call(context, "pausing the task", PAUSE_DEADLINE, pause).await {
+        Ok(_) => Outcome::Paused,
+        // Not in progress any more (finished meanwhile, or returned by its lease).
+        Err(reason) => match context.client.get_task(task_id).await {
+            Ok(detail) if detail.task.status.is_finished() => finished(&detail.task),
+            Ok(detail) => Outcome::Left(detail.task.status),
+            Err(_) => Outcome::Unsettled(reason),
+        },
+    }
+}
+
+/// One call to the hub, retried while the hub is away, for at most `deadline`.
+async fn hub_call<T, F, Fut>(context: &Context, what: &str, deadline: Duration, call: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ClientError>>,
+{
+    let give_up = CancellationToken::new();
+    let attempt = with_retry(&context.view, what, &give_up, call);
+    match tokio::time::timeout(deadline, attempt).await {
+        Ok(Some(Ok(value))) => Ok(value),
+        Ok(Some(Err(err))) => Err(err.to_string()),
+        Ok(None) | Err(_) => Err(format!("the hub did not answer within {}", human_duration(deadline))),
+    }
+}

@@ -1,0 +1,170 @@
+//! What a runner is told at start: one typed [`RunnerConfig`], built by the caller (the
+//! `swarm worker` / `swarm lead` commands from flags and environment, or `swarm demo`
+//! in code).
+
+use std::{path::PathBuf, time::Duration};
+
+use swarm_domain::id::AgentId;
+
+use crate::harness::Harness;
+
+/// How long a long-poll is held open at the hub before it is asked again.
+pub const DEFAULT_POLL_WAIT: Duration = Duration::from_secs(30);
+/// `SHUTDOWN_TIMEOUT` default: how long running agents get to finish after SIGINT/SIGTERM.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(30_000);
+/// The hub refuses `maxTasks` above this.
+pub const MAX_CONCURRENT_TASKS_LIMIT: u32 = 20;
+
+/// Which side of the crew the runner plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Worker,
+    Lead,
+}
+
+impl Role {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::Worker => "worker",
+            Role::Lead => "lead",
+        }
+    }
+
+    /// The prompt of `--ai-loop` mode, where the agent polls for work by itself.
+    pub fn ai_loop_prompt(&self) -> &'static str {
+        match self {
+            Role::Worker => "/start-worker",
+            Role::Lead => "/start-leader",
+        }
+    }
+
+    /// `AGENT_NAME` when none is given: `<role>-<first 8 of id>`.
+    pub fn default_agent_name(&self, id: AgentId) -> String {
+        let id = id.to_string();
+        format!("{}-{}", self.as_str(), &id[..8])
+    }
+}
+
+/// How the terminal view writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// Lines for people, on stderr.
+    #[default]
+    Text,
+    /// One JSON object per line (tracing's JSON format), for machines.
+    Json,
+}
+
+/// Everything a runner needs. Build it with [`RunnerConfig::new`] and adjust the fields.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub role: Role,
+    /// The hub's base URL (`MCP_BASE_URL`).
+    pub hub_url: String,
+    /// `API_KEY`: sent to the hub and passed on to the agent CLI.
+    pub api_key: Option<String>,
+    /// The agent this runner speaks for; reuse it across restarts to keep the agent's
+    /// identity and resume its paused work.
+    pub agent_id: AgentId,
+    pub agent_name: String,
+    pub harness: Harness,
+    /// Extra arguments for the agent CLI (after `--` on the command line).
+    pub agent_args: Vec<String>,
+    /// Text appended to the runner's own system prompt (`--system-prompt`, or the
+    /// contents of `--system-prompt-file`).
+    pub system_prompt: Option<String>,
+    /// `--ai-loop` mode's prompt, and the preamble for triggers the runner has no
+    /// prompt of its own for (`-m/--msg`; default `/start-worker` or `/start-leader`).
+    pub default_prompt: String,
+    /// Keep going after a failed agent run (non-zero exit, or the agent CLI could not be
+    /// started). Without it the runner stops taking work and exits non-zero.
+    pub yolo: bool,
+    /// Legacy mode: start the agent right away, again and again, and let it poll for
+    /// work itself through the `poll-task` tool.
+    pub ai_loop: bool,
+    /// At most this many agent runs at once (1 to 20); also the agent's `maxTasks`.
+    pub max_concurrent: u32,
+    /// Names this run's log folder and its session logs at the hub.
+    pub session_id: String,
+    /// Logs go to `<log_dir>/<session_id>/`.
+    pub log_dir: PathBuf,
+    /// How long running agents get to finish on shutdown before they are stopped.
+    pub shutdown_timeout: Duration,
+    /// How long one long-poll waits at the hub (at most 60 s).
+    pub poll_wait: Duration,
+    pub output: OutputFormat,
+}
+
+impl RunnerConfig {
+    /// A runner for `agent_id` at `hub_url` with every other setting at its default.
+    pub fn new(role: Role, hub_url: impl Into<String>, agent_id: AgentId, harness: Harness) -> RunnerConfig {
+        let session = uuid::Uuid::new_v4().simple().to_string();
+        RunnerConfig {
+            role,
+            hub_url: hub_url.into(),
+            api_key: None,
+            agent_id,
+            agent_name: role.default_agent_name(agent_id),
+            harness,
+            agent_args: Vec::new(),
+            system_prompt: None,
+            default_prompt: role.ai_loop_prompt().to_string(),
+            yolo: false,
+            ai_loop: false,
+            max_concurrent: 1,
+            session_id: session[..8].to_string(),
+            log_dir: PathBuf::from("./logs"),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            poll_wait: DEFAULT_POLL_WAIT,
+            output: OutputFormat::Text,
+        }
+    }
+
+    /// Where this session's log files go.
+    pub fn session_log_dir(&self) -> PathBuf {
+        self.log_dir.join(&self.session_id)
+    }
+
+    /// The system prompt every agent run gets: who it is and how it reports, then the
+    /// user's own text.
+    pub fn full_system_prompt(&self) -> String {
+        let part = match self.role {
+            Role::Lead => "the lead",
+            Role::Worker => "a worker",
+        };
+        let mut prompt = format!(
+            "You are {name} (agent id {id}), {part} of an agent swarm coordinated by the hub at {url}. \
+             Use the swarm MCP tools to act on tasks and talk to the crew. Report the outcome of every \
+             task you work on with store-progress (status \"completed\" with an output, or \"failed\" \
+             with a failureReason): when you exit without reporting, the runner marks the task failed.",
+            name = self.agent_name,
+            id = self.agent_id,
+            url = self.hub_url,
+        );
+        if let Some(extra) = self.system_prompt.as_deref().map(str::trim).filter(|text| !text.is_empty()) {
+            prompt.push_str("\n\n");
+            prompt.push_str(extra);
+        }
+        prompt
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_name_is_role_and_id_prefix() {
+        let id = AgentId::parse("0123abcd-0000-4000-8000-000000000000").unwrap();
+        assert_eq!(Role::Worker.default_agent_name(id), "worker-0123abcd");
+        assert_eq!(Role::Lead.default_agent_name(id), "lead-0123abcd");
+    }
+
+    #[test]
+    fn system_prompt_appends_the_users_text() {
+        let mut config = RunnerConfig::new(Role::Worker, "http://hub", AgentId::new_v7(), Harness::Claude);
+        assert!(config.full_system_prompt().contains("store-progress"));
+        config.system_prompt = Some("Be brief.".into());
+        assert!(config.full_system_prompt().ends_with("\n\nBe brief."));
+    }
+}

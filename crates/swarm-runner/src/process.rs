@@ -1,0 +1,99 @@
+//! Agent CLI processes: each in its own process group, so that the runner (not the
+//! terminal's Ctrl-C) decides when an agent stops, and stopping it takes its own child
+//! processes (tool calls, MCP servers) along.
+
+use std::{fmt, process::ExitStatus};
+
+/// How an agent run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildExit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ChildExit {
+    pub fn from_status(status: ExitStatus) -> ChildExit {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => ChildExit::Code(code),
+            (None, Some(signal)) => ChildExit::Signal(signal),
+            // Neither is possible on Unix for an exited process; treat it as a failure.
+            (None, None) => ChildExit::Code(-1),
+        }
+    }
+
+    pub fn success(&self) -> bool {
+        *self == ChildExit::Code(0)
+    }
+
+    /// The number `errors.jsonl` records: the exit code, or 128 + signal like a shell.
+    pub fn code(&self) -> i32 {
+        match self {
+            ChildExit::Code(code) => *code,
+            ChildExit::Signal(signal) => 128 + signal,
+        }
+    }
+}
+
+impl fmt::Display for ChildExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChildExit::Code(code) => write!(f, "exit code {code}"),
+            ChildExit::Signal(signal) => write!(f, "signal {signal}"),
+        }
+    }
+}
+
+/// Puts the child in a process group of its own and, on Linux, has the kernel kill it
+/// when the runner dies (SIGKILL included), so no agent outlives its runner and keeps
+/// working on a task the hub has handed to someone else. (Linux sends the signal when
+/// the *thread* that spawned the child ends; tokio's worker threads live as long as the
+/// runtime, and the children are spawned from them.)
+pub(crate) fn detach_and_bind(command: &mut tokio::process::Command) {
+    command.process_group(0);
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // async-signal-safe calls (prctl, getppid, _exit).
+        let runner_pid = std::process::id() as libc::pid_t;
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The runner died between fork and prctl: nobody would stop this agent.
+                if libc::getppid() != runner_pid {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+/// Sends `signal` to the agent's whole process group. Errors are ignored: the group may
+/// already be gone.
+pub(crate) fn signal_group(pid: u32, signal: i32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    if pid > 0 {
+        // SAFETY: kill has no memory-safety preconditions; a negative pid names a group.
+        unsafe {
+            libc::kill(-pid, signal);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exits_read_like_a_shell() {
+        assert!(ChildExit::Code(0).success());
+        assert_eq!(ChildExit::Signal(9).code(), 137);
+        assert_eq!(ChildExit::Code(3).to_string(), "exit code 3");
+        assert_eq!(ChildExit::Signal(15).to_string(), "signal 15");
+    }
+}

@@ -1,0 +1,542 @@
+//! The runner's loop: register, pick up the agent's own unfinished work, long-poll for
+//! triggers while a slot is free, start one agent run per trigger, heartbeat while
+//! anything runs, and shut down gracefully.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    future::Future,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use anyhow::{Context as _, bail};
+use serde_json::json;
+use swarm_client::{Client, ClientConfig, ClientError, RegisterAgentRequest, TaskQuery, Trigger};
+use swarm_domain::task::TaskStatus;
+use tokio::{task::JoinSet, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    RunnerExit, Shutdown,
+    agent_run::{self, Context, Outcome, RunEnd, RunResult},
+    config::{MAX_CONCURRENT_TASKS_LIMIT, RunnerConfig},
+    hub::{Backoff, report_retry, with_retry},
+    shipper,
+    view::{View, human_duration},
+    work::{TaskOrigin, Work},
+};
+
+/// The hub's lease when it does not say (older hubs): `LEASE_SECONDS`' default.
+const DEFAULT_LEASE: Duration = Duration::from_secs(45);
+/// The shortest heartbeat interval, whatever the lease.
+const MIN_HEARTBEAT: Duration = Duration::from_millis(100);
+/// How often the view lists what is still running.
+const STATUS_EVERY: Duration = Duration::from_secs(60);
+/// How long queued output may take to reach the hub at shutdown.
+const SHIPPER_DRAIN: Duration = Duration::from_secs(5);
+/// How long the runner's last calls (pausing leftovers, `/close`) may take at shutdown.
+const FAREWELL_DEADLINE: Duration = Duration::from_secs(10);
+
+type PollFuture = Pin<Box<dyn Future<Output = Result<Option<Trigger>, ClientError>> + Send>>;
+
+/// Why the loop stopped taking work.
+#[derive(Debug, Clone, PartialEq)]
+enum StopReason {
+    Signal,
+    AgentFailed(String),
+}
+
+pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Result<RunnerExit> {
+    if !(1..=MAX_CONCURRENT_TASKS_LIMIT).contains(&config.max_concurrent) {
+        bail!(
+            "MAX_CONCURRENT_TASKS must be between 1 and {MAX_CONCURRENT_TASKS_LIMIT}, got {}",
+            config.max_concurrent
+        );
+    }
+    let view = View::new(&config.agent_name, config.output);
+    let client = Client::new(ClientConfig {
+        base_url: config.hub_url.clone(),
+        api_key: config.api_key.clone(),
+        agent_id: Some(config.agent_id),
+    })?;
+    let mode = if config.ai_loop {
+        "ai-loop (legacy: the agent polls by itself)".to_string()
+    } else {
+        format!("runner-level polling, up to {} agent run(s) at once", config.max_concurrent)
+    };
+    view.info(
+        "runner_started",
+        &format!(
+            "starting {} (agent id {}) for the hub at {}; agent CLI: {}; {mode}; logs in {}",
+            config.role.as_str(),
+            config.agent_id,
+            config.hub_url,
+            config.harness.cli_name(),
+            config.session_log_dir().display(),
+        ),
+        &[
+            ("role", json!(config.role.as_str())),
+            ("agentId", json!(config.agent_id)),
+            ("hub", json!(config.hub_url)),
+            ("sessionId", json!(config.session_id)),
+        ],
+    );
+
+    let Some(health) = with_retry(&view, "reaching the hub", &shutdown.graceful, || client.health()).await
+    else {
+        return Ok(RunnerExit::Stopped);
+    };
+    let lease =
+        health.context("the hub's /health")?.lease_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_LEASE);
+    if !register(&client, &config, &view, &shutdown.graceful).await? {
+        return Ok(RunnerExit::Stopped);
+    }
+
+    let (shipper, shipper_task) =
+        shipper::start(client.clone(), config.session_id.clone(), config.harness.cli_name(), view.clone());
+    let active = Arc::new(AtomicUsize::new(0));
+    let heartbeat_stop = CancellationToken::new();
+    let heartbeat_every = (lease / 3).max(MIN_HEARTBEAT);
+    let heartbeat = tokio::spawn(heartbeat(
+        client.clone(),
+        view.clone(),
+        Arc::clone(&active),
+        heartbeat_every,
+        heartbeat_stop.clone(),
+    ));
+    let context = Arc::new(Context {
+        system_prompt: config.full_system_prompt(),
+        session_dir: config.session_log_dir(),
+        config,
+        client: client.clone(),
+        view: view.clone(),
+        shipper,
+        active,
+    });
+
+    let exit = work_loop(Arc::clone(&context), &shutdown).await;
+
+    heartbeat_stop.cancel();
+    let _ = heartbeat.await;
+    drop(context);
+    let unshipped = shipper_task.finish(SHIPPER_DRAIN).await;
+    if unshipped > 0 {
+        view.warn(
+            "hub_logs_dropped",
+            &format!("{unshipped} agent output lines never reached the hub; the log files have them all"),
+            &[("lines", json!(unshipped))],
+        );
+    }
+    match tokio::time::timeout(FAREWELL_DEADLINE, client.close()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => view.warn("close_failed", &format!("could not mark the agent offline: {err}"), &[]),
+        Err(_) => view.warn("close_failed", "could not mark the agent offline: the hub did not answer", &[]),
+    }
+    view.info("runner_stopped", "stopped; the agent is offline", &[]);
+    Ok(exit)
+}
+
+/// `POST /api/agents` as this agent (a lead for `swarm lead`). Restarts keep the id, so
+/// an existing agent comes back `idle`. False when shutdown came first.
+async fn register(
+    client: &Client,
+    config: &RunnerConfig,
+    view: &View,
+    stop: &CancellationToken,
+) -> anyhow::Result<bool> {
+    let request = RegisterAgentRequest {
+        name: config.agent_name.clone(),
+        is_lead: Some(config.role == crate::Role::Lead),
+        max_tasks: Some(i64::from(config.max_concurrent)),
+        ..RegisterAgentRequest::default()
+    };
+    let Some(registered) = with_retry(view, "registering", stop, || client.register_agent(&request)).await
+    else {
+        return Ok(false);
+    };
+    let agent = registered.with_context(|| {
+        format!("cannot register agent {} ({}) with the hub", config.agent_name, config.agent_id)
+    })?;
+    view.info(
+        "registered",
+        &format!("registered as {} ({}), maxTasks {}", agent.name, agent.id, agent.max_tasks),
+        &[("agentId", json!(agent.id)), ("name", json!(agent.name))],
+    );
+    Ok(true)
+}
+
+/// Pings while any agent run is under way, every third of a lease: a poll is a
+/// heartbeat too, but the runner does not poll while every slot is busy.
+async fn heartbeat(
+    client: Client,
+    view: View,
+    active: Arc<AtomicUsize>,
+    every: Duration,
+    stop: CancellationToken,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if active.load(Ordering::SeqCst) == 0 {
+            continue;
+        }
+        match client.ping().await {
+            Ok(()) if failing => {
+                failing = false;
+                view.info("hub_back", "the hub answers heartbeats again", &[]);
+            }
+            Ok(()) => {}
+            Err(err) if !failing => {
+                failing = true;
+                view.warn(
+                    "heartbeat_failed",
+                    &format!(
+                        "heartbeat failed: {err}; the agent's claims run out unless the hub is back in time"
+                    ),
+                    &[("error", json!(err.to_string()))],
+                );
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// A run under way, for the view.
+struct Running {
+    label: String,
+    started: Instant,
+}
+
+/// Takes work and starts runs until told to stop, then winds the runs down.
+async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
+    let config = &context.config;
+    let view = &context.view;
+    let max_runs = if config.ai_loop { 1 } else { config.max_concurrent as usize };
+    let stop_runs = CancellationToken::new();
+    let mut runs: JoinSet<RunResult> = JoinSet::new();
+    let mut running: HashMap<tokio::task::Id, Running> = HashMap::new();
+    let mut iteration: u64 = 0;
+    let mut backlog: VecDeque<Work> =
+        if config.ai_loop { VecDeque::new() } else { held_work(&context, shutdown, max_runs).await };
+    let mut poll: Option<PollFuture> = None;
+    let mut backoff = Backoff::default();
+    let mut retry_at: Option<Instant> = None;
+    let mut stop_reason: Option<StopReason> = None;
+    let mut waiting_shown = false;
+    let mut status = tokio::time::interval_at(Instant::now() + STATUS_EVERY, STATUS_EVERY);
+
+    let mut start = |work: Work, runs: &mut JoinSet<RunResult>, running: &mut HashMap<_, _>| {
+        iteration += 1;
+        let label = work.label();
+        let handle =
+            runs.spawn(agent_run::run(Arc::clone(&context), work, iteration, stop_runs.child_token()));
+        running.insert(handle.id(), Running { label, started: Instant::now() });
+    };
+
+    while stop_reason.is_none() {
+        while runs.len() < max_runs
+            && let Some(work) = backlog.pop_front()
+        {
+            start(work, &mut runs, &mut running);
+        }
+        let retry_due = retry_at.is_none_or(|at| at <= Instant::now());
+        if runs.len() < max_runs && backlog.is_empty() && poll.is_none() && retry_due {
+            retry_at = None;
+            if config.ai_loop {
+                start(Work::Loop, &mut runs, &mut running);
+                continue;
+            }
+            if !waiting_shown {
+                waiting_shown = true;
+                view.info(
+                    "waiting",
+                    &format!("waiting for work ({}/{max_runs} running)", runs.len()),
+                    &[("running", json!(runs.len()))],
+                );
+            }
+            let client = context.client.clone();
+            let wait = config.poll_wait;
+            poll = Some(Box::pin(async move { client.poll(wait).await }));
+        }
+
+        tokio::select! {
+            _ = shutdown.graceful.cancelled() => stop_reason = Some(StopReason::Signal),
+            Some(joined) = runs.join_next_with_id(), if !runs.is_empty() => {
+                let Some(result) = finished_run(view, &mut running, joined) else { continue };
+                waiting_shown = false;
+                if result.agent_failed() {
+                    if !config.yolo {
+                        stop_reason = Some(StopReason::AgentFailed(end_text(&result.end)));
+                    } else if config.ai_loop {
+                        // Do not restart a crashing agent in a tight loop.
+                        retry_at = Some(Instant::now() + backoff.next_delay());
+                    }
+                } else if config.ai_loop {
+                    backoff.reset();
+                }
+            }
+            polled = async { poll.as_mut().expect("polled only when set").await }, if poll.is_some() => {
+                poll = None;
+                if polled.is_ok() && backoff.failures() > 0 {
+                    view.info("hub_back", "the hub answers again", &[]);
+                }
+                match polled {
+                    Ok(Some(trigger)) => {
+                        backoff.reset();
+                        waiting_shown = false;
+                        start(Work::from_trigger(trigger, &config.default_prompt), &mut runs, &mut running);
+                    }
+                    Ok(None) => backoff.reset(),
+                    Err(err) if err.status().is_some_and(|status| status.as_u16() == 404) => {
+                        // The hub forgot the agent (a new database): register again.
+                        view.warn("agent_unknown", &format!("the hub does not know this agent ({err}); registering again"), &[]);
+                        match register(&context.client, config, view, &shutdown.graceful).await {
+                            Ok(true) => {}
+                            Ok(false) => stop_reason = Some(StopReason::Signal),
+                            Err(err) => {
+                                view.warn("register_failed", &format!("{err:#}"), &[]);
+                                retry_at = Some(Instant::now() + backoff.next_delay());
+                            }
+                        }
+                    }
+                    Err(err) => {
+                        let delay = backoff.next_delay();
+                        report_retry(view, "polling for work", &err, delay, backoff.failures());
+                        retry_at = Some(Instant::now() + delay);
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(retry_at.unwrap_or_else(Instant::now)), if retry_at.is_some() && poll.is_none() => {}
+            _ = status.tick(), if !running.is_empty() => {
+                let now = Instant::now();
+                let list: Vec<String> = running
+                    .values()
+                    .map(|run| format!("{} ({})", run.label, human_duration(now - run.started)))
+                    .collect();
+                view.info("running", &format!("running: {}", list.join(", ")), &[("runs", json!(list))]);
+            }
+        }
+    }
+
+    // Stop taking work. A poll in flight is abandoned; what it may have claimed is paused below.
+    drop(poll);
+    let stop_reason = stop_reason.unwrap_or(StopReason::Signal);
+    wind_down(&context, shutdown, &stop_reason, &mut runs, &mut running, &stop_runs).await;
+    pause_leftovers(&context).await;
+    match stop_reason {
+        StopReason::Signal => RunnerExit::Stopped,
+        StopReason::AgentFailed(reason) => RunnerExit::AgentFailed(reason),
+    }
+}
+
+/// Waits for the runs still under way: after a signal, up to `SHUTDOWN_TIMEOUT` (or
+/// until a second signal), then stops them; after a failed agent run, until they end by
+/// themselves unless a signal comes.
+async fn wind_down(
+    context: &Context,
+    shutdown: &Shutdown,
+    reason: &StopReason,
+    runs: &mut JoinSet<RunResult>,
+    running: &mut HashMap<tokio::task::Id, Running>,
+    stop_runs: &CancellationToken,
+) {
+    let view = &context.view;
+    let timeout = context.config.shutdown_timeout;
+    let waiting = match runs.len() {
+        0 => String::new(),
+        n => format!("; waiting up to {} for {n} agent run(s)", human_duration(timeout)),
+    };
+    let mut deadline = match reason {
+        StopReason::Signal => {
+            view.info(
+                "stopping",
+                &format!("stopping: no new work{waiting}"),
+                &[("running", json!(runs.len()))],
+            );
+            Some(Instant::now() + timeout)
+        }
+        StopReason::AgentFailed(end) => {
+            let waiting = if runs.is_empty() {
+                String::new()
+            } else {
+                format!("; waiting for {} agent run(s) to end", runs.len())
+            };
+            view.warn(
+                "stopping",
+                &format!("stopping after a failed agent run ({end}); pass --yolo to keep going{waiting}"),
+                &[("reason", json!(end))],
+            );
+            None
+        }
+    };
+    while !runs.is_empty() {
+        tokio::select! {
+            Some(joined) = runs.join_next_with_id() => {
+                finished_run(view, running, joined);
+            }
+            _ = shutdown.graceful.cancelled(), if deadline.is_none() && !stop_runs.is_cancelled() => {
+                deadline = Some(Instant::now() + timeout);
+            }
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() && !stop_runs.is_cancelled() => {
+                view.info("stopping_runs", &format!("stopping {} agent run(s) and pausing their tasks", runs.len()), &[]);
+                stop_runs.cancel();
+            }
+            _ = shutdown.immediate.cancelled(), if !stop_runs.is_cancelled() => {
+                view.info("stopping_runs", &format!("stopping {} agent run(s) now and pausing their tasks", runs.len()), &[]);
+                stop_runs.cancel();
+            }
+        }
+    }
+}
+
+/// Reports a run that ended; `None` when its task panicked (reported too).
+fn finished_run(
+    view: &View,
+    running: &mut HashMap<tokio::task::Id, Running>,
+    joined: Result<(tokio::task::Id, RunResult), tokio::task::JoinError>,
+) -> Option<RunResult> {
+    let result = match joined {
+        Ok((id, result)) => {
+            running.remove(&id);
+            result
+        }
+        Err(err) => {
+            running.remove(&err.id());
+            view.warn("run_crashed", &format!("an agent run's supervisor failed: {err}"), &[]);
+            return None;
+        }
+    };
+    let message = format!(
+        "■ {}: {} after {}; {}",
+        result.label,
+        end_text(&result.end),
+        human_duration(result.elapsed),
+        result.outcome
+    );
+    let fields = [
+        ("end", json!(end_text(&result.end))),
+        ("outcome", json!(result.outcome.to_string())),
+        ("elapsedMs", json!(result.elapsed.as_millis() as u64)),
+    ];
+    let troubled = result.agent_failed()
+        || matches!(
+            result.outcome,
+            Outcome::FailedByRunner(_) | Outcome::RejectedByRunner(_) | Outcome::Unsettled(_)
+        );
+    if troubled {
+        view.warn("run_finished", &message, &fields);
+    } else {
+        view.info("run_finished", &message, &fields);
+    }
+    Some(result)
+}
+
+fn end_text(end: &RunEnd) -> String {
+    match end {
+        RunEnd::Exited(exit) if exit.success() => "done".to_string(),
+        RunEnd::Exited(exit) => format!("the agent ended with {exit}"),
+        RunEnd::Stopped(exit) => format!("stopped by the runner ({exit})"),
+        RunEnd::NotStarted(reason) => format!("not started: {reason}"),
+        RunEnd::Skipped(reason) => format!("skipped: {reason}"),
+    }
+}
+
+/// The agent's own unfinished work from a previous run: tasks still `in_progress` for
+/// it (the runner died; their leases have not run out yet), then paused ones. Held tasks
+/// beyond the runner's slots are paused now: they would wait unheartbeated and lose their
+/// lease while waiting, and come back as paused work instead.
+async fn held_work(context: &Context, shutdown: &Shutdown, slots: usize) -> VecDeque<Work> {
+    let me = context.config.agent_id;
+    let query = TaskQuery {
+        status: vec![TaskStatus::InProgress],
+        agent_id: Some(me),
+        limit: Some(1000),
+        ..TaskQuery::default()
+    };
+    let view = &context.view;
+    let client = &context.client;
+    let paused = match with_retry(view, "looking for paused tasks", &shutdown.graceful, || {
+        client.paused_tasks()
+    })
+    .await
+    {
+        Some(Ok(tasks)) => tasks,
+        Some(Err(err)) => {
+            view.warn("held_work_failed", &format!("cannot list this agent's paused tasks: {err}"), &[]);
+            Vec::new()
+        }
+        None => return VecDeque::new(),
+    };
+    let held =
+        match with_retry(view, "looking for held tasks", &shutdown.graceful, || client.list_tasks(&query))
+            .await
+        {
+            Some(Ok(list)) => list.tasks,
+            Some(Err(err)) => {
+                view.warn("held_work_failed", &format!("cannot list this agent's tasks: {err}"), &[]);
+                Vec::new()
+            }
+            None => return VecDeque::new(),
+        };
+    let mut work = VecDeque::new();
+    let mut overflow = Vec::new();
+    for (n, task) in held.into_iter().enumerate() {
+        if n < slots {
+            work.push_back(Work::Task { task, origin: TaskOrigin::Held });
+        } else if agent_run::pause_task(context, task.id).await == Outcome::Paused {
+            overflow.push(Work::Resume { task });
+        }
+    }
+    work.extend(overflow);
+    work.extend(paused.into_iter().map(|task| Work::Resume { task }));
+    if !work.is_empty() {
+        let labels: Vec<String> =
+            work.iter().map(|work| format!("{} ({})", work.label(), work.kind())).collect();
+        view.info(
+            "held_work",
+            &format!("picking up this agent's unfinished work first: {}", labels.join(", ")),
+            &[("tasks", json!(labels))],
+        );
+    }
+    work
+}
+
+/// Pauses any task still `in_progress` for this agent once every run has ended: claims
+/// an abandoned poll may have made. The next runner start resumes them.
+async fn pause_leftovers(context: &Context) {
+    let query = TaskQuery {
+        status: vec![TaskStatus::InProgress],
+        agent_id: Some(context.config.agent_id),
+        limit: Some(1000),
+        ..TaskQuery::default()
+    };
+    let pause_all = async {
+        let Ok(list) = context.client.list_tasks(&query).await else {
+            return;
+        };
+        for task in list.tasks {
+            let outcome = agent_run::pause_task(context, task.id).await;
+            context.view.info(
+                "task_paused",
+                &format!("task {} was claimed but not started: {outcome}", task.id),
+                &[("taskId", json!(task.id))],
+            );
+        }
+    };
+    if tokio::time::timeout(FAREWELL_DEADLINE, pause_all).await.is_err() {
+        context.view.warn(
+            "pause_failed",
+            "the hub did not answer; claims left running out through their leases",
+            &[],
+        );
+    }
+}

@@ -1,0 +1,267 @@
+//! What one agent run is for, and the prompt it gets (CONTRACT.md, "Prompts by trigger").
+
+use serde_json::Value;
+use swarm_client::Trigger;
+use swarm_domain::{
+    id::TaskId,
+    task::{Task, TaskStatus},
+};
+
+/// How long a task's text or output may be inside a summary prompt.
+const SUMMARY_TASK_CHARS: usize = 100;
+const SUMMARY_OUTPUT_CHARS: usize = 200;
+
+/// One agent run to start.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Work {
+    /// Work on a task that is `in_progress` for this agent (the poll claimed it, or a
+    /// previous run of this runner left it).
+    Task { task: Task, origin: TaskOrigin },
+    /// Resume a task this agent paused (a previous runner was stopped), then work on it.
+    Resume { task: Task },
+    /// Accept or reject a task offered to this agent (`reviewing`).
+    Offer { task: Task },
+    /// A trigger that is about no single task (finished tasks for the lead, pool news,
+    /// kinds of a newer hub). It gets no `TASK_ID`.
+    Notice { kind: String, prompt: String },
+    /// `--ai-loop`: the agent polls by itself with the default prompt.
+    Loop,
+}
+
+/// Where a task to work on came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskOrigin {
+    /// Claimed by this runner's poll.
+    Polled,
+    /// Found `in_progress` for this agent when the runner started.
+    Held,
+}
+
+impl Work {
+    pub fn from_trigger(trigger: Trigger, default_prompt: &str) -> Work {
+        match trigger {
+            Trigger::TaskAssigned { task } => Work::Task { task, origin: TaskOrigin::Polled },
+            Trigger::TaskOffered { task } => Work::Offer { task },
+            Trigger::TasksFinished { tasks } => {
+                Work::Notice { kind: "tasks_finished".into(), prompt: tasks_finished_prompt(&tasks) }
+            }
+            Trigger::PoolTasksAvailable { count } => {
+                Work::Notice { kind: "pool_tasks_available".into(), prompt: pool_prompt(count) }
+            }
+            Trigger::Other { kind, body } => {
+                let prompt = other_prompt(&kind, &body, default_prompt);
+                Work::Notice { kind, prompt }
+            }
+        }
+    }
+
+    /// The task this run is about, if any: it gets `TASK_ID` and its outcome is checked.
+    pub fn task(&self) -> Option<&Task> {
+        match self {
+            Work::Task { task, .. } | Work::Resume { task } | Work::Offer { task } => Some(task),
+            Work::Notice { .. } | Work::Loop => None,
+        }
+    }
+
+    pub fn task_id(&self) -> Option<TaskId> {
+        self.task().map(|task| task.id)
+    }
+
+    /// The trigger kind recorded in logs (`task_assigned`, `resumed`, ...).
+    pub fn kind(&self) -> &str {
+        match self {
+            Work::Task { origin: TaskOrigin::Polled, .. } => "task_assigned",
+            Work::Task { origin: TaskOrigin::Held, .. } => "task_held",
+            Work::Resume { .. } => "task_resumed",
+            Work::Offer { .. } => "task_offered",
+            Work::Notice { kind, .. } => kind,
+            Work::Loop => "ai_loop",
+        }
+    }
+
+    /// What the terminal calls the run: `task <id>` or the trigger kind. The whole id:
+    /// ids are UUID v7, whose first characters are a timestamp shared by tasks created
+    /// close together.
+    pub fn label(&self) -> String {
+        match self.task_id() {
+            Some(id) => format!("task {id}"),
+            None => self.kind().to_string(),
+        }
+    }
+
+    pub fn prompt(&self, default_prompt: &str) -> String {
+        match self {
+            Work::Task { task, .. } | Work::Resume { task } => work_prompt(task),
+            Work::Offer { task } => offer_prompt(task),
+            Work::Notice { prompt, .. } => prompt.clone(),
+            Work::Loop => default_prompt.to_string(),
+        }
+    }
+}
+
+/// The first 8 characters of an id, as the reference shows them.
+pub(crate) fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn work_prompt(task: &Task) -> String {
+    format!(
+        "/work-on-task {id}\n\nTask {id}:\n{text}\n\nWhen you are done, report with store-progress \
+         (taskId {id}): status \"completed\" with your output, or \"failed\" with a failureReason.",
+        id = task.id,
+        text = task.task.trim(),
+    )
+}
+
+fn offer_prompt(task: &Task) -> String {
+    format!(
+        "/review-offered-task {id}\n\nA task has been offered to you:\n{text}\n\nAccept it with task-action \
+         (action \"accept\", taskId {id}) if you have the skills for it, or reject it (action \"reject\") \
+         with a reason. Then stop: once you have accepted, the runner starts the work in a new session.",
+        id = task.id,
+        text = task.task.trim(),
+    )
+}
+
+fn tasks_finished_prompt(tasks: &[Task]) -> String {
+    let mut prompt = format!("{} task(s) finished:\n", tasks.len());
+    for task in tasks {
+        let agent =
+            task.agent_id.map(|id| format!("agent {}", short_id(&id.to_string()))).unwrap_or_default();
+        let outcome = match task.status {
+            TaskStatus::Completed => {
+                format!(
+                    "output: {}",
+                    clip(task.output.as_deref().unwrap_or("(no output)"), SUMMARY_OUTPUT_CHARS)
+                )
+            }
+            _ => format!(
+                "reason: {}",
+                clip(task.failure_reason.as_deref().unwrap_or("(no reason)"), SUMMARY_OUTPUT_CHARS)
+            ),
+        };
+        prompt.push_str(&format!(
+            "- {status} task {id} by {agent}: \"{text}\"\n  {outcome}\n",
+            status = task.status.as_str(),
+            id = task.id,
+            text = clip(task.task.trim(), SUMMARY_TASK_CHARS),
+        ));
+    }
+    prompt.push_str(
+        "\nReview these results and decide on follow-ups: reassign or retry failed work (send-task), \
+         and reply where a user is waiting for the answer (slack-reply).",
+    );
+    prompt
+}
+
+fn pool_prompt(count: i64) -> String {
+    format!(
+        "{count} task(s) available in the pool.\n\n1. Run get-tasks with unassigned: true to browse them\n\
+         2. Pick one that matches your skills\n3. Run task-action with action \"claim\" and its taskId, then \
+         work on it and report with store-progress\n\nClaims are first come, first served: if a claim fails, \
+         pick another."
+    )
+}
+
+/// Kinds the hub may send that this runner knows by name only (CONTRACT.md's lead
+/// triggers), and anything newer.
+fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
+    match kind {
+        "slack_inbox_message" => {
+            let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut prompt = format!("You have {} inbox message(s) from Slack:\n", messages.len());
+            for message in &messages {
+                let id = message.get("id").and_then(Value::as_str).unwrap_or("?");
+                let content = message.get("content").and_then(Value::as_str).unwrap_or("");
+                prompt.push_str(&format!(
+                    "- \"{}\" (inboxMessageId: {id})\n",
+                    clip(content, SUMMARY_TASK_CHARS)
+                ));
+            }
+            prompt.push_str(
+                "\nFor each message, either answer the user with slack-reply (inboxMessageId), or hand the \
+                 request to a worker with inbox-delegate.",
+            );
+            prompt
+        }
+        "unread_mentions" => {
+            let count = body.get("mentionsCount").and_then(Value::as_i64).unwrap_or(0);
+            format!(
+                "You have {count} unread mention(s) in chat channels.\n\n1. Run read-messages with unreadOnly: \
+                 true to see them\n2. Answer questions and requests directed at you\n3. If a message asks for \
+                 work, create a task with send-task"
+            )
+        }
+        _ => format!(
+            "{default_prompt}\n\nThe hub sent a \"{kind}\" trigger this runner has no prompt for:\n{body}\n\n\
+             Handle it with your swarm tools."
+        ),
+    }
+}
+
+fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn task(status: &str) -> Task {
+        serde_json::from_value(json!({
+            "id": "0190abcd-0000-7000-8000-000000000001", "agentId": "0190ffff-0000-7000-8000-000000000002",
+            "creatorAgentId": null, "task": "Write the release notes", "status": status, "source": "api",
+            "taskType": null, "tags": [], "priority": 50, "dependsOn": [], "offeredTo": null, "offeredAt": null,
+            "acceptedAt": null, "rejectionReason": null, "createdAt": "2026-01-20T10:00:00.000Z",
+            "lastUpdatedAt": "2026-01-20T10:00:00.000Z", "finishedAt": null, "failureReason": "tests broke",
+            "output": "notes.md written", "progress": null, "notifiedAt": null, "leaseExpiresAt": null,
+            "leaseLosses": 0
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn task_prompts_start_with_their_command_and_id() {
+        let work = Work::from_trigger(Trigger::TaskAssigned { task: task("in_progress") }, "/start-worker");
+        let prompt = work.prompt("/start-worker");
+        assert!(prompt.starts_with("/work-on-task 0190abcd-0000-7000-8000-000000000001\n"), "{prompt}");
+        assert!(prompt.contains("Write the release notes"));
+        assert_eq!(work.label(), "task 0190abcd-0000-7000-8000-000000000001");
+        let offer = Work::from_trigger(Trigger::TaskOffered { task: task("reviewing") }, "");
+        assert!(offer.prompt("").starts_with("/review-offered-task 0190abcd-0000-7000-8000-000000000001\n"));
+    }
+
+    #[test]
+    fn notices_are_about_no_task() {
+        let finished = Work::from_trigger(
+            Trigger::TasksFinished { tasks: vec![task("completed"), task("failed")] },
+            "/start-leader",
+        );
+        assert_eq!(finished.task_id(), None);
+        assert_eq!(finished.kind(), "tasks_finished");
+        let prompt = finished.prompt("/start-leader");
+        assert!(
+            prompt.contains("- completed task") && prompt.contains("output: notes.md written"),
+            "{prompt}"
+        );
+        assert!(prompt.contains("- failed task") && prompt.contains("reason: tests broke"), "{prompt}");
+
+        let unknown = Work::from_trigger(
+            Trigger::Other { kind: "brand_new".into(), body: json!({"type": "brand_new"}) },
+            "/start-worker",
+        );
+        assert_eq!(unknown.task_id(), None);
+        assert!(unknown.prompt("/start-worker").starts_with("/start-worker\n\nThe hub sent a \"brand_new\""));
+    }
+
+    #[test]
+    fn clip_counts_characters_not_bytes() {
+        assert_eq!(clip("ééé", 2), "éé...");
+        assert_eq!(clip("ab", 2), "ab");
+    }
+}

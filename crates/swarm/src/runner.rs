@@ -1,0 +1,258 @@
+//! `swarm worker` and `swarm lead`: flags and environment (CONTRACT.md, Runner) turned
+//! into a `swarm_runner::RunnerConfig`; the runner itself lives in `swarm-runner`.
+
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use swarm_domain::id::AgentId;
+use swarm_runner::{Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown};
+
+const DEFAULT_URL: &str = "http://localhost:3013";
+
+pub const LONG_ABOUT: &str = "Run an agent for a hub: register it, wait for work, and start the agent CLI \
+    only when there is some.\n\n\
+    The runner long-polls the hub (GET /api/poll). For each trigger (a task assigned or offered to \
+    the agent, a pool task claimed for it, finished tasks for the lead, ...) it starts the agent CLI \
+    with a prompt for that trigger, up to MAX_CONCURRENT_TASKS at once, and heartbeats while anything \
+    runs. When an agent exits without reporting its task (store-progress), the task is failed with a \
+    reason. Logs go to LOG_DIR/SESSION_ID/. On SIGINT or SIGTERM the runner takes no new work, gives \
+    running agents SHUTDOWN_TIMEOUT to finish, then stops them and pauses their tasks; the next start \
+    with the same AGENT_ID resumes them. A second signal stops the agents at once.\n\n\
+    The agent CLI reaches the hub through MCP: each run gets MCP_BASE_URL, API_KEY, AGENT_ID, and \
+    TASK_ID when it is about a task, in its environment.";
+
+/// Which agent CLI to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HarnessKind {
+    /// Claude Code (`claude -p ... --output-format stream-json`).
+    Claude,
+    /// OpenAI Codex (`codex exec --json ...`).
+    Codex,
+    /// The program of --harness-cmd, run with the prompt as its last argument.
+    Cmd,
+}
+
+/// Flags of `swarm worker` and `swarm lead`.
+#[derive(Debug, Args)]
+pub struct RunnerArgs {
+    /// Default prompt: what the agent gets in --ai-loop mode, and the preamble for triggers the
+    /// runner has no prompt of its own for [default: /start-worker or /start-leader]
+    #[arg(short = 'm', long = "msg", value_name = "PROMPT")]
+    msg: Option<String>,
+    /// Keep going after a failed agent run (non-zero exit, or the agent CLI cannot be started).
+    /// Without it the runner takes no new work after a failure, lets the other runs finish,
+    /// and exits with status 1
+    #[arg(long, env = "YOLO")]
+    yolo: bool,
+    /// Text appended to the system prompt of every agent run (wins over --system-prompt-file)
+    #[arg(long, env = "SYSTEM_PROMPT", value_name = "TEXT")]
+    system_prompt: Option<String>,
+    /// File whose contents are appended to the system prompt of every agent run
+    #[arg(long, env = "SYSTEM_PROMPT_FILE", value_name = "PATH")]
+    system_prompt_file: Option<PathBuf>,
+    /// Legacy mode: start the agent right away, again and again, with the default prompt, and let
+    /// it wait for work itself through the poll-task tool
+    #[arg(long, env = "AI_LOOP")]
+    ai_loop: bool,
+    /// Agent CLI to start
+    #[arg(long, env = "HARNESS", value_enum, default_value = "claude")]
+    harness: HarnessKind,
+    /// The program for --harness cmd (implies it when given alone); it gets the extra
+    /// arguments after `--`, then the prompt as its last argument
+    #[arg(long, env = "HARNESS_CMD", value_name = "PROGRAM")]
+    harness_cmd: Option<PathBuf>,
+    /// Print JSON log lines (one object per line) on stderr instead of lines for people
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    agent: AgentArgs,
+    /// Extra arguments for the agent CLI, e.g. `-- --model opus`
+    #[arg(last = true, value_name = "AGENT_ARGS")]
+    agent_args: Vec<String>,
+}
+
+/// The agent the runner speaks for, and where its hub is.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Agent and hub")]
+struct AgentArgs {
+    /// Base URL of the hub; also given to the agent CLI
+    #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
+    url: String,
+    /// API key of the hub (`Authorization: Bearer <KEY>`); also given to the agent CLI
+    #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
+    api_key: Option<String>,
+    /// The agent's id. Keep it across restarts: the agent keeps its identity and the runner
+    /// resumes its paused work. A new one is made (and printed) when unset
+    #[arg(long, env = "AGENT_ID", value_name = "UUID")]
+    agent_id: Option<String>,
+    /// The agent's name when it registers [default: <role>-<first 8 characters of its id>]
+    #[arg(long, env = "AGENT_NAME", value_name = "NAME")]
+    agent_name: Option<String>,
+    /// Agent runs at once (1 to 20); also the agent's maxTasks at the hub
+    #[arg(long, env = "MAX_CONCURRENT_TASKS", default_value_t = 1, value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=20))]
+    max_concurrent_tasks: u32,
+    /// Names this run's log folder and its session logs at the hub [default: 8 random characters]
+    #[arg(long, env = "SESSION_ID", value_name = "ID")]
+    session_id: Option<String>,
+    /// Folder for the logs: one sub-folder per session
+    #[arg(long, env = "LOG_DIR", default_value = "./logs", value_name = "PATH")]
+    log_dir: PathBuf,
+    /// Milliseconds running agents get to finish after SIGINT/SIGTERM before they are stopped
+    #[arg(long, env = "SHUTDOWN_TIMEOUT", default_value_t = 30_000, value_name = "MS")]
+    shutdown_timeout: u64,
+}
+
+pub async fn run(role: Role, args: RunnerArgs) -> anyhow::Result<()> {
+    let config = config(role, args)?;
+    init_logging(config.output);
+    let shutdown = Shutdown::on_signals().context("cannot listen for SIGINT and SIGTERM")?;
+    match swarm_runner::run(config, shutdown).await? {
+        RunnerExit::Stopped => Ok(()),
+        RunnerExit::AgentFailed(end) => {
+            bail!("an agent run failed ({end}); the runner stopped. Pass --yolo (YOLO=true) to keep going")
+        }
+    }
+}
+
+fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
+    let agent = args.agent;
+    let agent_id = match non_empty(agent.agent_id) {
+        Some(text) => AgentId::parse(&text).context("AGENT_ID (or --agent-id) must be a UUID")?,
+        None => {
+            let id = AgentId::from_uuid(uuid::Uuid::new_v4());
+            eprintln!(
+                "note: no AGENT_ID given; this agent is {id}. Set AGENT_ID={id} to keep it across restarts."
+            );
+            id
+        }
+    };
+    let harness = match (args.harness, non_empty_path(args.harness_cmd)) {
+        (HarnessKind::Cmd | HarnessKind::Claude, Some(program)) => Harness::Command { program },
+        (HarnessKind::Cmd, None) => {
+            bail!("--harness cmd needs the program: pass --harness-cmd or set HARNESS_CMD")
+        }
+        (HarnessKind::Codex, Some(_)) => bail!("--harness-cmd is for --harness cmd, not codex"),
+        (HarnessKind::Claude, None) => Harness::Claude,
+        (HarnessKind::Codex, None) => Harness::Codex,
+    };
+    let system_prompt = match (non_empty(args.system_prompt), non_empty_path(args.system_prompt_file)) {
+        (Some(text), _) => Some(text),
+        (None, Some(path)) => Some(std::fs::read_to_string(&path).with_context(|| {
+            format!("cannot read the system prompt file {} (SYSTEM_PROMPT_FILE)", path.display())
+        })?),
+        (None, None) => None,
+    };
+    let mut config =
+        RunnerConfig::new(role, non_empty(Some(agent.url)).unwrap_or(DEFAULT_URL.into()), agent_id, harness);
+    config.api_key = non_empty(agent.api_key);
+    if let Some(name) = non_empty(agent.agent_name) {
+        config.agent_name = name;
+    }
+    config.agent_args = args.agent_args;
+    config.system_prompt = system_prompt;
+    if let Some(prompt) = non_empty(args.msg) {
+        config.default_prompt = prompt;
+    }
+    config.yolo = args.yolo;
+    config.ai_loop = args.ai_loop;
+    config.max_concurrent = agent.max_concurrent_tasks;
+    if let Some(session_id) = non_empty(agent.session_id) {
+        config.session_id = session_id;
+    }
+    config.log_dir = agent.log_dir;
+    config.shutdown_timeout = Duration::from_millis(agent.shutdown_timeout);
+    config.output = if args.json { OutputFormat::Json } else { OutputFormat::Text };
+    Ok(config)
+}
+
+/// Empty environment variables count as unset.
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.map(|text| text.trim().to_string()).filter(|text| !text.is_empty())
+}
+
+fn non_empty_path(value: Option<PathBuf>) -> Option<PathBuf> {
+    value.filter(|path| !path.as_os_str().is_empty())
+}
+
+/// The runner writes its own lines (text or JSON); `tracing` carries warnings of the
+/// libraries underneath, in the same format.
+fn init_logging(output: OutputFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match output {
+        OutputFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
+        OutputFormat::Text => {
+            builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: RunnerArgs,
+    }
+
+    fn parse(args: &[&str]) -> anyhow::Result<RunnerConfig> {
+        let id = "0190abcd-0000-7000-8000-000000000001";
+        let mut line = vec!["worker", "--agent-id", id];
+        line.extend(args);
+        config(Role::Worker, Command::try_parse_from(line)?.args)
+    }
+
+    #[test]
+    fn a_program_with_its_arguments_is_the_cmd_harness() {
+        let config = parse(&["--harness-cmd", "/bin/agent", "--", "stand-in-agent", "--fast"]).unwrap();
+        assert_eq!(config.harness, Harness::Command { program: PathBuf::from("/bin/agent") });
+        assert_eq!(config.agent_args, ["stand-in-agent", "--fast"]);
+        assert_eq!(config.agent_name, "worker-0190abcd");
+        assert_eq!(config.default_prompt, "/start-worker");
+    }
+
+    #[test]
+    fn settings_that_cannot_work_are_refused_with_what_to_do() {
+        let err = parse(&["--harness", "cmd"]).unwrap_err().to_string();
+        assert!(err.contains("HARNESS_CMD"), "{err}");
+        let err =
+            config(Role::Lead, Command::try_parse_from(["lead", "--agent-id", "not-a-uuid"]).unwrap().args)
+                .unwrap_err();
+        assert!(format!("{err:#}").contains("AGENT_ID"), "{err:#}");
+        assert!(parse(&["--max-concurrent-tasks", "21"]).is_err());
+        assert!(parse(&["--system-prompt-file", "/no/such/file"]).is_err());
+    }
+
+    #[test]
+    fn flags_reach_the_config() {
+        let config = parse(&[
+            "--yolo",
+            "--ai-loop",
+            "-m",
+            "go",
+            "--max-concurrent-tasks",
+            "3",
+            "--shutdown-timeout",
+            "500",
+            "--session-id",
+            "s1",
+            "--system-prompt",
+            "be brief",
+            "--json",
+        ])
+        .unwrap();
+        assert!(config.yolo && config.ai_loop);
+        assert_eq!((config.default_prompt.as_str(), config.max_concurrent), ("go", 3));
+        assert_eq!(config.shutdown_timeout, Duration::from_millis(500));
+        assert_eq!(config.session_id, "s1");
+        assert_eq!(config.system_prompt.as_deref(), Some("be brief"));
+        assert_eq!(config.output, OutputFormat::Json);
+    }
+}
