@@ -5,6 +5,8 @@
 
 mod bench;
 mod commands;
+mod connect;
+mod hook;
 mod mcp;
 mod serve;
 
@@ -41,6 +43,12 @@ enum Command {
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
+    /// Set up a project directory for Claude Code or Codex to talk to a hub (MCP, slash commands, hooks).
+    #[command(long_about = connect::LONG_ABOUT)]
+    Connect(connect::ConnectArgs),
+    /// Answer a Claude Code hook event (installed by `swarm connect`); never fails the agent.
+    #[command(long_about = hook::LONG_ABOUT)]
+    Hook(hook::HookArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -60,6 +68,8 @@ fn main() -> std::process::ExitCode {
             Command::Agent(command) => commands::run_agent(command).await,
             Command::Stats(args) => commands::run_stats(args).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Connect(args) => connect::run(args).await,
+            Command::Hook(args) => hook::run(args).await,
         }
     });
     match result {
