@@ -46,7 +46,7 @@ const BLOCK_EXIT_CODE: i32 = 2;
 pub(crate) struct HookArgs {
     /// The event: session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,
     /// or status-line. Anything else is ignored (exit 0, no output)
-    #[arg(value_name = "EVENT")]
+    #[arg(value_name = "EVENT", allow_hyphen_values = true)]
     event: Option<String>,
     /// Ignored, so that a settings file from a newer swarm never fails the agent
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]

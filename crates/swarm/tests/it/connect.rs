@@ -448,8 +448,11 @@ fn hooks_never_fail_the_agent_when_the_hub_is_down() {
     let (output, _) =
         hook(dir.path(), "pre-tool-use", &[("AGENT_ID", "not-a-uuid"), ("TASK_ID", "nope")], "{}");
     assert_eq!(output.status.code(), Some(0));
-    let extra = swarm(dir.path(), &["hook", "pre-tool-use", "--from-a-newer-swarm"], &env, Some("{}"));
-    assert_eq!(extra.status.code(), Some(0), "unknown arguments are ignored");
+    for args in [&["hook", "pre-tool-use", "--from-a-newer-swarm"][..], &["hook", "--flag-first"], &["hook"]]
+    {
+        let output = swarm(dir.path(), args, &env, Some("{}"));
+        assert_eq!(output.status.code(), Some(0), "{args:?}: unknown arguments are ignored, never exit 2");
+    }
 }
 
 #[test]
