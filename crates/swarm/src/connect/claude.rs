@@ -4,8 +4,8 @@
 //! - `.mcp.json`: `{"mcpServers": {"<name>": {"type": "http", "url", "headers"}}}`, with
 //!   `${VAR}` and `${VAR:-default}` expanded in `url` and `headers` when Claude Code
 //!   starts (https://code.claude.com/docs/en/mcp, "Environment variable expansion in
-//!   .mcp.json"). A `${VAR}` without default whose variable is unset is an error there,
-//!   so every placeholder we write has a default.
+//!   .mcp.json"). The docs say a `${VAR}` without default whose variable is unset makes
+//!   the config fail to parse, so every placeholder we write has a default.
 //! - hooks: `{"hooks": {"<Event>": [{"matcher": "*", "hooks": [{"type": "command",
 //!   "command": "...", "timeout": <seconds>}]}]}}`; `matcher` only for tool events
 //!   (https://code.claude.com/docs/en/hooks).
