@@ -5,6 +5,8 @@
 
 mod bench;
 mod commands;
+mod connect;
+mod hook;
 mod mcp;
 mod runner;
 mod serve;
@@ -52,6 +54,12 @@ enum Command {
     /// A scripted agent CLI for tests and demos (no LLM): acts on the hub through MCP.
     #[command(hide = true)]
     StandInAgent(stand_in::StandInArgs),
+    /// Set up a project directory for Claude Code or Codex to talk to a hub (MCP, slash commands, hooks).
+    #[command(long_about = connect::LONG_ABOUT)]
+    Connect(connect::ConnectArgs),
+    /// Answer a Claude Code hook event (installed by `swarm connect`); never fails the agent.
+    #[command(long_about = hook::LONG_ABOUT)]
+    Hook(hook::HookArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -74,6 +82,8 @@ fn main() -> std::process::ExitCode {
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
             Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
             Command::StandInAgent(args) => stand_in::run(args).await,
+            Command::Connect(args) => connect::run(args).await,
+            Command::Hook(args) => hook::run(args).await,
         }
     });
     match result {

@@ -1,0 +1,393 @@
+//! `swarm connect`: sets up a project directory so that an agent CLI talks to a hub.
+//!
+//! For Claude Code it writes the `agent-swarm` server into `.mcp.json`, the slash
+//! commands the runner's prompts use into `.claude/commands/`, and hooks that call
+//! `swarm hook <event>` (plus the status line) into `.claude/settings.json`. For Codex
+//! it writes `[mcp_servers.agent-swarm]` into Codex's `config.toml`.
+//!
+//! Every file is planned first and written only when all plans succeeded, so a file
+//! that cannot be read leaves everything as it was. Re-running updates: our entries
+//! are replaced by the current version, everything else in the files is kept, and a
+//! file whose content would not change is not touched.
+
+mod claude;
+mod codex;
+
+use std::{
+    fmt::Write as _,
+    io::Write as _,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use swarm_domain::id::AgentId;
+
+pub(crate) use claude::expand_env_placeholders;
+
+/// The MCP server's name in the agent CLIs' configuration, as in the reference: Claude
+/// Code shows the tools as `mcp__agent-swarm__<tool>`, and the slash commands say so.
+pub(crate) const SERVER_NAME: &str = "agent-swarm";
+
+const DEFAULT_URL: &str = "http://localhost:3013";
+
+pub(crate) const LONG_ABOUT: &str = "\
+Set up a project directory so that an agent CLI talks to a swarm hub.
+
+Claude Code (--harness claude, the default):
+  .mcp.json                  the `agent-swarm` MCP server: URL, API key and agent id headers
+  .claude/commands/*.md      the slash commands the runner's prompts use: /work-on-task,
+                             /review-offered-task, /swarm-chat, /start-worker, /start-leader
+  .claude/settings.json      hooks that call `swarm hook <event>` (a cancelled task blocks
+                             further tool use), the status line, and permission to use the
+                             swarm's tools
+
+Codex (--harness codex): the [mcp_servers.agent-swarm] table of Codex's config.toml
+($CODEX_HOME/config.toml, else ~/.codex/config.toml, or --codex-config).
+
+Values come from the environment when the agent CLI starts, so one set of files serves a
+person and every runner: .mcp.json holds ${MCP_BASE_URL:-<url>}, ${API_KEY:-} and
+${AGENT_ID:-<agent id>}, which Claude Code expands. The API key is never written unless you
+pass --embed-api-key.
+
+Re-run it any time (e.g. after upgrading swarm): entries of ours are updated, everything
+else in these files is kept, and unchanged files are not touched. --dry-run shows what
+would change.";
+
+/// Which agent CLI to set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Harness {
+    /// Claude Code: .mcp.json, .claude/commands, .claude/settings.json
+    Claude,
+    /// Codex: config.toml
+    Codex,
+    /// Both
+    All,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConnectArgs {
+    /// The project directory to set up
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    dir: PathBuf,
+    /// The agent CLI to set up
+    #[arg(long, value_enum, default_value_t = Harness::Claude)]
+    harness: Harness,
+    /// Base URL of the hub. Claude Code gets `${MCP_BASE_URL:-URL}/mcp`, so a runner's
+    /// MCP_BASE_URL still wins; Codex gets URL/mcp
+    #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
+    url: String,
+    /// API key of the hub. Not written by default: the agent CLI reads API_KEY from its
+    /// environment when it starts (Codex is only told to send it when a key is in use)
+    #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
+    api_key: Option<String>,
+    /// Write the API key into the files (as the default of ${API_KEY:-KEY}). Keep such
+    /// files out of version control
+    #[arg(long)]
+    embed_api_key: bool,
+    /// The agent these files speak for (sent as X-Agent-ID). Written as the default of
+    /// ${AGENT_ID:-UUID}, so a runner's AGENT_ID still wins; without it the header
+    /// comes from AGENT_ID alone
+    #[arg(long, env = "AGENT_ID", value_name = "UUID")]
+    agent_id: Option<String>,
+    /// Write the hooks into .claude/settings.local.json (yours only, not committed)
+    /// instead of .claude/settings.json (shared with the project)
+    #[arg(long)]
+    local_settings: bool,
+    /// How the hooks call swarm: a program name on PATH or a path to the binary
+    #[arg(long, default_value = "swarm", value_name = "COMMAND")]
+    hook_command: String,
+    /// Codex's config file to edit (a project's .codex/config.toml is read by Codex
+    /// only in a trusted project)
+    #[arg(long, value_name = "PATH")]
+    codex_config: Option<PathBuf>,
+    /// Show what would change and write nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Print what was done as JSON (for scripts) instead of a summary
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the written files say about the hub. Private fields: built once from the
+/// arguments by [`Endpoint::from_args`], which validates them.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// The hub's base URL, without a trailing slash.
+    base_url: String,
+    /// The key to write, only when the user asked for it (`--embed-api-key`).
+    embedded_api_key: Option<String>,
+    /// Whether the hub is used with a key at all: Codex fails a server whose bearer
+    /// token variable is unset, so it is told about `API_KEY` only then.
+    api_key_in_use: bool,
+    agent_id: Option<AgentId>,
+}
+
+impl Endpoint {
+    fn from_args(args: &ConnectArgs) -> anyhow::Result<Endpoint> {
+        let url = args.url.trim().trim_end_matches('/');
+        let base_url = if url.is_empty() { DEFAULT_URL } else { url };
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://"))
+            || base_url.contains(['}', ' '])
+        {
+            bail!(
+                "--url (or MCP_BASE_URL) must be the hub's http(s) base URL, e.g. {DEFAULT_URL}; got {base_url:?}"
+            );
+        }
+        let api_key = args.api_key.as_deref().map(str::trim).filter(|key| !key.is_empty());
+        let embedded_api_key = match (args.embed_api_key, api_key) {
+            (false, _) => None,
+            (true, None) => bail!("--embed-api-key needs the key: pass --api-key KEY or set API_KEY"),
+            (true, Some(key)) if key.contains(['}', '"', '\'', '\n']) => {
+                bail!(
+                    "this API key contains characters that cannot be embedded; leave out --embed-api-key and set API_KEY when the agent CLI starts"
+                )
+            }
+            (true, Some(key)) => Some(key.to_string()),
+        };
+        let agent_id = match args.agent_id.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => Some(AgentId::parse(text).context(
+                "--agent-id (or AGENT_ID) must be an agent's UUID; see them with `swarm agent list`",
+            )?),
+        };
+        Ok(Endpoint {
+            base_url: base_url.to_string(),
+            embedded_api_key,
+            api_key_in_use: api_key.is_some(),
+            agent_id,
+        })
+    }
+}
+
+/// One file as it is and as it will be.
+#[derive(Debug, Clone)]
+struct FileChange {
+    path: PathBuf,
+    /// The file's text now; `None` when it does not exist.
+    before: Option<String>,
+    /// The text to write; equal to `before` (or equivalent) when nothing changes.
+    after: String,
+    /// Set by the planner when the content is equivalent even if the text differs
+    /// (JSON whose values are already ours, in the user's own formatting).
+    unchanged: bool,
+    /// What the file is for, in a few words.
+    what: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum FileStatus {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+impl FileChange {
+    fn new(path: PathBuf, before: Option<String>, after: String, what: impl Into<String>) -> FileChange {
+        let unchanged = before.as_deref() == Some(after.as_str());
+        FileChange { path, before, after, unchanged, what: what.into() }
+    }
+
+    fn status(&self) -> FileStatus {
+        match (&self.before, self.unchanged) {
+            (_, true) => FileStatus::Unchanged,
+            (None, false) => FileStatus::Created,
+            (Some(_), false) => FileStatus::Updated,
+        }
+    }
+}
+
+/// What a harness module wants done: the files, and what the user should know.
+#[derive(Debug, Default)]
+struct Plan {
+    changes: Vec<FileChange>,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    dry_run: bool,
+    files: Vec<ReportedFile<'a>>,
+    notes: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ReportedFile<'a> {
+    path: String,
+    status: FileStatus,
+    what: &'a str,
+}
+
+pub(crate) async fn run(args: ConnectArgs) -> anyhow::Result<()> {
+    let endpoint = Endpoint::from_args(&args)?;
+    let dir = &args.dir;
+    if !dir.is_dir() {
+        bail!("{} is not a directory: pass the project directory with --dir", dir.display());
+    }
+    let mut plan = Plan::default();
+    if matches!(args.harness, Harness::Claude | Harness::All) {
+        let options = claude::Options {
+            hook_program: args.hook_command.trim().to_string(),
+            local_settings: args.local_settings,
+        };
+        if options.hook_program.is_empty() {
+            bail!("--hook-command must name the swarm program, e.g. `swarm` or /usr/local/bin/swarm");
+        }
+        merge(&mut plan, claude::plan(dir, &endpoint, &options)?);
+        if args.hook_command.trim() == "swarm" && !program_on_path("swarm") {
+            plan.notes.push(
+                "`swarm` is not on PATH, and the hooks call `swarm hook <event>`: put swarm on PATH, \
+                 or re-run with --hook-command /path/to/swarm"
+                    .to_string(),
+            );
+        }
+    }
+    if matches!(args.harness, Harness::Codex | Harness::All) {
+        let config_path = match &args.codex_config {
+            Some(path) => path.clone(),
+            None => codex::default_config_path()?,
+        };
+        merge(&mut plan, codex::plan(&config_path, &endpoint)?);
+    }
+    plan.notes.extend(auth_notes(&endpoint, args.harness));
+    if !args.dry_run {
+        for change in plan.changes.iter().filter(|change| change.status() != FileStatus::Unchanged) {
+            write_file(&change.path, &change.after)?;
+        }
+    }
+    let text = if args.json {
+        json_report(&plan, dir, args.dry_run)?
+    } else {
+        text_report(&plan, dir, args.dry_run)
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(err).context("cannot write to stdout")
+        }
+        _ => Ok(()),
+    }
+}
+
+fn merge(plan: &mut Plan, other: Plan) {
+    plan.changes.extend(other.changes);
+    plan.notes.extend(other.notes);
+}
+
+fn auth_notes(endpoint: &Endpoint, harness: Harness) -> Vec<String> {
+    let mut notes = Vec::new();
+    if endpoint.embedded_api_key.is_some() {
+        notes.push("the API key is written into these files: keep them out of version control".to_string());
+    } else if harness != Harness::Codex {
+        notes.push(
+            "the API key is not written: Claude Code sends `Bearer ${API_KEY}` from its environment \
+             (set API_KEY before starting it, or re-run with --embed-api-key)"
+                .to_string(),
+        );
+    }
+    if harness != Harness::Claude && !endpoint.api_key_in_use {
+        notes.push(
+            "no API key was given, so Codex sends none; if the hub has one, re-run with API_KEY set"
+                .to_string(),
+        );
+    }
+    if endpoint.agent_id.is_none() {
+        notes.push(
+            "no agent id was given: X-Agent-ID comes from AGENT_ID when the agent CLI starts (a runner \
+             sets it); without it the agent registers with join-swarm"
+                .to_string(),
+        );
+    }
+    notes
+}
+
+/// Whether `program` would be found on PATH, so we can warn before a hook fails.
+fn program_on_path(program: &str) -> bool {
+    let Some(paths) = std::env::var_os("PATH") else { return false };
+    std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
+}
+
+/// Write through a temporary file in the same directory and rename it over the
+/// target, so a crash never leaves half a file; an existing file keeps its
+/// permissions (Codex's config may hold other servers' secrets), and a symlinked
+/// file (dotfiles) is written where the link points.
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let parent = target.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create the directory {}", parent.display()))?;
+    let file_name = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = parent.join(format!(".{file_name}.swarm-connect.tmp"));
+    std::fs::write(&temporary, text).with_context(|| format!("cannot write {}", temporary.display()))?;
+    if let Ok(metadata) = std::fs::metadata(&target) {
+        let _ = std::fs::set_permissions(&temporary, metadata.permissions());
+    }
+    std::fs::rename(&temporary, &target).with_context(|| {
+        let _ = std::fs::remove_file(&temporary);
+        format!("cannot replace {}", target.display())
+    })
+}
+
+/// A path as the user knows it: relative to the project directory when inside it.
+fn shown_path(path: &Path, dir: &Path) -> String {
+    path.strip_prefix(dir).unwrap_or(path).display().to_string()
+}
+
+fn text_report(plan: &Plan, dir: &Path, dry_run: bool) -> String {
+    let mut text = String::new();
+    if dry_run {
+        text.push_str("dry run: nothing was written\n");
+    }
+    let width =
+        plan.changes.iter().map(|change| shown_path(&change.path, dir).chars().count()).max().unwrap_or(0);
+    for change in &plan.changes {
+        let status = match (change.status(), dry_run) {
+            (FileStatus::Created, false) => "created",
+            (FileStatus::Created, true) => "would create",
+            (FileStatus::Updated, false) => "updated",
+            (FileStatus::Updated, true) => "would update",
+            (FileStatus::Unchanged, _) => "unchanged",
+        };
+        let path = shown_path(&change.path, dir);
+        let _ = writeln!(text, "{status:<12}  {path:<width$}  {}", change.what);
+    }
+    if dry_run {
+        for change in plan.changes.iter().filter(|change| change.status() != FileStatus::Unchanged) {
+            let _ = writeln!(text, "\n--- {} ---", shown_path(&change.path, dir));
+            text.push_str(&change.after);
+        }
+    }
+    if !plan.notes.is_empty() {
+        text.push('\n');
+        for note in &plan.notes {
+            let _ = writeln!(text, "note: {note}");
+        }
+    }
+    text
+}
+
+fn json_report(plan: &Plan, dir: &Path, dry_run: bool) -> anyhow::Result<String> {
+    let files = plan
+        .changes
+        .iter()
+        .map(|change| ReportedFile {
+            path: shown_path(&change.path, dir),
+            status: change.status(),
+            what: &change.what,
+        })
+        .collect();
+    let report = Report { dry_run, files, notes: &plan.notes };
+    Ok(format!("{}\n", serde_json::to_string_pretty(&report).context("cannot write the report as JSON")?))
+}
+
+/// Read a file that may not exist yet.
+fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+    }
+}

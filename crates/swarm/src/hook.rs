@@ -1,0 +1,469 @@
+//! `swarm hook <event>`: what Claude Code runs at its hook events (installed by
+//! `swarm connect`), answering with what the agent should know.
+//!
+//! A hook never fails the agent. Whatever goes wrong (hub down or slow, bad input, no
+//! agent id, an unknown event) it prints nothing harmful and exits 0. The one
+//! deliberate exception is a cancelled task: `pre-tool-use` and `user-prompt-submit`
+//! then exit 2 with the reason on stderr, which Claude Code documents as "block this
+//! tool call" and "block this prompt", showing the reason to the agent (to the user for
+//! a prompt) (https://code.claude.com/docs/en/hooks, "Exit code 2 behavior"). We use the
+//! exit code rather than the JSON `permissionDecision: "deny"` because every version of
+//! Claude Code with hooks honours it, and a block must not depend on a field's spelling.
+//!
+//! Input is the event's JSON on stdin (`session_id`, `hook_event_name`, `cwd`,
+//! `tool_name`, ...). Context for the agent goes out as JSON
+//! `{"hookSpecificOutput": {"hookEventName", "additionalContext"}}` on stdout (SessionStart
+//! and UserPromptSubmit); the status line is the first line printed.
+//!
+//! Where the hub is: `MCP_BASE_URL`, `API_KEY`, `AGENT_ID` and `TASK_ID` from the
+//! environment (a runner sets them), else the `agent-swarm` entry of the project's
+//! `.mcp.json` with its `${VAR:-default}` placeholders expanded as Claude Code does, so
+//! the hooks speak to the hub as the same agent as the MCP tools.
+
+use std::{io::Read as _, path::PathBuf, time::Duration};
+
+use clap::Args;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use swarm_client::{Client, ClientConfig};
+use swarm_domain::id::{AgentId, TaskId};
+
+use crate::connect::{SERVER_NAME, expand_env_placeholders};
+
+/// The most a hook spends talking to the hub: Claude Code waits for hooks, and a
+/// status line that lags is worse than one that says the hub is slow.
+const HUB_DEADLINE: Duration = Duration::from_secs(2);
+/// Claude Code closes stdin after writing the event; someone running the hook by hand
+/// may not, so reading it never waits longer than this.
+const STDIN_DEADLINE: Duration = Duration::from_secs(1);
+/// Hook output goes into the agent's context: keep it short.
+const TASK_EXCERPT_CHARS: usize = 300;
+const DEFAULT_URL: &str = "http://localhost:3013";
+/// Claude Code's "block" exit code for PreToolUse and UserPromptSubmit.
+const BLOCK_EXIT_CODE: i32 = 2;
+
+#[derive(Debug, Args)]
+pub(crate) struct HookArgs {
+    /// The event: session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,
+    /// or status-line. Anything else is ignored (exit 0, no output)
+    #[arg(value_name = "EVENT", allow_hyphen_values = true)]
+    event: Option<String>,
+    /// Ignored, so that a settings file from a newer swarm never fails the agent
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    rest: Vec<String>,
+}
+
+pub(crate) const LONG_ABOUT: &str = "\
+Answer a Claude Code hook event (installed by `swarm connect`).
+
+Reads the event's JSON on stdin and talks to the hub as the agent (MCP_BASE_URL, API_KEY,
+AGENT_ID, TASK_ID from the environment, else from the project's .mcp.json), for at most
+2 seconds:
+  session-start        tells the agent who it is in the swarm and what its task is
+  user-prompt-submit   adds what waits for the agent (offers, unread messages)
+  pre-tool-use         blocks the tool call (exit 2) when the task TASK_ID was cancelled
+  post-tool-use, stop  heartbeat
+  status-line          one line: the agent, its task, offered and pool tasks, unread
+
+It never fails the agent: any error prints nothing harmful and exits 0.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PostToolUse,
+    Stop,
+    StatusLine,
+}
+
+impl HookEvent {
+    fn parse(name: &str) -> Option<HookEvent> {
+        match name.trim() {
+            "session-start" => Some(HookEvent::SessionStart),
+            "user-prompt-submit" => Some(HookEvent::UserPromptSubmit),
+            "pre-tool-use" => Some(HookEvent::PreToolUse),
+            "post-tool-use" => Some(HookEvent::PostToolUse),
+            "stop" => Some(HookEvent::Stop),
+            "status-line" => Some(HookEvent::StatusLine),
+            _ => None,
+        }
+    }
+
+    /// The name Claude Code gives the event in `hookSpecificOutput.hookEventName`.
+    fn claude_name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::Stop => "Stop",
+            HookEvent::StatusLine => "StatusLine",
+        }
+    }
+}
+
+/// What the hook ends with.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Nothing,
+    /// Context for the agent (SessionStart, UserPromptSubmit).
+    Context(String),
+    /// The status line.
+    Line(String),
+    /// Block the tool call or prompt, with the reason.
+    Block(String),
+}
+
+/// The hub connection and the agent's identity, however they were found.
+#[derive(Debug, Clone)]
+struct HookSettings {
+    base_url: String,
+    api_key: Option<String>,
+    agent_id: Option<AgentId>,
+    task_id: Option<TaskId>,
+}
+
+/// `GET /me?include=inbox`, read leniently: a hook must not fail on a field it does
+/// not need.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Me {
+    id: String,
+    name: String,
+    is_lead: bool,
+    status: String,
+    inbox: Option<Inbox>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Inbox {
+    unread_count: i64,
+    mentions_count: i64,
+    offered_tasks_count: i64,
+    pool_tasks_count: i64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct TaskSummary {
+    task: String,
+    status: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct CancelledTask {
+    id: String,
+    failure_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CancelledTasks {
+    cancelled: Vec<CancelledTask>,
+}
+
+/// Never returns an error: see the module documentation.
+pub(crate) async fn run(args: HookArgs) -> anyhow::Result<()> {
+    let Some(event) = args.event.as_deref().and_then(HookEvent::parse) else { return Ok(()) };
+    let input = read_stdin_json();
+    let settings = HookSettings::resolve(&input);
+    let answer = match tokio::time::timeout(HUB_DEADLINE, answer(event, &settings)).await {
+        Ok(answer) => answer,
+        Err(_elapsed) if event == HookEvent::StatusLine => {
+            Answer::Line(format!("swarm · hub not answering at {}", settings.base_url))
+        }
+        Err(_elapsed) => Answer::Nothing,
+    };
+    match answer {
+        Answer::Nothing => {}
+        Answer::Line(line) => print_stdout(&format!("{line}\n")),
+        Answer::Context(context) => {
+            let output = json!({
+                "hookSpecificOutput": {"hookEventName": event.claude_name(), "additionalContext": context}
+            });
+            print_stdout(&format!("{output}\n"));
+        }
+        Answer::Block(reason) => {
+            eprintln!("{reason}");
+            std::process::exit(BLOCK_EXIT_CODE);
+        }
+    }
+    Ok(())
+}
+
+async fn answer(event: HookEvent, settings: &HookSettings) -> Answer {
+    let Some(client) = settings.client() else {
+        return match event {
+            HookEvent::StatusLine => Answer::Line(format!("swarm · bad hub URL {:?}", settings.base_url)),
+            _ => Answer::Nothing,
+        };
+    };
+    match event {
+        HookEvent::PreToolUse => cancelled_block(&client, settings).await.unwrap_or(Answer::Nothing),
+        HookEvent::UserPromptSubmit => match cancelled_block(&client, settings).await {
+            Some(block) => block,
+            None => {
+                heartbeat(&client, settings).await;
+                prompt_context(&client, settings).await
+            }
+        },
+        HookEvent::SessionStart => {
+            heartbeat(&client, settings).await;
+            session_context(&client, settings).await
+        }
+        HookEvent::PostToolUse | HookEvent::Stop => {
+            heartbeat(&client, settings).await;
+            Answer::Nothing
+        }
+        HookEvent::StatusLine => Answer::Line(status_line(&client, settings).await),
+    }
+}
+
+/// A block when the current task (`TASK_ID`) has been cancelled. Without a task id
+/// nothing is blocked: an agent may run several tasks at once, and one cancellation
+/// must not stop the others.
+async fn cancelled_block(client: &Client, settings: &HookSettings) -> Option<Answer> {
+    let task_id = settings.task_id?;
+    let query = [("taskId", task_id.to_string())];
+    let found: CancelledTasks = client.get_json("/cancelled-tasks", &query).await.ok()?;
+    let cancelled = found.cancelled.into_iter().find(|task| task.id == task_id.to_string())?;
+    let reason = cancelled.failure_reason.filter(|reason| !reason.trim().is_empty());
+    let reason = reason.map(|reason| format!(" Reason: {reason}.")).unwrap_or_default();
+    Some(Answer::Block(format!(
+        "Swarm task {task_id} was cancelled.{reason} Stop working on it now: do not retry this \
+         tool call and do not report on the task. Say in one line what state you leave things in, \
+         and end."
+    )))
+}
+
+async fn heartbeat(client: &Client, settings: &HookSettings) {
+    if settings.agent_id.is_some() {
+        let _ = client.ping().await;
+    }
+}
+
+async fn me(client: &Client, settings: &HookSettings) -> Option<Me> {
+    settings.agent_id?;
+    client.get_json("/me", &[("include", "inbox".to_string())]).await.ok()
+}
+
+async fn current_task(client: &Client, settings: &HookSettings) -> Option<(TaskId, TaskSummary)> {
+    let task_id = settings.task_id?;
+    let task = client.get_json(&format!("/api/tasks/{task_id}"), &[]).await.ok()?;
+    Some((task_id, task))
+}
+
+async fn session_context(client: &Client, settings: &HookSettings) -> Answer {
+    let Some(me) = me(client, settings).await else {
+        if settings.agent_id.is_none() && client.health().await.is_ok() {
+            return Answer::Context(format!(
+                "This project is connected to a swarm hub at {} (MCP server `{SERVER_NAME}`), but no \
+                 agent id is set. To take part, register with the `join-swarm` tool; `/start-worker` \
+                 and `/start-leader` explain the work.",
+                settings.base_url
+            ));
+        }
+        return Answer::Nothing;
+    };
+    let kind = if me.is_lead { "the lead" } else { "a worker" };
+    let mut context = format!(
+        "You are {} ({kind}, agent id {}) in a swarm of coding agents; its tools are the `{SERVER_NAME}` \
+         MCP server's.",
+        me.name, me.id
+    );
+    if let Some((task_id, task)) = current_task(client, settings).await {
+        context.push_str(&format!(
+            " Your current task is {task_id} ({}): {}. Report progress and the outcome with \
+             store-progress.",
+            task.status,
+            excerpt(&task.task, TASK_EXCERPT_CHARS)
+        ));
+    }
+    if let Some(waiting) = me.inbox.as_ref().and_then(waiting_summary) {
+        context.push(' ');
+        context.push_str(&waiting);
+    }
+    Answer::Context(context)
+}
+
+/// On each prompt, only what waits for the agent, and nothing when nothing does: this
+/// goes into the context every time.
+async fn prompt_context(client: &Client, settings: &HookSettings) -> Answer {
+    let waiting = me(client, settings).await.and_then(|me| me.inbox.as_ref().and_then(waiting_summary));
+    waiting.map_or(Answer::Nothing, Answer::Context)
+}
+
+fn waiting_summary(inbox: &Inbox) -> Option<String> {
+    let mut parts = Vec::new();
+    if inbox.offered_tasks_count > 0 {
+        parts.push(format!(
+            "{} task(s) offered to you (review with /review-offered-task <id>; list them with get-tasks, \
+             offeredToMe: true)",
+            inbox.offered_tasks_count
+        ));
+    }
+    if inbox.unread_count > 0 {
+        let mentions = if inbox.mentions_count > 0 {
+            format!(", {} mentioning you", inbox.mentions_count)
+        } else {
+            String::new()
+        };
+        parts
+            .push(format!("{} unread message(s){mentions} (read them with /swarm-chat)", inbox.unread_count));
+    }
+    (!parts.is_empty()).then(|| format!("Waiting for you in the swarm: {}.", parts.join("; ")))
+}
+
+async fn status_line(client: &Client, settings: &HookSettings) -> String {
+    let Some(agent_id) = settings.agent_id else {
+        return "swarm · no agent id (set AGENT_ID, or run `swarm connect --agent-id`)".to_string();
+    };
+    let me = match client.get_json::<Me>("/me", &[("include", "inbox".to_string())]).await {
+        Ok(me) => me,
+        Err(err) if err.is_unreachable() => {
+            return format!("swarm · hub unreachable at {}", settings.base_url);
+        }
+        Err(err) => {
+            return match err.status().map(|status| status.as_u16()) {
+                Some(401) => "swarm · the hub refused the API key (set API_KEY)".to_string(),
+                Some(404) => format!("swarm · agent {} is not registered", short_id(&agent_id.to_string())),
+                _ => "swarm · cannot read this agent from the hub".to_string(),
+            };
+        }
+    };
+    let kind = if me.is_lead { "lead" } else { "worker" };
+    let mut parts = vec![format!("swarm · {} ({kind}, {})", me.name, me.status)];
+    if let Some((task_id, task)) = current_task(client, settings).await {
+        parts.push(format!("task {} {}", short_id(&task_id.to_string()), task.status));
+    }
+    if let Some(inbox) = &me.inbox {
+        parts.push(format!("{} offered", inbox.offered_tasks_count));
+        parts.push(format!("{} in pool", inbox.pool_tasks_count));
+        let mentions =
+            if inbox.mentions_count > 0 { format!(" ({} @)", inbox.mentions_count) } else { String::new() };
+        parts.push(format!("{} unread{mentions}", inbox.unread_count));
+    }
+    parts.join(" · ")
+}
+
+impl HookSettings {
+    /// From the environment first (a runner sets it per agent), else from the
+    /// project's `.mcp.json`, else the defaults.
+    fn resolve(input: &Value) -> HookSettings {
+        let env = |name: &str| {
+            std::env::var(name).ok().map(|value| value.trim().to_string()).filter(|v| !v.is_empty())
+        };
+        let server = mcp_json_server(input);
+        let from_file = |pointer: &str| {
+            let text = server.as_ref()?.pointer(pointer)?.as_str()?;
+            let expanded = expand_env_placeholders(text, |name| std::env::var(name).ok());
+            let expanded = expanded.trim().to_string();
+            (!expanded.is_empty() && !expanded.contains("${")).then_some(expanded)
+        };
+        let base_url = env("MCP_BASE_URL")
+            .or_else(|| {
+                from_file("/url").map(|url| url.trim_end_matches('/').trim_end_matches("/mcp").to_string())
+            })
+            .unwrap_or_else(|| DEFAULT_URL.to_string());
+        let api_key = env("API_KEY").or_else(|| {
+            let header = from_file("/headers/Authorization")?;
+            header.strip_prefix("Bearer").map(str::trim).filter(|key| !key.is_empty()).map(str::to_string)
+        });
+        let agent_id = env("AGENT_ID").or_else(|| from_file("/headers/X-Agent-ID"));
+        HookSettings {
+            base_url,
+            api_key,
+            agent_id: agent_id.and_then(|text| AgentId::parse(&text).ok()),
+            task_id: env("TASK_ID").and_then(|text| TaskId::parse(&text).ok()),
+        }
+    }
+
+    fn client(&self) -> Option<Client> {
+        let config = ClientConfig {
+            base_url: self.base_url.clone(),
+            api_key: self.api_key.clone(),
+            agent_id: self.agent_id,
+        };
+        Client::new(config).ok()
+    }
+}
+
+/// Our server's entry in `<project>/.mcp.json`; the project is `CLAUDE_PROJECT_DIR`
+/// (set by Claude Code for hooks), else the event's `cwd`, else ours.
+fn mcp_json_server(input: &Value) -> Option<Value> {
+    let project = std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| input.get("cwd").and_then(Value::as_str).map(PathBuf::from))
+        .or_else(|| std::env::current_dir().ok())?;
+    let text = std::fs::read_to_string(project.join(".mcp.json")).ok()?;
+    let mut root: Value = serde_json::from_str(&text).ok()?;
+    root.get_mut("mcpServers")?.get_mut(SERVER_NAME).map(Value::take)
+}
+
+/// The event's JSON, or `Null` when there is none or it is not JSON.
+fn read_stdin_json() -> Value {
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() {
+        return Value::Null;
+    }
+    let (sender, receiver) = std::sync::mpsc::channel();
+    // A thread, not the runtime: a blocked read on a pipe that never closes must not
+    // keep the process alive, and a detached thread ends with it.
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::stdin().lock().take(1 << 20).read_to_string(&mut text);
+        let _ = sender.send(text);
+    });
+    let text = receiver.recv_timeout(STDIN_DEADLINE).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+fn print_stdout(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+}
+
+fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+fn excerpt(text: &str, max_chars: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max_chars {
+        return one_line;
+    }
+    let mut cut: String = one_line.chars().take(max_chars.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_events_are_ignored() {
+        assert_eq!(HookEvent::parse("pre-tool-use"), Some(HookEvent::PreToolUse));
+        assert_eq!(HookEvent::parse("PreToolUse"), None);
+        assert_eq!(HookEvent::parse("subagent-stop"), None);
+    }
+
+    #[test]
+    fn waiting_summary_says_nothing_when_nothing_waits() {
+        assert_eq!(waiting_summary(&Inbox::default()), None);
+        let inbox = Inbox { offered_tasks_count: 2, unread_count: 1, mentions_count: 1, ..Inbox::default() };
+        let summary = waiting_summary(&inbox).unwrap();
+        assert!(summary.contains("2 task(s) offered") && summary.contains("1 mentioning you"), "{summary}");
+    }
+
+    #[test]
+    fn excerpt_cuts_long_text_on_one_line() {
+        assert_eq!(excerpt("a\n b", 10), "a b");
+        assert_eq!(excerpt("abcdef", 4), "abc…");
+    }
+}
