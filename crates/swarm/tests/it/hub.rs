@@ -34,11 +34,15 @@ impl Hub {
         Self::start_with(database, api_key, &[])
     }
 
-    /// A hub with extra `swarm serve` flags (e.g. a short `--lease-seconds`).
+    /// A hub with extra `swarm serve` flags (e.g. a short `--lease-seconds`, or a
+    /// `--port` of its own instead of any free one).
     pub fn start_with(database: &Database, api_key: Option<&str>, extra_args: &[&str]) -> Hub {
         let mut command = Command::new(SWARM);
+        command.args(["serve", "--host", "127.0.0.1"]);
+        if !extra_args.contains(&"--port") {
+            command.args(["--port", "0"]);
+        }
         command
-            .args(["serve", "--port", "0", "--host", "127.0.0.1"])
             .args(extra_args)
             .env_remove("API_KEY")
             .env_remove("DATABASE_URL")

@@ -582,3 +582,26 @@ async fn ai_loop_mode_starts_the_agent_right_away_with_the_default_prompt() {
     assert_eq!(runs[0].trigger.as_deref(), Some("ai_loop"));
     assert!(runner.terminate().success());
 }
+
+#[tokio::test]
+async fn a_runner_rides_out_a_hub_restart_and_takes_work_from_the_new_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = sqlite_file(dir.path());
+    // A port of our own, so that the restarted hub is where the runner looks for it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let hub = Hub::start_with(&database, None, &["--port", &port]);
+    let runner = Runner::start(&hub, RunnerSetup::worker(dir.path()));
+    registered(&hub, &runner).await;
+
+    hub.kill();
+    eventually("the runner reporting that the hub is gone", || async {
+        runner.output().contains("retrying in").then_some(())
+    })
+    .await;
+
+    let hub = Hub::start_with(&database, None, &["--port", &port]);
+    let id = create(&hub, json!({"task": "Work after the outage", "agentId": runner.agent_id})).await;
+    let done = task_in(&hub, &id, &["completed", "failed"]).await;
+    assert_eq!(done["status"], "completed", "{done}\n{}", runner.output());
+    assert!(runner.output().contains("the hub answers again"), "{}", runner.output());
+}
