@@ -5,6 +5,7 @@
 
 mod bench;
 mod commands;
+mod demo;
 mod mcp;
 mod runner;
 mod serve;
@@ -49,6 +50,9 @@ enum Command {
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
+    /// Watch a hub, a lead and two workers at work in a few seconds (no LLM, no network).
+    #[command(long_about = demo::LONG_ABOUT)]
+    Demo(demo::DemoArgs),
     /// A scripted agent CLI for tests and demos (no LLM): acts on the hub through MCP.
     #[command(hide = true)]
     StandInAgent(stand_in::StandInArgs),
@@ -73,6 +77,7 @@ fn main() -> std::process::ExitCode {
             Command::Bench(args) => bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
             Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
+            Command::Demo(args) => demo::run(args).await,
             Command::StandInAgent(args) => stand_in::run(args).await,
         }
     });
