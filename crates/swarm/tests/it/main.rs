@@ -3,6 +3,7 @@
 mod api_flow;
 mod bench;
 mod cli;
+mod demo;
 mod durability;
 mod hostile_input;
 mod hub;
