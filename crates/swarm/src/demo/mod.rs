@@ -26,7 +26,6 @@ use clap::Args;
 use swarm_domain::{
     agent::Agent,
     event::EventType,
-    id::TaskId,
     task::{Task, TaskStatus},
     time::Timestamp,
 };
@@ -37,7 +36,7 @@ use self::{
     crew::{Crew, CrewSettings, DemoHub},
     narrator::Narrator,
     report::{Report, Row, Summary},
-    story::{Cast, Route, STEPS, Tracked},
+    story::{Cast, STEPS, Tracked},
 };
 
 pub const LONG_ABOUT: &str = "Watch a whole crew at work in a few seconds, with no LLM and no network.\n\n\
@@ -119,7 +118,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // After a failure nobody waits for the runs still under way: their tasks are paused.
     crew.stop(matches!(ending, Ending::Settled)).await;
     // The last word comes from the hub, after every runner has settled its runs.
-    let (_, tasks) = watch.look(&mut narrator, &sent).await?;
+    let (_, tasks) = watch.look(&mut narrator).await?;
     hub.stop().await;
 
     problems.extend(story::problems(&sent, &tasks, &cast));
@@ -163,7 +162,7 @@ impl Watch<'_> {
         let mut next_step_at: Option<Instant> = None;
         let mut looks = tokio::time::interval(LOOK_EVERY);
         loop {
-            let (agents, tasks) = self.look(narrator, &sent).await?;
+            let (agents, tasks) = self.look(narrator).await?;
             let crew_ready =
                 crew.members.iter().all(|member| agents.iter().any(|agent| agent.id == member.agent_id));
             if crew_ready && next_step_at.is_none() && sent.is_empty() {
@@ -203,18 +202,14 @@ impl Watch<'_> {
     }
 
     /// Reads the agents and tasks and tells what changed since the last look.
-    async fn look(
-        &self,
-        narrator: &mut Narrator,
-        sent: &[Tracked],
-    ) -> anyhow::Result<(Vec<Agent>, Vec<Task>)> {
+    async fn look(&self, narrator: &mut Narrator) -> anyhow::Result<(Vec<Agent>, Vec<Task>)> {
         let service = &self.hub.service;
         let agents = service.agent_list().await?;
         let (tasks, _) =
             service.task_list(TaskListQuery { limit: Some(1000), ..TaskListQuery::default() }).await?;
         let mut created_as = HashMap::new();
         for task in tasks.iter().filter(|task| !narrator.knows_task(task.id)) {
-            created_as.insert(task.id, self.first_status(task.id, sent).await?);
+            created_as.insert(task.id, self.first_status(task).await?);
         }
         for line in narrator.agents(&agents) {
             self.report.line(&line);
@@ -226,19 +221,13 @@ impl Watch<'_> {
     }
 
     /// The status a task was created with, from its `task_created` event.
-    async fn first_status(&self, task_id: TaskId, sent: &[Tracked]) -> anyhow::Result<TaskStatus> {
-        let detail = self.hub.service.task_detail(task_id).await?;
+    async fn first_status(&self, task: &Task) -> anyhow::Result<TaskStatus> {
+        let detail = self.hub.service.task_detail(task.id).await?;
         let created = detail.logs.iter().find(|event| event.event_type == EventType::TaskCreated);
         let first = created
             .and_then(|event| event.new_value.as_deref())
             .and_then(|status| TaskStatus::parse(status).ok());
-        let fallback =
-            match sent.iter().find(|tracked| tracked.task_id == task_id).map(|tracked| tracked.route) {
-                Some(Route::Offer) => TaskStatus::Offered,
-                Some(Route::Lead) => TaskStatus::Pending,
-                _ => TaskStatus::Unassigned,
-            };
-        Ok(first.unwrap_or(fallback))
+        Ok(first.unwrap_or(task.status))
     }
 }
 
