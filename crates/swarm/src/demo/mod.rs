@@ -105,7 +105,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     report.note(clock.elapsed(), "starting the crew: lead, worker-1, worker-2");
     let mut narrator = Narrator::new(started);
     let watch = Watch { hub: &hub, report, clock, deadline: clock + Duration::from_secs(args.timeout) };
-    let (ending, sent) = watch.play(&mut crew, &mut narrator).await?;
+    let (ending, sent) = match watch.play(&mut crew, &mut narrator).await {
+        Ok(played) => played,
+        Err(err) => {
+            crew.stop(false).await;
+            hub.stop().await;
+            return Err(err);
+        }
+    };
 
     let cast = cast(&crew);
     let mut problems = match &ending {
