@@ -53,6 +53,9 @@ pub enum OutputFormat {
     Text,
     /// One JSON object per line (tracing's JSON format), for machines.
     Json,
+    /// Lines for people, warnings only: for a runner embedded in a program that shows
+    /// the crew's work its own way (`swarm demo`).
+    WarningsOnly,
 }
 
 /// Everything a runner needs. Build it with [`RunnerConfig::new`] and adjust the fields.

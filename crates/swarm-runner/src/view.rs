@@ -34,9 +34,12 @@ impl View {
     /// One event: `event` names it for machines, `message` says it for people, `fields`
     /// carry its details (they are only shown in JSON).
     pub fn emit(&self, level: Level, event: &str, message: &str, fields: &[(&str, Value)]) {
+        if self.format == OutputFormat::WarningsOnly && level != Level::Warn {
+            return;
+        }
         let now = chrono::Utc::now();
         let line = match self.format {
-            OutputFormat::Text => {
+            OutputFormat::Text | OutputFormat::WarningsOnly => {
                 let time = now.with_timezone(&chrono::Local).format("%H:%M:%S");
                 let marker = if level == Level::Warn { "! " } else { "" };
                 format!("{time} {agent} │ {marker}{message}", agent = self.agent)

@@ -6,6 +6,7 @@
 mod bench;
 mod commands;
 mod connect;
+mod demo;
 mod hook;
 mod mcp;
 mod runner;
@@ -21,7 +22,9 @@ use clap::{Parser, Subcommand};
     about = "A coordination hub for crews of AI coding agents",
     long_about = "A coordination hub for crews of AI coding agents.\n\n\
         Run the hub with `swarm serve`; run agents for it with `swarm worker` and `swarm lead`; \
-        talk to a running hub with `swarm task`, `swarm agent` and `swarm stats`."
+        set up a project for Claude Code or Codex with `swarm connect`; talk to a running hub \
+        with `swarm task`, `swarm agent` and `swarm stats`. New here? `swarm demo` shows a \
+        whole crew at work in a few seconds."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,6 +54,9 @@ enum Command {
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
     #[command(long_about = bench::LONG_ABOUT)]
     Bench(bench::BenchArgs),
+    /// Watch a hub, a lead and two workers at work in a few seconds (no LLM, no network).
+    #[command(long_about = demo::LONG_ABOUT)]
+    Demo(demo::DemoArgs),
     /// A scripted agent CLI for tests and demos (no LLM): acts on the hub through MCP.
     #[command(hide = true)]
     StandInAgent(stand_in::StandInArgs),
@@ -81,6 +87,7 @@ fn main() -> std::process::ExitCode {
             Command::Bench(args) => bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
             Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
+            Command::Demo(args) => demo::run(args).await,
             Command::StandInAgent(args) => stand_in::run(args).await,
             Command::Connect(args) => connect::run(args).await,
             Command::Hook(args) => hook::run(args).await,

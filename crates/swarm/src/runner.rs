@@ -184,7 +184,7 @@ fn init_logging(output: OutputFormat) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match output {
         OutputFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
-        OutputFormat::Text => {
+        OutputFormat::Text | OutputFormat::WarningsOnly => {
             builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
         }
     };

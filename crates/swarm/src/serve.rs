@@ -76,9 +76,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
         shutdown: mcp_shutdown.clone(),
     };
-    let mcp =
-        axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
-    let app = swarm_api::router_with(AppState { service, api_key: api_key.clone() }, mcp);
+    let app = hub_app(service, api_key.clone(), mcp_options);
 
     let address = format!("{}:{}", args.host, args.port);
     let listener = TcpListener::bind(&address).await.with_context(|| {
@@ -118,6 +116,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The hub's whole HTTP application: the API, and MCP at `/mcp` behind the same
+/// middleware. `swarm serve` and `swarm demo` both serve this.
+pub fn hub_app(service: Service, api_key: ApiKey, mcp_options: HttpOptions) -> axum::Router {
+    let mcp =
+        axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
+    swarm_api::router_with(AppState { service, api_key }, mcp)
+}
+
 /// Loopback plus the address the hub binds, unless told otherwise.
 fn mcp_allowed_hosts(configured: Option<&str>, bind_host: &str) -> AllowedHosts {
     if let Some(list) = configured.filter(|list| !list.trim().is_empty()) {
@@ -148,7 +154,7 @@ pub async fn open_store(args: &DatabaseArgs) -> anyhow::Result<(Arc<dyn Store>, 
     }
 }
 
-async fn open_sqlite(path: &std::path::Path) -> anyhow::Result<(Arc<dyn Store>, String)> {
+pub async fn open_sqlite(path: &std::path::Path) -> anyhow::Result<(Arc<dyn Store>, String)> {
     let store = SqliteStore::open(path).await.with_context(|| {
         format!("cannot open the SQLite database {}: check the path and its permissions", path.display())
     })?;

@@ -4,16 +4,21 @@
 //! real MCP endpoint (`POST $MCP_BASE_URL/mcp`, JSON-RPC `tools/call`, as `$AGENT_ID`),
 //! prints Claude-style stream-json lines, and exits.
 //!
-//! What it does depends on the prompt's first line and `STAND_IN_BEHAVIOUR`:
-//! - `/work-on-task <id>`: `complete` (default) reports the task completed with an
-//!   output; `fail` reports it failed; `silent` reports nothing; `hang` never ends.
+//! What it does depends on the prompt's first line, its role and `--behaviour`:
+//! - `/work-on-task <id>`, as a worker: `complete` (default) reports the task completed
+//!   with an output; `fail` reports it failed (so does a task whose text contains
+//!   `--fail-when`); `silent` reports nothing; `hang` never ends.
+//! - `/work-on-task <id>`, as the lead (asked with `my-agent-info`): delegates the task's
+//!   text to the least busy worker with a free slot with `send-task` (to the pool when
+//!   there is none), then reports its own task completed, naming where the work went.
 //! - `/review-offered-task <id>`: accepts the offer, or rejects it with `reject`
 //!   (`silent` and `hang` as above).
+//! - `N task(s) finished:` (the lead's `tasks_finished`): looks at the tasks with
+//!   `get-tasks`, and is done.
 //! - anything else: nothing.
 //!
-//! `STAND_IN_EXIT_CODE` is its exit code after acting (default 0), `STAND_IN_SLEEP_MS` a
-//! pause before acting, and `STAND_IN_RECORD_DIR` a folder where it writes one
-//! `<pid>.start` and `<pid>.end` JSON file per run (for tests to count and time runs).
+//! Every option can also be set through the environment (`STAND_IN_*`), which is how
+//! tests set them for the runs a runner starts.
 
 use std::{
     path::{Path, PathBuf},
@@ -21,82 +26,171 @@ use std::{
 };
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 #[derive(Debug, Args)]
 pub struct StandInArgs {
+    /// What to do with the task or offer in the prompt.
+    #[arg(long, env = "STAND_IN_BEHAVIOUR", value_enum, default_value = "complete")]
+    behaviour: Behaviour,
+    /// Report tasks whose text contains this as failed (whatever --behaviour says).
+    #[arg(long, env = "STAND_IN_FAIL_WHEN", value_name = "TEXT")]
+    fail_when: Option<String>,
+    /// The exit code after acting.
+    #[arg(long, env = "STAND_IN_EXIT_CODE", default_value_t = 0)]
+    exit_code: i32,
+    /// A pause before acting, in milliseconds.
+    #[arg(long, env = "STAND_IN_SLEEP_MS", value_name = "MS")]
+    sleep_ms: Option<u64>,
+    /// A folder where each run writes `<pid>.start` and `<pid>.end` JSON files (for tests
+    /// and the demo to count and time runs).
+    #[arg(long, env = "STAND_IN_RECORD_DIR", value_name = "PATH")]
+    record_dir: Option<PathBuf>,
     /// Arguments as an agent CLI gets them; the last one is the prompt.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     args: Vec<String>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Behaviour {
+    /// Complete tasks, accept offers.
+    Complete,
+    /// Fail tasks (with a reason), accept offers.
+    Fail,
+    /// Complete tasks, reject offers (with a reason).
+    Reject,
+    /// Report nothing.
+    Silent,
+    /// Never end.
+    Hang,
+}
+
 pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     let prompt = args.args.last().cloned().unwrap_or_default();
-    let behaviour = std::env::var("STAND_IN_BEHAVIOUR").unwrap_or_else(|_| "complete".into());
-    let exit_code: i32 = env_number("STAND_IN_EXIT_CODE").unwrap_or(0);
-    let record_dir = std::env::var_os("STAND_IN_RECORD_DIR").map(PathBuf::from);
     let session_id = format!("stand-in-{}", std::process::id());
     let first_line = prompt.lines().next().unwrap_or_default().to_string();
 
-    if let Some(dir) = &record_dir {
+    if let Some(dir) = &args.record_dir {
         record(dir, "start", &first_line)?;
     }
     println!(
         "{}",
         json!({"type": "system", "subtype": "init", "session_id": session_id, "model": "stand-in"})
     );
-    if let Some(millis) = env_number::<u64>("STAND_IN_SLEEP_MS") {
+    if let Some(millis) = args.sleep_ms {
         tokio::time::sleep(Duration::from_millis(millis)).await;
     }
-    if behaviour == "hang" {
-        println!("{}", json!({"type": "assistant", "message": {"content": "working forever"}}));
+    if args.behaviour == Behaviour::Hang {
+        say("working forever");
         std::future::pending::<()>().await;
     }
 
     let mut words = first_line.split_whitespace();
     let command = words.next().unwrap_or_default();
-    let task_id = words.next().unwrap_or_default().to_string();
-    let answer = match (command, behaviour.as_str()) {
-        (_, "silent") => "said nothing".to_string(),
-        ("/work-on-task", "fail") => {
-            let args = json!({"taskId": task_id, "status": "failed", "failureReason": "the stand-in was told to fail"});
-            call_tool("store-progress", args).await?
+    let task_id = words.next().unwrap_or_default();
+    // The task's text follows `Task <id>:` on the prompt's fourth line (runner's `work.rs`).
+    let task_text = prompt.lines().nth(3).unwrap_or_default();
+    let answer = match command {
+        _ if args.behaviour == Behaviour::Silent => "said nothing".to_string(),
+        "/work-on-task" => work_on_task(&args, task_id, task_text).await?,
+        "/review-offered-task" if args.behaviour == Behaviour::Reject => {
+            let reason = "the stand-in was told to reject";
+            message(
+                call_tool("task-action", json!({"action": "reject", "taskId": task_id, "reason": reason}))
+                    .await?,
+            )
         }
-        ("/work-on-task", _) => {
-            let text = prompt.lines().nth(3).unwrap_or_default();
-            let output = format!("stand-in finished: {text}");
-            call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output}))
-                .await?
+        "/review-offered-task" => {
+            message(call_tool("task-action", json!({"action": "accept", "taskId": task_id})).await?)
         }
-        ("/review-offered-task", "reject") => {
-            let args =
-                json!({"action": "reject", "taskId": task_id, "reason": "the stand-in was told to reject"});
-            call_tool("task-action", args).await?
-        }
-        ("/review-offered-task", _) => {
-            call_tool("task-action", json!({"action": "accept", "taskId": task_id})).await?
+        _ if first_line.ends_with("task(s) finished:") => {
+            let listed = call_tool("get-tasks", json!({"limit": 50})).await?;
+            format!("looked at the results: {}", message(listed))
         }
         _ => "nothing to do".to_string(),
     };
 
+    let is_error = args.exit_code != 0;
     let result = json!({
-        "type": "result", "subtype": "success", "is_error": exit_code != 0, "result": answer,
+        "type": "result", "subtype": "success", "is_error": is_error, "result": answer,
         "session_id": session_id, "total_cost_usd": 0.0, "duration_ms": 1, "num_turns": 1,
         "usage": {"input_tokens": 1, "output_tokens": 1}
     });
     println!("{result}");
-    if let Some(dir) = &record_dir {
+    if let Some(dir) = &args.record_dir {
         record(dir, "end", &first_line)?;
     }
-    if exit_code != 0 {
-        std::process::exit(exit_code);
+    if is_error {
+        std::process::exit(args.exit_code);
     }
     Ok(())
 }
 
-/// One MCP `tools/call` as `$AGENT_ID`; the tool's message, or an error when it refused.
-async fn call_tool(name: &str, arguments: Value) -> anyhow::Result<String> {
+/// A worker does the task (or fails it, as told); the lead hands it to a worker.
+async fn work_on_task(args: &StandInArgs, task_id: &str, text: &str) -> anyhow::Result<String> {
+    let me = call_tool("my-agent-info", json!({})).await?;
+    if me["agent"]["isLead"] == json!(true) {
+        return delegate(task_id, text).await;
+    }
+    let told_to_fail =
+        args.fail_when.as_deref().is_some_and(|marker| !marker.is_empty() && text.contains(marker));
+    let report = if args.behaviour == Behaviour::Fail {
+        json!({"taskId": task_id, "status": "failed", "failureReason": "the stand-in was told to fail"})
+    } else if told_to_fail {
+        let reason = format!(
+            "the stand-in fails every task that mentions \"{}\"",
+            args.fail_when.as_deref().unwrap_or_default()
+        );
+        json!({"taskId": task_id, "status": "failed", "failureReason": reason})
+    } else {
+        json!({"taskId": task_id, "status": "completed", "output": format!("stand-in finished: {text}")})
+    };
+    Ok(message(call_tool("store-progress", report).await?))
+}
+
+/// `send-task` to the least busy worker with a free slot, else to the pool; then the
+/// lead's own task is done.
+async fn delegate(task_id: &str, text: &str) -> anyhow::Result<String> {
+    let swarm = call_tool("get-swarm", json!({})).await?;
+    let workers = swarm["agents"].as_array().cloned().unwrap_or_default();
+    let target = workers
+        .iter()
+        .filter(|agent| agent["isLead"] != json!(true) && agent["status"] != json!("offline"))
+        .filter(|agent| agent["capacity"]["available"].as_i64().unwrap_or(0) > 0)
+        .min_by_key(|agent| agent["capacity"]["current"].as_i64().unwrap_or(0));
+    let mut sent = None;
+    if let Some(worker) = target {
+        let name = worker["name"].as_str().unwrap_or("a worker").to_string();
+        say(&format!("delegating to {name}"));
+        match call_tool("send-task", json!({"agentId": worker["id"], "task": text})).await {
+            Ok(reply) => sent = Some((reply, name)),
+            // It took other work meanwhile: the pool will do.
+            Err(err) => say(&format!("{err:#}; sending it to the pool instead")),
+        }
+    }
+    let (reply, whom) = match sent {
+        Some(sent) => sent,
+        None => (call_tool("send-task", json!({"task": text})).await?, "the pool".to_string()),
+    };
+    let delegated_id = reply["task"]["id"].as_str().unwrap_or("?").to_string();
+    let output = format!("delegated to {whom} as task {delegated_id}");
+    call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output})).await?;
+    Ok(output)
+}
+
+/// One line of the agent's "thinking", as Claude's stream-json shows it.
+fn say(text: &str) {
+    println!("{}", json!({"type": "assistant", "message": {"content": text}}));
+}
+
+fn message(content: Value) -> String {
+    content["message"].as_str().unwrap_or_default().to_string()
+}
+
+/// One MCP `tools/call` as `$AGENT_ID`: the tool's `structuredContent`, or an error
+/// when the call failed or the tool refused.
+async fn call_tool(name: &str, arguments: Value) -> anyhow::Result<Value> {
     let base = std::env::var("MCP_BASE_URL").context("MCP_BASE_URL is not set: a runner sets it")?;
     let agent_id = std::env::var("AGENT_ID").context("AGENT_ID is not set: a runner sets it")?;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}});
@@ -114,14 +208,14 @@ async fn call_tool(name: &str, arguments: Value) -> anyhow::Result<String> {
     let response =
         request.send().await.with_context(|| format!("cannot reach the hub's MCP endpoint at {base}"))?;
     let status = response.status();
-    let answer: Value =
+    let mut answer: Value =
         response.json().await.with_context(|| format!("{name}: the answer ({status}) is not JSON"))?;
-    let content = &answer["result"]["structuredContent"];
-    let message = content["message"].as_str().unwrap_or_default().to_string();
+    let content = answer["result"]["structuredContent"].take();
     if content["success"] != json!(true) {
-        bail!("{name} was refused: {}", if message.is_empty() { answer.to_string() } else { message });
+        let refusal = content["message"].as_str().map(str::to_string).unwrap_or_else(|| answer.to_string());
+        bail!("{name} was refused: {refusal}");
     }
-    Ok(message)
+    Ok(content)
 }
 
 fn record(dir: &Path, what: &str, first_line: &str) -> anyhow::Result<()> {
@@ -130,13 +224,10 @@ fn record(dir: &Path, what: &str, first_line: &str) -> anyhow::Result<()> {
         "pid": std::process::id(),
         "at": nanos.to_string(),
         "prompt": first_line,
+        "agentId": std::env::var("AGENT_ID").ok(),
         "taskIdEnv": std::env::var("TASK_ID").ok(),
         "trigger": std::env::var("SWARM_TRIGGER").ok(),
     });
     let path = dir.join(format!("{}.{what}", std::process::id()));
     std::fs::write(&path, entry.to_string()).with_context(|| format!("cannot write {}", path.display()))
-}
-
-fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
-    std::env::var(name).ok().and_then(|text| text.trim().parse().ok())
 }

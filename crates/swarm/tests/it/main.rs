@@ -4,6 +4,7 @@ mod api_flow;
 mod bench;
 mod cli;
 mod connect;
+mod demo;
 mod durability;
 mod hostile_input;
 mod hub;

@@ -280,14 +280,16 @@ async fn a_worker_runner_completes_an_assigned_task_and_logs_it() {
     assert_eq!(runs[0].task_id_env.as_deref(), Some(id.as_str()), "the agent gets TASK_ID");
 
     // The run's log file opens with its metadata line; its output went to the hub too.
+    // The runner writes the file through a buffer flushed when the agent has exited, which
+    // may come after the task is seen completed: wait for the agent's last line.
     let log_dir = dir.path().join("logs").join("test-session");
-    let log_file = eventually("the run's log file", || async {
-        std::fs::read_dir(&log_dir).ok()?.map_while(Result::ok).map(|entry| entry.path()).find(|path| {
-            path.file_name().unwrap().to_string_lossy().ends_with(&format!("-{}.jsonl", &id[..8]))
-        })
+    let text = eventually("the run's log file, complete", || async {
+        let path = std::fs::read_dir(&log_dir).ok()?.map_while(Result::ok).map(|entry| entry.path()).find(
+            |path| path.file_name().unwrap().to_string_lossy().ends_with(&format!("-{}.jsonl", &id[..8])),
+        )?;
+        std::fs::read_to_string(path).ok().filter(|text| text.contains(r#""type":"result""#))
     })
     .await;
-    let text = std::fs::read_to_string(&log_file).unwrap();
     let metadata: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(metadata["type"], "worker_metadata");
     assert_eq!(metadata["sessionId"], "test-session");

@@ -1,0 +1,186 @@
+//! The demo's cast: a hub in this process (the same application `swarm serve` serves,
+//! on a temporary SQLite file and a loopback port), and a lead and two workers, each a
+//! real runner (`swarm_runner::run`, in this process too) whose agent CLI is this very
+//! program's `stand-in-agent`, started as a child process for every run.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::Context;
+use swarm_api::ApiKey;
+use swarm_domain::{id::AgentId, lease::LeasePolicy};
+use swarm_mcp::{AllowedHosts, HttpOptions};
+use swarm_runner::{Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown};
+use swarm_service::{Background, Service};
+use tokio::{net::TcpListener, task::JoinSet};
+use tokio_util::sync::CancellationToken;
+
+use crate::serve;
+
+/// How often the rescuer looks for expired claims (none expire in a healthy demo).
+const RESCUE_EVERY: Duration = Duration::from_secs(5);
+/// How long agent runs still under way get to finish when the demo ends.
+const RUNNER_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the runners, then the hub, get to stop before the demo stops waiting.
+const STOP_DEADLINE: Duration = Duration::from_secs(15);
+
+/// The hub, served from this process.
+pub(super) struct DemoHub {
+    pub service: Service,
+    pub url: String,
+    api_key: String,
+    stop: CancellationToken,
+    mcp_shutdown: CancellationToken,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    _background: Background,
+}
+
+impl DemoHub {
+    /// Opens (creates) the database at `db` and serves it on `127.0.0.1:<port>`.
+    pub async fn start(db: &Path, port: u16) -> anyhow::Result<DemoHub> {
+        let (store, _) = serve::open_sqlite(db).await?;
+        let service = Service::with_lease_policy(store, LeasePolicy::default());
+        let background = service.start_background(RESCUE_EVERY);
+        // A key of its own, so nothing else on this machine can steer the demo's crew.
+        let api_key = uuid::Uuid::new_v4().simple().to_string();
+        let mcp_shutdown = CancellationToken::new();
+        let mcp_options =
+            HttpOptions { allowed_hosts: AllowedHosts::loopback(), shutdown: mcp_shutdown.clone() };
+        let app = serve::hub_app(service.clone(), ApiKey::new(Some(api_key.clone())), mcp_options);
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| {
+            format!("cannot listen on 127.0.0.1:{port}: pick another --port (0 picks a free one)")
+        })?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let stop = CancellationToken::new();
+        let server = tokio::spawn(
+            axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned()).into_future(),
+        );
+        Ok(DemoHub { service, url, api_key, stop, mcp_shutdown, server, _background: background })
+    }
+
+    /// Finishes the requests in flight and stops serving.
+    pub async fn stop(self) {
+        self.mcp_shutdown.cancel();
+        self.stop.cancel();
+        match tokio::time::timeout(STOP_DEADLINE, self.server).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(error))) => tracing::warn!(%error, "the demo hub's server failed"),
+            Ok(Err(error)) => tracing::warn!(%error, "the demo hub's server task failed"),
+            Err(_) => tracing::warn!("the demo hub did not stop in time"),
+        }
+    }
+}
+
+/// One agent of the crew.
+#[derive(Debug, Clone)]
+pub(super) struct Member {
+    pub name: &'static str,
+    pub role: Role,
+    pub agent_id: AgentId,
+}
+
+/// What the crew's stand-in agents are told.
+#[derive(Debug, Clone)]
+pub(super) struct CrewSettings {
+    /// How long each stand-in run "thinks" before acting.
+    pub pace: Duration,
+    /// Where each run records itself (`<pid>.start`, `<pid>.end`).
+    pub runs_dir: PathBuf,
+    /// Runner logs (`<log_dir>/<agent name>/`).
+    pub log_dir: PathBuf,
+    /// Worker stand-ins fail tasks whose text contains this.
+    pub fail_marker: &'static str,
+    /// Show the runners' own lines (stderr) instead of their warnings only.
+    pub verbose: bool,
+}
+
+/// The runners, each in a task of this process.
+pub(super) struct Crew {
+    pub members: Vec<Member>,
+    shutdown: Shutdown,
+    runners: JoinSet<(&'static str, anyhow::Result<RunnerExit>)>,
+}
+
+impl Crew {
+    /// A lead named `lead` and workers `worker-1`, `worker-2`, all of them polling `hub`.
+    pub fn start(hub: &DemoHub, settings: &CrewSettings) -> anyhow::Result<Crew> {
+        let program = std::env::current_exe()
+            .context("cannot find this program's own path, which the stand-in agents are started from")?;
+        let members = vec![
+            Member { name: "lead", role: Role::Lead, agent_id: AgentId::new_v7() },
+            Member { name: "worker-1", role: Role::Worker, agent_id: AgentId::new_v7() },
+            Member { name: "worker-2", role: Role::Worker, agent_id: AgentId::new_v7() },
+        ];
+        // One shutdown for all: they stop together.
+        let shutdown = Shutdown::default();
+        let mut runners = JoinSet::new();
+        for member in &members {
+            let config = runner_config(member, hub, &program, settings);
+            let name = member.name;
+            let shutdown = shutdown.clone();
+            runners.spawn(async move { (name, swarm_runner::run(config, shutdown).await) });
+        }
+        Ok(Crew { members, shutdown, runners })
+    }
+
+    pub fn named(&self, name: &str) -> &Member {
+        self.members.iter().find(|member| member.name == name).expect("a member of the demo crew")
+    }
+
+    /// Waits for a runner that stopped by itself (they only stop when asked, or when an
+    /// agent run failed): its name and why. Pending forever while all of them run.
+    pub async fn runner_stopped(&mut self) -> (String, String) {
+        match self.runners.join_next().await {
+            Some(Ok((name, Ok(RunnerExit::Stopped)))) => (name.into(), "it stopped".into()),
+            Some(Ok((name, Ok(RunnerExit::AgentFailed(end))))) => {
+                (name.into(), format!("an agent run failed ({end})"))
+            }
+            Some(Ok((name, Err(error)))) => (name.into(), format!("{error:#}")),
+            Some(Err(error)) => ("a runner".into(), format!("its task failed: {error}")),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Asks every runner to stop and waits for them. `graceful`: agent runs under way
+    /// get to finish; else they are stopped now and their tasks paused.
+    pub async fn stop(mut self, graceful: bool) {
+        self.shutdown.graceful.cancel();
+        if !graceful {
+            self.shutdown.immediate.cancel();
+        }
+        let all_stopped = async { while self.runners.join_next().await.is_some() {} };
+        if tokio::time::timeout(STOP_DEADLINE, all_stopped).await.is_err() {
+            self.shutdown.immediate.cancel();
+            self.runners.abort_all();
+        }
+    }
+}
+
+fn runner_config(member: &Member, hub: &DemoHub, program: &Path, settings: &CrewSettings) -> RunnerConfig {
+    let mut config = RunnerConfig::new(
+        member.role,
+        hub.url.clone(),
+        member.agent_id,
+        Harness::Command { program: program.to_path_buf() },
+    );
+    config.agent_name = member.name.to_string();
+    config.api_key = Some(hub.api_key.clone());
+    config.agent_args = vec![
+        "stand-in-agent".into(),
+        "--behaviour".into(),
+        "complete".into(),
+        "--sleep-ms".into(),
+        settings.pace.as_millis().to_string(),
+        "--fail-when".into(),
+        settings.fail_marker.into(),
+        "--record-dir".into(),
+        settings.runs_dir.display().to_string(),
+    ];
+    config.session_id = member.name.to_string();
+    config.log_dir = settings.log_dir.clone();
+    config.shutdown_timeout = RUNNER_SHUTDOWN_TIMEOUT;
+    config.output = if settings.verbose { OutputFormat::Text } else { OutputFormat::WarningsOnly };
+    config
+}
