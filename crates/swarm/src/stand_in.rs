@@ -19,6 +19,13 @@
 //!
 //! Every option can also be set through the environment (`STAND_IN_*`), which is how
 //! tests set them for the runs a runner starts.
+//!
+//! With `--as claude` or `--as codex` it takes the place of that agent CLI (a script named
+//! `claude` or `codex` on `PATH` that runs `swarm stand-in-agent --as claude -- "$@"`):
+//! it insists on the command line the runner's harness must give the real CLI, reads the
+//! prompt where the real CLI would, and prints that CLI's JSON output (Claude Code's
+//! stream-json; Codex's `exec --json` events), so the production harness path is the one
+//! under test.
 
 use std::{
     path::{Path, PathBuf},
@@ -47,9 +54,97 @@ pub struct StandInArgs {
     /// and the demo to count and time runs).
     #[arg(long, env = "STAND_IN_RECORD_DIR", value_name = "PATH")]
     record_dir: Option<PathBuf>,
-    /// Arguments as an agent CLI gets them; the last one is the prompt.
+    /// Which agent CLI to stand in for: its command line is checked and its output
+    /// format spoken.
+    #[arg(long = "as", env = "STAND_IN_AS", value_enum, default_value = "cmd")]
+    speak_as: Cli,
+    /// Arguments as an agent CLI gets them; the last one is the prompt (for `--as claude`,
+    /// the one after `-p`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Cli {
+    /// Any program: the prompt is the last argument; Claude-style output.
+    Cmd,
+    /// Claude Code: `--output-format stream-json ... -p <prompt> ... --append-system-prompt <text>`.
+    Claude,
+    /// Codex: `exec --json ... <prompt>`.
+    Codex,
+}
+
+impl Cli {
+    /// The runner's prompt out of the command line, or why the real CLI would refuse it.
+    fn prompt(self, args: &[String]) -> anyhow::Result<String> {
+        let has = |flag: &str| args.iter().any(|arg| arg == flag);
+        let after = |flag: &str| args.iter().position(|arg| arg == flag).and_then(|at| args.get(at + 1));
+        match self {
+            Cli::Cmd => Ok(args.last().cloned().unwrap_or_default()),
+            Cli::Claude => {
+                if after("--output-format").map(String::as_str) != Some("stream-json") || !has("--verbose") {
+                    bail!(
+                        "claude: -p with stream-json output needs --output-format stream-json and --verbose"
+                    );
+                }
+                if !has("--append-system-prompt") {
+                    bail!("claude (stand-in): the runner always appends its system prompt");
+                }
+                after("-p").cloned().context("claude: -p <prompt> is missing")
+            }
+            Cli::Codex => {
+                if args.first().map(String::as_str) != Some("exec") || !has("--json") {
+                    bail!("codex: the runner must call `codex exec --json`");
+                }
+                // The system prompt comes first in Codex's one prompt: the runner's own
+                // prompt starts at its command.
+                let text = args.last().cloned().unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let start = lines
+                    .iter()
+                    .position(|line| line.starts_with('/') || line.ends_with("task(s) finished:"))
+                    .unwrap_or(0);
+                Ok(lines[start..].join("\n"))
+            }
+        }
+    }
+
+    /// The first output lines of a run.
+    fn started(self, session_id: &str) {
+        match self {
+            Cli::Cmd | Cli::Claude => println!(
+                "{}",
+                json!({"type": "system", "subtype": "init", "session_id": session_id, "model": "stand-in"})
+            ),
+            Cli::Codex => {
+                println!("{}", json!({"type": "thread.started", "thread_id": session_id}));
+                println!("{}", json!({"type": "turn.started"}));
+            }
+        }
+    }
+
+    /// The last output lines: the answer and what the run cost.
+    fn finished(self, session_id: &str, answer: &str, is_error: bool) {
+        match self {
+            Cli::Cmd | Cli::Claude => println!(
+                "{}",
+                json!({
+                    "type": "result", "subtype": "success", "is_error": is_error, "result": answer,
+                    "session_id": session_id, "total_cost_usd": 0.0125, "duration_ms": 1, "num_turns": 1,
+                    "usage": {"input_tokens": 120, "output_tokens": 45, "cache_read_input_tokens": 7}
+                })
+            ),
+            Cli::Codex => {
+                println!(
+                    "{}",
+                    json!({"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": answer}})
+                );
+                let usage = json!({"input_tokens": 200, "cached_input_tokens": 50, "output_tokens": 30});
+                let end = if is_error { "turn.failed" } else { "turn.completed" };
+                println!("{}", json!({"type": end, "usage": usage}));
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,17 +162,14 @@ enum Behaviour {
 }
 
 pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
-    let prompt = args.args.last().cloned().unwrap_or_default();
+    let prompt = args.speak_as.prompt(&args.args)?;
     let session_id = format!("stand-in-{}", std::process::id());
     let first_line = prompt.lines().next().unwrap_or_default().to_string();
 
     if let Some(dir) = &args.record_dir {
         record(dir, "start", &first_line)?;
     }
-    println!(
-        "{}",
-        json!({"type": "system", "subtype": "init", "session_id": session_id, "model": "stand-in"})
-    );
+    args.speak_as.started(&session_id);
     if let Some(millis) = args.sleep_ms {
         tokio::time::sleep(Duration::from_millis(millis)).await;
     }
@@ -112,12 +204,7 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     };
 
     let is_error = args.exit_code != 0;
-    let result = json!({
-        "type": "result", "subtype": "success", "is_error": is_error, "result": answer,
-        "session_id": session_id, "total_cost_usd": 0.0, "duration_ms": 1, "num_turns": 1,
-        "usage": {"input_tokens": 1, "output_tokens": 1}
-    });
-    println!("{result}");
+    args.speak_as.finished(&session_id, &answer, is_error);
     if let Some(dir) = &args.record_dir {
         record(dir, "end", &first_line)?;
     }

@@ -36,11 +36,21 @@ struct RunnerSetup<'a> {
     dir: &'a Path,
     env: Vec<(&'a str, String)>,
     flags: Vec<&'a str>,
+    /// `claude` or `codex`: the runner's own harness for that CLI, with the stand-in on
+    /// `PATH` under that name. Otherwise `--harness cmd` with the stand-in.
+    harness: Option<&'a str>,
 }
 
 impl<'a> RunnerSetup<'a> {
     fn worker(dir: &'a Path) -> Self {
-        RunnerSetup { role: "worker", agent_id: new_id(), dir, env: Vec::new(), flags: Vec::new() }
+        RunnerSetup {
+            role: "worker",
+            agent_id: new_id(),
+            dir,
+            env: Vec::new(),
+            flags: Vec::new(),
+            harness: None,
+        }
     }
 
     fn env(mut self, name: &'a str, value: impl Into<String>) -> Self {
@@ -54,13 +64,24 @@ impl Runner {
         let records = records_dir(setup.dir);
         std::fs::create_dir_all(&records).unwrap();
         let mut command = Command::new(SWARM);
+        command.arg(setup.role);
+        match setup.harness {
+            None => {
+                command.args(["--harness", "cmd", "--harness-cmd", SWARM]);
+            }
+            Some(cli) => {
+                command.args(["--harness", cli]).env("PATH", path_with_stand_in_as(cli, setup.dir));
+            }
+        }
         command
-            .arg(setup.role)
-            .args(["--harness", "cmd", "--harness-cmd", SWARM, "--session-id", "test-session"])
+            .args(["--session-id", "test-session"])
             .arg("--log-dir")
             .arg(setup.dir.join("logs"))
-            .args(&setup.flags)
-            .args(["--", "stand-in-agent"])
+            .args(&setup.flags);
+        if setup.harness.is_none() {
+            command.args(["--", "stand-in-agent"]);
+        }
+        command
             .env("MCP_BASE_URL", &hub.base_url)
             .env("AGENT_ID", &setup.agent_id)
             .env("STAND_IN_RECORD_DIR", &records)
@@ -135,6 +156,22 @@ impl Drop for Runner {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// `PATH` with a folder in front holding an executable `cli` (`claude`, `codex`) that is
+/// the stand-in speaking as that CLI.
+fn path_with_stand_in_as(cli: &str, dir: &Path) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shim = bin.join(cli);
+    std::fs::write(&shim, format!("#!/bin/sh\nexec '{SWARM}' stand-in-agent --as {cli} -- \"$@\"\n"))
+        .unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    path
 }
 
 fn records_dir(dir: &Path) -> PathBuf {
@@ -606,4 +643,59 @@ async fn a_runner_rides_out_a_hub_restart_and_takes_work_from_the_new_hub() {
     let done = task_in(&hub, &id, &["completed", "failed"]).await;
     assert_eq!(done["status"], "completed", "{done}\n{}", runner.output());
     assert!(runner.output().contains("the hub answers again"), "{}", runner.output());
+}
+
+/// The `claude` harness itself: the stand-in named `claude` refuses any other command
+/// line than the one the reference uses, and answers in stream-json, whose session id,
+/// model, cost and tokens reach the hub.
+#[tokio::test]
+async fn the_claude_harness_runs_claude_with_its_command_line_and_reads_its_stream_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let setup = RunnerSetup { harness: Some("claude"), ..RunnerSetup::worker(dir.path()) };
+    let runner = Runner::start(&hub, setup);
+    registered(&hub, &runner).await;
+    let id = create(&hub, json!({"task": "Tidy the changelog", "agentId": runner.agent_id})).await;
+    let done = task_in(&hub, &id, &["completed", "failed"]).await;
+    assert_eq!(done["status"], "completed", "{done}\n{}", runner.output());
+    assert_eq!(done["output"], "stand-in finished: Tidy the changelog");
+    let runs = records(dir.path());
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].prompt, format!("/work-on-task {id}"), "the prompt was found after -p");
+
+    let costs = eventually("the run's cost at the hub", || async {
+        let (_, body) = hub.get(&format!("/api/session-costs?taskId={id}"), None).await;
+        body["costs"].as_array().filter(|costs| !costs.is_empty()).cloned()
+    })
+    .await;
+    assert_eq!(costs[0]["totalCostUsd"], 0.0125, "{costs:?}");
+    assert_eq!(costs[0]["inputTokens"], 120);
+    assert_eq!(costs[0]["outputTokens"], 45);
+    assert_eq!(costs[0]["cacheReadTokens"], 7);
+    assert_eq!(costs[0]["model"], "stand-in");
+}
+
+/// The `codex` harness: `codex exec --json` with the system prompt in front of the
+/// runner's prompt, and Codex's JSONL events read for the answer and the tokens.
+#[tokio::test]
+async fn the_codex_harness_runs_codex_exec_and_reads_its_json_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let setup = RunnerSetup { harness: Some("codex"), ..RunnerSetup::worker(dir.path()) };
+    let runner = Runner::start(&hub, setup);
+    registered(&hub, &runner).await;
+    let id = create(&hub, json!({"task": "Bump the version", "agentId": runner.agent_id})).await;
+    let done = task_in(&hub, &id, &["completed", "failed"]).await;
+    assert_eq!(done["status"], "completed", "{done}\n{}", runner.output());
+    assert_eq!(done["output"], "stand-in finished: Bump the version");
+
+    let costs = eventually("the run's tokens at the hub", || async {
+        let (_, body) = hub.get(&format!("/api/session-costs?taskId={id}"), None).await;
+        body["costs"].as_array().filter(|costs| !costs.is_empty()).cloned()
+    })
+    .await;
+    assert_eq!(costs[0]["inputTokens"], 200, "{costs:?}");
+    assert_eq!(costs[0]["cacheReadTokens"], 50);
+    assert_eq!(costs[0]["outputTokens"], 30);
+    assert_eq!(costs[0]["numTurns"], 1);
 }
