@@ -6,7 +6,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use swarm_domain::{inbox::SlackMark, task::{Task, TaskStatus}};
+use swarm_domain::{
+    inbox::SlackMark,
+    task::{Task, TaskStatus},
+};
 use swarm_service::{Change, Service};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -86,5 +89,6 @@ fn outcome_text(task: &Task) -> String {
 /// A stable digest of a progress note, for its mark's key (std's hasher may change
 /// between Rust releases; marks outlive the binary).
 fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+    text.bytes()
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }

@@ -64,7 +64,8 @@ impl Bridge {
         if text_of("subtype").is_some() || text_of("bot_id").is_some() {
             return Ok(());
         }
-        let (Some(user), Some(channel), Some(ts)) = (text_of("user"), text_of("channel"), text_of("ts")) else {
+        let (Some(user), Some(channel), Some(ts)) = (text_of("user"), text_of("channel"), text_of("ts"))
+        else {
             return Ok(());
         };
         if self.bot_user_id.as_deref() == Some(user) {
@@ -72,7 +73,8 @@ impl Bridge {
         }
         let text = text_of("text").unwrap_or_default();
         let bot_mention = self.bot_user_id.as_ref().map(|bot| format!("<@{bot}>"));
-        let mentions_bot = kind == "app_mention" || bot_mention.as_ref().is_some_and(|m| text.contains(m.as_str()));
+        let mentions_bot =
+            kind == "app_mention" || bot_mention.as_ref().is_some_and(|m| text.contains(m.as_str()));
         let direct_message = text_of("channel_type") == Some("im");
         // A mention arrives twice when both events are subscribed: `app_mention` handles it.
         if kind == "message" && mentions_bot && !direct_message {
@@ -104,12 +106,18 @@ impl Bridge {
         let targets = routing::route(&message, &candidates);
         if targets.is_empty() {
             if mentions_bot || direct_message {
-                self.acknowledge(channel, &reply_ts, "No lead is online to take this; try again later.").await;
+                self.acknowledge(channel, &reply_ts, "No lead is online to take this; try again later.")
+                    .await;
             }
             return Ok(());
         }
         if !self.within_rate_limit(user) {
-            self.acknowledge(channel, &reply_ts, "Too many requests: at most 10 a minute. Please wait a moment.").await;
+            self.acknowledge(
+                channel,
+                &reply_ts,
+                "Too many requests: at most 10 a minute. Please wait a moment.",
+            )
+            .await;
             return Ok(());
         }
         let history = match thread_ts {
@@ -140,10 +148,18 @@ impl Bridge {
         Ok(())
     }
 
-    async fn deliver(&self, target: &Target, content: &str, slack: &SlackContext) -> Result<&'static str, String> {
+    async fn deliver(
+        &self,
+        target: &Target,
+        content: &str,
+        slack: &SlackContext,
+    ) -> Result<&'static str, String> {
         if target.is_lead {
             let matched = Some(target.matched_text.clone());
-            self.service.inbox_receive(target.agent, content, slack.clone(), matched).await.map_err(|e| e.to_string())?;
+            self.service
+                .inbox_receive(target.agent, content, slack.clone(), matched)
+                .await
+                .map_err(|e| e.to_string())?;
             return Ok("inbox");
         }
         let draft = TaskDraft {
@@ -172,10 +188,19 @@ impl Bridge {
     }
 
     /// The agent working on a task that came from this thread.
-    async fn thread_agent(&self, channel: &str, thread: &str) -> Result<Option<swarm_domain::id::AgentId>, String> {
+    async fn thread_agent(
+        &self,
+        channel: &str,
+        thread: &str,
+    ) -> Result<Option<swarm_domain::id::AgentId>, String> {
         let query = TaskListQuery {
             source: Some("slack".into()),
-            statuses: vec![TaskStatus::Pending, TaskStatus::InProgress, TaskStatus::Paused, TaskStatus::Reviewing],
+            statuses: vec![
+                TaskStatus::Pending,
+                TaskStatus::InProgress,
+                TaskStatus::Paused,
+                TaskStatus::Reviewing,
+            ],
             limit: Some(100),
             ..TaskListQuery::default()
         };
@@ -201,7 +226,8 @@ impl Bridge {
             .iter()
             .filter(|message| message.ts != current_ts)
             .map(|message| {
-                let who = message.username.clone().or_else(|| message.user.as_ref().map(|u| format!("<@{u}>")));
+                let who =
+                    message.username.clone().or_else(|| message.user.as_ref().map(|u| format!("<@{u}>")));
                 format!("{}: {}", who.unwrap_or_else(|| "bot".into()), message.text)
             })
             .collect();

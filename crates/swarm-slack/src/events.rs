@@ -40,7 +40,10 @@ async fn slack_events(State(bridge): State<Arc<Bridge>>, headers: HeaderMap, bod
         SignatureCheck::Valid => {}
         SignatureCheck::Bad => return refuse(StatusCode::UNAUTHORIZED, "invalid Slack signature"),
         SignatureCheck::Stale => {
-            return refuse(StatusCode::UNAUTHORIZED, "stale Slack request: its timestamp is more than 5 minutes away");
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "stale Slack request: its timestamp is more than 5 minutes away",
+            );
         }
     }
     let Ok(payload) = serde_json::from_slice::<Value>(&body) else {

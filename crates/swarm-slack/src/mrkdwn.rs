@@ -52,7 +52,8 @@ fn convert_text(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     for (at, c) in chars.iter().enumerate() {
         // A single `*` that opens or closes emphasis (not a bullet `* `) is italic.
-        let bullet = *c == '*' && chars[..at].iter().all(|c| c.is_whitespace()) && chars.get(at + 1) == Some(&' ');
+        let bullet =
+            *c == '*' && chars[..at].iter().all(|c| c.is_whitespace()) && chars.get(at + 1) == Some(&' ');
         match c {
             '*' if !bullet => out.push('_'),
             &BOLD => out.push('*'),

@@ -34,13 +34,18 @@ pub struct Message<'a> {
 /// Words too common to name an agent by.
 const COMMON_WORDS: &[&str] = &[
     "the", "and", "for", "you", "all", "are", "can", "not", "but", "with", "this", "that", "from", "have",
-    "what", "when", "please", "agent", "agents", "worker", "workers", "lead", "bot", "swarm", "task", "tasks",
-    "help", "new", "test", "code", "review", "main", "fix", "bug", "run", "build", "check", "team", "dev",
+    "what", "when", "please", "agent", "agents", "worker", "workers", "lead", "bot", "swarm", "task",
+    "tasks", "help", "new", "test", "code", "review", "main", "fix", "bug", "run", "build", "check", "team",
+    "dev",
 ];
 
 pub fn route(message: &Message<'_>, candidates: &[Candidate]) -> Vec<Target> {
     let lead = candidates.iter().find(|agent| agent.is_lead);
-    let to = |agent: &Candidate, why: String| Target { agent: agent.id, is_lead: agent.is_lead, matched_text: why };
+    let to = |agent: &Candidate, why: String| Target {
+        agent: agent.id,
+        is_lead: agent.is_lead,
+        matched_text: why,
+    };
     let lower = message.text.to_lowercase();
 
     let named: Vec<Target> = explicit_ids(&lower)
@@ -51,9 +56,14 @@ pub fn route(message: &Message<'_>, candidates: &[Candidate]) -> Vec<Target> {
         return named;
     }
     if lower.contains("swarm#all") {
-        return candidates.iter().filter(|agent| !agent.is_lead).map(|agent| to(agent, "swarm#all".into())).collect();
+        return candidates
+            .iter()
+            .filter(|agent| !agent.is_lead)
+            .map(|agent| to(agent, "swarm#all".into()))
+            .collect();
     }
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).collect();
+    let words: Vec<&str> =
+        lower.split(|c: char| !c.is_alphanumeric()).filter(|word| !word.is_empty()).collect();
     let by_name: Vec<(&Candidate, String)> = candidates
         .iter()
         .filter_map(|agent| {

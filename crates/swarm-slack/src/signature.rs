@@ -17,7 +17,13 @@ pub enum SignatureCheck {
     Stale,
 }
 
-pub fn verify(secret: &str, timestamp: Option<&str>, signature: Option<&str>, body: &[u8], now_seconds: i64) -> SignatureCheck {
+pub fn verify(
+    secret: &str,
+    timestamp: Option<&str>,
+    signature: Option<&str>,
+    body: &[u8],
+    now_seconds: i64,
+) -> SignatureCheck {
     let (Some(timestamp), Some(signature)) = (timestamp, signature) else {
         return SignatureCheck::Bad;
     };
@@ -41,7 +47,8 @@ pub fn verify(secret: &str, timestamp: Option<&str>, signature: Option<&str>, bo
 
 /// The header value Slack would send: for tests and stand-ins.
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let mut mac = <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    let mut mac =
+        <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
     mac.update(format!("v0:{timestamp}:").as_bytes());
     mac.update(body);
     format!("v0={}", hex::encode(mac.finalize().into_bytes()))

@@ -34,9 +34,14 @@ pub async fn run(bridge: Arc<Bridge>, app_token: String) {
 }
 
 async fn connect_once(bridge: &Arc<Bridge>, app_token: &str) -> Result<(), String> {
-    let opened = bridge.api.call_with(app_token, "apps.connections.open", &json!({})).await.map_err(|e| e.to_string())?;
+    let opened = bridge
+        .api
+        .call_with(app_token, "apps.connections.open", &json!({}))
+        .await
+        .map_err(|e| e.to_string())?;
     let url = opened.get("url").and_then(Value::as_str).ok_or("apps.connections.open: no url")?;
-    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.map_err(|e| format!("websocket: {e}"))?;
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(url).await.map_err(|e| format!("websocket: {e}"))?;
     tracing::info!("Slack Socket Mode connected");
     while let Some(frame) = socket.next().await {
         let frame = frame.map_err(|e| format!("websocket: {e}"))?;

@@ -23,7 +23,12 @@ impl WebApi {
     }
 
     /// Call `method` with a JSON body and the given token; the answer when `ok`.
-    pub(crate) async fn call_with(&self, token: &str, method: &str, body: &Value) -> Result<Value, SlackApiError> {
+    pub(crate) async fn call_with(
+        &self,
+        token: &str,
+        method: &str,
+        body: &Value,
+    ) -> Result<Value, SlackApiError> {
         let url = format!("{}/{method}", self.api_url);
         let response = self
             .http
@@ -107,13 +112,19 @@ impl SlackApi for WebApi {
         thread_ts: &str,
         limit: u32,
     ) -> Result<Vec<SlackMessageView>, SlackApiError> {
-        let answer =
-            self.call("conversations.replies", &json!({ "channel": channel, "ts": thread_ts, "limit": limit })).await?;
+        let answer = self
+            .call("conversations.replies", &json!({ "channel": channel, "ts": thread_ts, "limit": limit }))
+            .await?;
         Ok(messages(&answer))
     }
 
-    async fn channel_history(&self, channel: &str, limit: u32) -> Result<Vec<SlackMessageView>, SlackApiError> {
-        let answer = self.call("conversations.history", &json!({ "channel": channel, "limit": limit })).await?;
+    async fn channel_history(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<SlackMessageView>, SlackApiError> {
+        let answer =
+            self.call("conversations.history", &json!({ "channel": channel, "limit": limit })).await?;
         // Slack answers newest first; threads and tools read oldest first.
         let mut list = messages(&answer);
         list.reverse();

@@ -79,7 +79,13 @@ impl SlackArgs {
     fn config(&self) -> Option<swarm_slack::SlackConfig> {
         let present = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
         let list = |value: &Option<String>| -> Vec<String> {
-            value.iter().flat_map(|list| list.split(',')).map(str::trim).filter(|item| !item.is_empty()).map(str::to_string).collect()
+            value
+                .iter()
+                .flat_map(|list| list.split(','))
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_string)
+                .collect()
         };
         Some(swarm_slack::SlackConfig {
             bot_token: present(&self.slack_bot_token)?,

@@ -119,7 +119,8 @@ struct GetInboxMessageArguments {
 }
 
 async fn get_inbox_message(call: ToolCall, args: GetInboxMessageArguments) -> Outcome {
-    let message = call.service.inbox_get(call.caller(), InboxMessageId::from_uuid(args.inbox_message_id)).await?;
+    let message =
+        call.service.inbox_get(call.caller(), InboxMessageId::from_uuid(args.inbox_message_id)).await?;
     Ok(Reply::ok(format!("inbox message {} ({})", message.id, message.status)).with("inboxMessage", &message))
 }
 
