@@ -190,8 +190,8 @@ pub(crate) async fn claim(
     now: Timestamp,
     lease_until: Timestamp,
 ) -> StoreResult<Option<Trigger>> {
-    let mut messages: Vec<InboxMessage> = sqlx::query(concat!(
-        // MATERIALIZED: the pick runs once, so no more than LIMIT rows are claimed.
+    // MATERIALIZED: the pick runs once, so no more than LIMIT rows are claimed.
+    let mut messages: Vec<InboxMessage> = sqlx::query(
         "WITH picked AS MATERIALIZED ( \
              SELECT id FROM inbox_messages WHERE agent_id = $1 AND status = 'unread' \
              ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
@@ -199,8 +199,8 @@ pub(crate) async fn claim(
          FROM picked WHERE m.id = picked.id AND m.status = 'unread' \
          RETURNING m.id, m.agent_id, m.content, m.source, m.status, m.slack_channel_id, m.slack_thread_ts, \
                    m.slack_user_id, m.matched_text, m.delegated_to_task_id, m.response_text, \
-                   m.lease_expires_at, m.created_at, m.last_updated_at"
-    ))
+                   m.lease_expires_at, m.created_at, m.last_updated_at",
+    )
     .bind(agent.as_uuid())
     .bind(now.datetime())
     .bind(lease_until.datetime())
