@@ -15,9 +15,11 @@ use crate::{
 };
 
 /// Paths anyone may read: the health check and the static docs page (which asks for
-/// the key before it fetches the API description).
+/// the key before it fetches the API description); and Slack's signed webhook, which
+/// carries its own signature instead (CONTRACT.md, Conventions).
 fn is_public(method: &Method, path: &str) -> bool {
-    *method == Method::GET && matches!(path, "/health" | "/docs")
+    (*method == Method::GET && matches!(path, "/health" | "/docs"))
+        || (*method == Method::POST && path == "/slack/events")
 }
 
 pub async fn require_api_key(State(state): State<AppState>, request: Request, next: Next) -> Response {

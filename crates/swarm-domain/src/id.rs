@@ -63,3 +63,8 @@ uuid_id!(
     EventId,
     "event id"
 );
+uuid_id!(
+    /// The id of a lead's inbox message (a Slack message routed to the lead).
+    InboxMessageId,
+    "inbox message id"
+);

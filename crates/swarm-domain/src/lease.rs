@@ -113,6 +113,8 @@ pub struct RescueReport {
     pub expired: Vec<ExpiredClaim>,
     /// Agents marked `offline` because they stopped heartbeating.
     pub silenced: Vec<AgentId>,
+    /// Leads whose `processing` inbox messages went back to `unread`, once per message.
+    pub inbox_returned_to: Vec<AgentId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

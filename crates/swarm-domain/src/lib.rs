@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod event;
 pub mod id;
+pub mod inbox;
 pub mod lease;
 pub mod poll;
 pub mod session;

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::{
     event::{EventType, NewEvent},
     id::{AgentId, TaskId},
+    inbox::InboxMessage,
     task::{Task, TaskStatus},
 };
 
@@ -42,6 +43,9 @@ pub enum TriggerKind {
     /// My best ready `pending` task, if I have capacity; claimed `pending` →
     /// `in_progress` with a lease.
     TaskAssigned,
+    /// Lead only: up to [`crate::inbox::INBOX_TRIGGER_MAX`] of its oldest `unread` inbox
+    /// messages; claimed `unread` → `processing` with a lease.
+    SlackInboxMessage,
     /// Finished worker tasks the lead has not been told about; claimed by `notifiedAt`.
     TasksFinished,
     /// The best ready pool task, if I have capacity; claimed `unassigned` →
@@ -54,9 +58,10 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 5] = [
+    pub const ORDER: [TriggerKind; 6] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
+        TriggerKind::SlackInboxMessage,
         TriggerKind::TasksFinished,
         TriggerKind::PoolTask,
         TriggerKind::PoolTasksAvailable,
@@ -65,7 +70,7 @@ impl TriggerKind {
     pub fn audience(&self) -> Audience {
         match self {
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned => Audience::Anyone,
-            TriggerKind::TasksFinished => Audience::LeadOnly,
+            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished => Audience::LeadOnly,
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
         }
     }
@@ -81,7 +86,9 @@ impl TriggerKind {
             TriggerKind::TaskOffered => Some((TaskStatus::Offered, TaskStatus::Reviewing)),
             TriggerKind::TaskAssigned => Some((TaskStatus::Pending, TaskStatus::InProgress)),
             TriggerKind::PoolTask => Some((TaskStatus::Unassigned, TaskStatus::InProgress)),
-            TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => None,
+            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
+                None
+            }
         }
     }
 
@@ -108,7 +115,9 @@ impl TriggerKind {
             TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 Some(Trigger::TaskAssigned { task_id, task })
             }
-            TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => None,
+            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
+                None
+            }
         }
     }
 }
@@ -141,6 +150,7 @@ impl PoolMode {
 pub enum Trigger {
     TaskOffered { task_id: TaskId, task: Task },
     TaskAssigned { task_id: TaskId, task: Task },
+    SlackInboxMessage { count: usize, messages: Vec<InboxMessage> },
     TasksFinished { count: usize, tasks: Vec<Task> },
     PoolTasksAvailable { count: i64 },
 }
@@ -150,6 +160,7 @@ impl Trigger {
         match self {
             Trigger::TaskOffered { .. } => "task_offered",
             Trigger::TaskAssigned { .. } => "task_assigned",
+            Trigger::SlackInboxMessage { .. } => "slack_inbox_message",
             Trigger::TasksFinished { .. } => "tasks_finished",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }

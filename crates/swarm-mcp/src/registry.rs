@@ -34,10 +34,6 @@ pub enum Audience {
     Anyone,
     /// Any registered agent.
     Agents,
-    #[allow(
-        dead_code,
-        reason = "the lead's own tools (inbox-delegate, slack-post) come with the Slack inbox"
-    )]
     LeadOnly,
     WorkerOnly,
 }

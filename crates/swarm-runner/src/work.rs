@@ -170,17 +170,25 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
         "slack_inbox_message" => {
             let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
             let mut prompt = format!("You have {} inbox message(s) from Slack:\n", messages.len());
+            let field = |message: &Value, key: &str| {
+                message.get(key).and_then(Value::as_str).unwrap_or("?").to_string()
+            };
             for message in &messages {
-                let id = message.get("id").and_then(Value::as_str).unwrap_or("?");
                 let content = message.get("content").and_then(Value::as_str).unwrap_or("");
                 prompt.push_str(&format!(
-                    "- \"{}\" (inboxMessageId: {id})\n",
-                    clip(content, SUMMARY_TASK_CHARS)
+                    "- \"{}\" (inboxMessageId: {}; from user {} in channel {}; routed because: {})\n",
+                    clip(content, SUMMARY_TASK_CHARS),
+                    field(message, "id"),
+                    field(message, "slackUserId"),
+                    field(message, "slackChannelId"),
+                    field(message, "matchedText"),
                 ));
             }
             prompt.push_str(
-                "\nFor each message, either answer the user with slack-reply (inboxMessageId), or hand the \
-                 request to a worker with inbox-delegate.",
+                "\nYou are the lead: you answer and delegate, you never work tasks yourself. For each message, \
+                 either answer the user in its thread with slack-reply (inboxMessageId), or hand the request to \
+                 a worker with inbox-delegate (inboxMessageId, agentId; get-swarm lists the workers). \
+                 get-inbox-message shows a message in full, with its thread history.",
             );
             prompt
         }
@@ -263,5 +271,25 @@ mod tests {
     fn clip_counts_characters_not_bytes() {
         assert_eq!(clip("ééé", 2), "éé...");
         assert_eq!(clip("ab", 2), "ab");
+    }
+}
+
+#[cfg(test)]
+mod inbox_prompt_tests {
+    use serde_json::json;
+
+    use super::other_prompt;
+
+    #[test]
+    fn slack_inbox_prompt_lists_ids_and_the_two_choices() {
+        let body = json!({"type": "slack_inbox_message", "count": 1, "messages": [{
+            "id": "0190abcd-0000-7000-8000-00000000000a", "content": "is the build green?",
+            "slackUserId": "U1", "slackChannelId": "C1", "matchedText": "bot mention"
+        }]});
+        let prompt = other_prompt("slack_inbox_message", &body, "default");
+        assert!(prompt.contains("inboxMessageId: 0190abcd-0000-7000-8000-00000000000a"), "{prompt}");
+        assert!(prompt.contains("is the build green?") && prompt.contains("bot mention"), "{prompt}");
+        assert!(prompt.contains("slack-reply") && prompt.contains("inbox-delegate"), "{prompt}");
+        assert!(prompt.contains("never work tasks"), "{prompt}");
     }
 }

@@ -7,10 +7,12 @@
 mod agents;
 mod delegation;
 mod error;
+mod inbox;
 mod poll;
 mod reporting;
 mod rescue;
 mod sessions;
+pub mod slack_api;
 mod tasks;
 mod wake;
 
@@ -31,6 +33,7 @@ use crate::wake::Waiters;
 pub use agents::{InboxSummary, RegisterInput};
 pub use delegation::SendTask;
 pub use error::{ServiceError, ServiceResult};
+pub use inbox::{Delegate, Delegated, ReplyTarget};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
@@ -75,6 +78,8 @@ pub struct Service {
     changes: broadcast::Sender<Change>,
     waiters: Arc<Waiters>,
     lease: LeasePolicy,
+    /// Slack's Web API, when the hub has Slack credentials.
+    slack: Option<Arc<dyn slack_api::SlackApi>>,
 }
 
 impl Service {
@@ -85,7 +90,7 @@ impl Service {
 
     pub fn with_lease_policy(store: Arc<dyn Store>, lease: LeasePolicy) -> Self {
         let (changes, _) = broadcast::channel(1024);
-        Service { store, changes, waiters: Arc::default(), lease }
+        Service { store, changes, waiters: Arc::default(), lease, slack: None }
     }
 
     pub fn lease_policy(&self) -> LeasePolicy {

@@ -150,6 +150,11 @@ impl Service {
                     self.publish(Change::Task { task_id: task.id });
                 }
             }
+            Trigger::SlackInboxMessage { messages, .. } => {
+                if let Some(message) = messages.first() {
+                    self.inbox_changed(message.agent_id);
+                }
+            }
             Trigger::PoolTasksAvailable { .. } => {}
         }
     }

@@ -44,6 +44,10 @@ impl Service {
             self.publish(Change::Task { task_id: claim.task_id });
             wakes.extend(wakes_after_expiry(claim));
         }
+        for lead in &report.inbox_returned_to {
+            tracing::warn!(%lead, "an inbox message's lease ran out: it is unread again");
+            wakes.push(Wake::Agent(*lead));
+        }
         for agent in &report.silenced {
             tracing::warn!(%agent, "agent marked offline: no heartbeat for a lease period");
             self.publish(Change::Agent { agent_id: *agent });

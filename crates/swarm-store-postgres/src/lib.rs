@@ -15,6 +15,7 @@ mod agents;
 mod apply;
 mod error;
 mod events;
+mod inbox;
 mod poll;
 mod rescue;
 mod rows;
@@ -33,7 +34,8 @@ use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     event::Event,
-    id::{AgentId, TaskId},
+    id::{AgentId, InboxMessageId, TaskId},
+    inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
@@ -237,6 +239,50 @@ impl Store for PgStore {
 
     async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()> {
         rescue::watch_external_changes(&self.pool, self.origin, sink).await
+    }
+
+    async fn inbox_create(&self, message: &NewInboxMessage, now: Timestamp) -> StoreResult<InboxMessage> {
+        inbox::create(&self.pool, message, now).await
+    }
+
+    async fn inbox_get(&self, id: InboxMessageId) -> StoreResult<Option<InboxMessage>> {
+        inbox::get(&self.pool, id).await
+    }
+
+    async fn inbox_list(
+        &self,
+        agent: AgentId,
+        statuses: &[InboxStatus],
+        limit: i64,
+    ) -> StoreResult<Vec<InboxMessage>> {
+        inbox::list(&self.pool, agent, statuses, limit).await
+    }
+
+    async fn inbox_apply(
+        &self,
+        id: InboxMessageId,
+        change: &InboxChange,
+        now: Timestamp,
+    ) -> StoreResult<Applied<InboxMessage>> {
+        inbox::apply(&self.pool, id, change, now).await
+    }
+
+    async fn inbox_delegate(
+        &self,
+        id: InboxMessageId,
+        owner: AgentId,
+        task: &NewTask,
+        now: Timestamp,
+    ) -> StoreResult<Applied<InboxMessage>> {
+        inbox::delegate(&self.pool, id, owner, task, now).await
+    }
+
+    async fn slack_mark_once(&self, kind: SlackMark, key: &str, now: Timestamp) -> StoreResult<bool> {
+        inbox::mark_once(&self.pool, kind, key, now).await
+    }
+
+    async fn slack_outcomes_unannounced(&self, since: Timestamp, limit: i64) -> StoreResult<Vec<Task>> {
+        inbox::slack_outcomes_unannounced(&self.pool, since, limit).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

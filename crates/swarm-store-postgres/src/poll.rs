@@ -50,7 +50,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool);
+type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -59,7 +59,8 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                 EXISTS (SELECT 1 FROM tasks t WHERE t.offered_to = a.id AND t.status = 'offered'), \
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
         ready!(),
-        "), a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
+        "), a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
+           a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
         unnotified_worker_task!(),
         "), NOT a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
         ready!(),
@@ -69,13 +70,25 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
     .fetch_optional(pool)
     .await
     .map_err(db)?;
-    let Some((is_lead, status, last_seen_at, max_tasks, in_progress, offered, pending, finished, pool)) = row
+    let Some((
+        is_lead,
+        status,
+        last_seen_at,
+        max_tasks,
+        in_progress,
+        offered,
+        pending,
+        inbox,
+        finished,
+        pool,
+    )) = row
     else {
         return Ok(None);
     };
     let found = [
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
+        (inbox, TriggerKind::SlackInboxMessage),
         (finished, TriggerKind::TasksFinished),
         (pool, TriggerKind::PoolTask),
         (pool, TriggerKind::PoolTasksAvailable),
@@ -108,6 +121,7 @@ pub(crate) async fn claim(
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(&mut tx, *kind, agent, now, lease_until).await?
             }
+            TriggerKind::SlackInboxMessage => crate::inbox::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };
@@ -156,7 +170,9 @@ async fn claim_task(
             has_capacity!(),
             " RETURNING id"
         ),
-        TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => return Ok(None),
+        TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
+            return Ok(None);
+        }
     };
     let claimed: Option<Uuid> = sqlx::query_scalar(sql)
         .bind(agent.as_uuid())

@@ -138,7 +138,11 @@ pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> Sto
     Ok(created)
 }
 
-async fn insert(conn: &mut PgConnection, task: &NewTask, now: Timestamp) -> Result<(), sqlx::Error> {
+pub(crate) async fn insert(
+    conn: &mut PgConnection,
+    task: &NewTask,
+    now: Timestamp,
+) -> Result<(), sqlx::Error> {
     let offered_at = (task.status == TaskStatus::Offered).then_some(now.datetime());
     let origin = &task.origin;
     sqlx::query(

@@ -144,6 +144,7 @@ pub(crate) fn heartbeat(
          WHERE (status = 'in_progress' AND agent_id = ?2) OR (status = 'reviewing' AND offered_to = ?2)",
         params![lease_until.unix_millis(), id.to_string()],
     )?;
+    crate::inbox::extend_leases(tx, id, lease_until)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;
     }

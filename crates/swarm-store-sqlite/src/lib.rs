@@ -15,6 +15,7 @@ mod agents;
 mod database;
 mod decode;
 mod events;
+mod inbox;
 mod poll;
 mod rescue;
 mod sessions;
@@ -33,7 +34,8 @@ use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     event::Event,
-    id::{AgentId, TaskId},
+    id::{AgentId, InboxMessageId, TaskId},
+    inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
@@ -240,6 +242,57 @@ impl Store for SqliteStore {
 
     async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()> {
         rescue::watch_external_changes(&self.database, sink).await
+    }
+
+    async fn inbox_create(&self, message: &NewInboxMessage, now: Timestamp) -> StoreResult<InboxMessage> {
+        let message = message.clone();
+        self.database.write(move |tx| inbox::create(tx, &message, now)).await
+    }
+
+    async fn inbox_get(&self, id: InboxMessageId) -> StoreResult<Option<InboxMessage>> {
+        self.database.read(|connection| inbox::get(connection, id))
+    }
+
+    async fn inbox_list(
+        &self,
+        agent: AgentId,
+        statuses: &[InboxStatus],
+        limit: i64,
+    ) -> StoreResult<Vec<InboxMessage>> {
+        let statuses = statuses.to_vec();
+        self.database.read_snapshot(move |snapshot| inbox::list(snapshot, agent, &statuses, limit)).await
+    }
+
+    async fn inbox_apply(
+        &self,
+        id: InboxMessageId,
+        change: &InboxChange,
+        now: Timestamp,
+    ) -> StoreResult<Applied<InboxMessage>> {
+        let change = change.clone();
+        self.database.write(move |tx| inbox::apply(tx, id, &change, now)).await
+    }
+
+    async fn inbox_delegate(
+        &self,
+        id: InboxMessageId,
+        owner: AgentId,
+        task: &NewTask,
+        now: Timestamp,
+    ) -> StoreResult<Applied<InboxMessage>> {
+        let task = task.clone();
+        self.database.write(move |tx| inbox::delegate(tx, id, owner, &task, now)).await
+    }
+
+    async fn slack_mark_once(&self, kind: SlackMark, key: &str, now: Timestamp) -> StoreResult<bool> {
+        let key = key.to_string();
+        self.database.write(move |tx| inbox::mark_once(tx, kind, &key, now)).await
+    }
+
+    async fn slack_outcomes_unannounced(&self, since: Timestamp, limit: i64) -> StoreResult<Vec<Task>> {
+        self.database
+            .read_snapshot(move |snapshot| tasks::slack_outcomes_unannounced(snapshot, since, limit))
+            .await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

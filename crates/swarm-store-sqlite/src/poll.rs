@@ -43,7 +43,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool);
+type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool);
 
 pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sql::optional(
@@ -56,6 +56,8 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
             ready!(),
             ") AS pending,
+                a.is_lead = 1 AND EXISTS (SELECT 1 FROM inbox_messages m
+                                          WHERE m.agent_id = a.id AND m.status = 'unread') AS inbox,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t WHERE",
             unnotified_worker_task!(),
             ") AS finished,
@@ -74,12 +76,24 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 column(row, "in_progress")?,
                 get_bool(row, "offered")?,
                 get_bool(row, "pending")?,
+                get_bool(row, "inbox")?,
                 get_bool(row, "finished")?,
                 get_bool(row, "pool")?,
             ))
         },
     )?;
-    let Some((is_lead, status, last_seen_at, max_tasks, in_progress, offered, pending, finished, pool)) = row
+    let Some((
+        is_lead,
+        status,
+        last_seen_at,
+        max_tasks,
+        in_progress,
+        offered,
+        pending,
+        inbox,
+        finished,
+        pool,
+    )) = row
     else {
         return Ok(None);
     };
@@ -87,6 +101,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
     let found = [
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
+        (inbox, TriggerKind::SlackInboxMessage),
         (finished, TriggerKind::TasksFinished),
         (pool, TriggerKind::PoolTask),
         (pool, TriggerKind::PoolTasksAvailable),
@@ -115,6 +130,7 @@ pub(crate) fn claim(
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(tx, *kind, agent, now, lease_until)?
             }
+            TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
@@ -163,7 +179,9 @@ fn claim_task(
             has_capacity!(),
             " RETURNING id"
         ),
-        TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => return Ok(None),
+        TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
+            return Ok(None);
+        }
     };
     let claimed = sql::optional(
         tx,

@@ -99,6 +99,8 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
         });
     }
 
+    report.inbox_returned_to = crate::inbox::return_expired(tx, now)?;
+
     let silent: Vec<(AgentId, String)> = sql::all(
         tx,
         "SELECT id, status FROM agents WHERE status <> 'offline' AND last_seen_at < ? ORDER BY id",
@@ -126,6 +128,9 @@ pub(crate) fn anything_to_rescue(
     now: Timestamp,
     silent_since: Timestamp,
 ) -> StoreResult<bool> {
+    if crate::inbox::anything_expired(connection, now)? {
+        return Ok(true);
+    }
     sql::scalar(
         connection,
         "SELECT EXISTS (SELECT 1 FROM tasks WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)

@@ -41,6 +41,26 @@ pub(crate) fn get_known(tx: &Connection, id: TaskId) -> StoreResult<Task> {
     get(tx, id)?.ok_or_else(|| corrupt(format!("task {id} vanished inside its own transaction")))
 }
 
+/// Finished Slack tasks whose outcome was not posted yet (`SlackMark::TaskOutcome`).
+pub(crate) fn slack_outcomes_unannounced(
+    connection: &Connection,
+    since: Timestamp,
+    limit: i64,
+) -> StoreResult<Vec<Task>> {
+    sql::all(
+        connection,
+        concat!(
+            select_task!(),
+            " WHERE t.slack_channel_id IS NOT NULL AND t.status IN ('completed', 'failed')
+                AND t.finished_at >= ?1
+                AND NOT EXISTS (SELECT 1 FROM slack_marks m WHERE m.kind = 'task_outcome' AND m.key = t.id)
+              ORDER BY t.finished_at, t.id LIMIT ?2"
+        ),
+        params![since.unix_millis(), limit],
+        from_row,
+    )
+}
+
 /// A page and the total; the caller runs both in one snapshot.
 pub(crate) fn list(snapshot: &Connection, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
     let mut count = Sql::new("SELECT count(*) FROM tasks t");

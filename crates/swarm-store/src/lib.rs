@@ -13,7 +13,8 @@ use async_trait::async_trait;
 use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
     event::Event,
-    id::{AgentId, TaskId},
+    id::{AgentId, InboxMessageId, TaskId},
+    inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
@@ -128,7 +129,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<Agent>>;
     /// A heartbeat: `offline` → `idle` (logged), `last_updated_at` and the agent's last
     /// sign of life bumped, and the lease of every task it holds (`reviewing` offered to
-    /// it, `in_progress` assigned to it) extended to `lease_until`.
+    /// it, `in_progress` assigned to it) and of its `processing` inbox messages extended
+    /// to `lease_until`.
     async fn agent_heartbeat(
         &self,
         id: AgentId,
@@ -220,6 +222,43 @@ pub trait Store: Send + Sync + 'static {
     /// the database, within a second. A change whose audience is unknown is sent as
     /// [`Wake::Everyone`].
     async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()>;
+
+    // ----- the lead's inbox and the Slack bridge -----
+
+    /// Insert an `unread` inbox message. A lead that does not exist is `MissingReference`.
+    async fn inbox_create(&self, message: &NewInboxMessage, now: Timestamp) -> StoreResult<InboxMessage>;
+    async fn inbox_get(&self, id: InboxMessageId) -> StoreResult<Option<InboxMessage>>;
+    /// The agent's messages, oldest first, in any of `statuses` (empty: all), at most `limit`.
+    async fn inbox_list(
+        &self,
+        agent: AgentId,
+        statuses: &[InboxStatus],
+        limit: i64,
+    ) -> StoreResult<Vec<InboxMessage>>;
+    /// Close an open message (`status IN change.from()`) as one guarded `UPDATE`, its
+    /// lease cleared.
+    async fn inbox_apply(
+        &self,
+        id: InboxMessageId,
+        change: &InboxChange,
+        now: Timestamp,
+    ) -> StoreResult<Applied<InboxMessage>>;
+    /// `inbox-delegate` in one transaction: the message, owned by `owner` and open, is
+    /// marked `delegated` to `task`, and `task` is created (logged as by `task_create`).
+    /// A false guard creates nothing.
+    async fn inbox_delegate(
+        &self,
+        id: InboxMessageId,
+        owner: AgentId,
+        task: &NewTask,
+        now: Timestamp,
+    ) -> StoreResult<Applied<InboxMessage>>;
+    /// Take the mark `(kind, key)`: `true` for the one caller that took it, `false` for
+    /// everyone after (any process, any replica, after any restart).
+    async fn slack_mark_once(&self, kind: SlackMark, key: &str, now: Timestamp) -> StoreResult<bool>;
+    /// Finished (`completed`, `failed`) tasks with a Slack thread, finished at or after
+    /// `since`, whose outcome has no [`SlackMark::TaskOutcome`] yet; oldest first.
+    async fn slack_outcomes_unannounced(&self, since: Timestamp, limit: i64) -> StoreResult<Vec<Task>>;
 
     // ----- event log, sessions, stats -----
 

@@ -46,6 +46,56 @@ pub struct ServeArgs {
     /// --host. Use `*` for any host (then rely on API_KEY).
     #[arg(long, env = "MCP_ALLOWED_HOSTS", value_name = "HOSTS")]
     mcp_allowed_hosts: Option<String>,
+    #[command(flatten)]
+    slack: SlackArgs,
+}
+
+/// Slack: the bridge starts when a bot token is set, with Socket Mode (app token) and/or
+/// the Events API at POST /slack/events (signing secret).
+#[derive(Debug, Args)]
+pub struct SlackArgs {
+    /// Bot token (xoxb-...): enables the Slack bridge.
+    #[arg(long, env = "SLACK_BOT_TOKEN", hide_env_values = true)]
+    slack_bot_token: Option<String>,
+    /// App-level token (xapp-...) with connections:write: enables Socket Mode.
+    #[arg(long, env = "SLACK_APP_TOKEN", hide_env_values = true)]
+    slack_app_token: Option<String>,
+    /// Signing secret: enables the Events API at POST /slack/events.
+    #[arg(long, env = "SLACK_SIGNING_SECRET", hide_env_values = true)]
+    slack_signing_secret: Option<String>,
+    /// Comma-separated Slack user ids allowed to talk to the swarm (default: everyone,
+    /// unless SLACK_ALLOWED_EMAIL_DOMAINS is set).
+    #[arg(long, env = "SLACK_ALLOWED_USER_IDS", value_name = "IDS")]
+    slack_allowed_user_ids: Option<String>,
+    /// Comma-separated e-mail domains whose users may talk to the swarm.
+    #[arg(long, env = "SLACK_ALLOWED_EMAIL_DOMAINS", value_name = "DOMAINS")]
+    slack_allowed_email_domains: Option<String>,
+    /// Slack Web API base URL (tests point it at a stand-in).
+    #[arg(long, env = "SLACK_API_URL", default_value = swarm_slack::DEFAULT_API_URL)]
+    slack_api_url: String,
+}
+
+impl SlackArgs {
+    fn config(&self) -> Option<swarm_slack::SlackConfig> {
+        let present = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
+        let list = |value: &Option<String>| -> Vec<String> {
+            value
+                .iter()
+                .flat_map(|list| list.split(','))
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        Some(swarm_slack::SlackConfig {
+            bot_token: present(&self.slack_bot_token)?,
+            app_token: present(&self.slack_app_token),
+            signing_secret: present(&self.slack_signing_secret),
+            allowed_user_ids: list(&self.slack_allowed_user_ids),
+            allowed_email_domains: list(&self.slack_allowed_email_domains),
+            api_url: self.slack_api_url.clone(),
+        })
+    }
 }
 
 /// Where the data lives: shared by `swarm serve` and `swarm mcp`, which may open the
@@ -69,6 +119,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_losses: i32::try_from(args.max_lease_losses).unwrap_or(i32::MAX),
     };
     let service = Service::with_lease_policy(store, lease);
+    let (service, slack) = match args.slack.config() {
+        Some(config) => {
+            let socket_mode = config.app_token.is_some();
+            let events_api = config.signing_secret.is_some();
+            let (service, bridge) = swarm_slack::start(service, config).await;
+            println!(
+                "slack: bridge on (Socket Mode: {}, Events API at POST /slack/events: {})",
+                if socket_mode { "on" } else { "off" },
+                if events_api { "on" } else { "off" }
+            );
+            (service, Some(bridge))
+        }
+        None => (service, None),
+    };
     // Runs until dropped at the end of `run`.
     let _background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
     let mcp_shutdown = CancellationToken::new();
@@ -76,7 +140,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
         shutdown: mcp_shutdown.clone(),
     };
-    let app = hub_app(service, api_key.clone(), mcp_options);
+    let app = hub_app(service, api_key.clone(), mcp_options, slack.as_ref().map(|bridge| bridge.router()));
 
     let address = format!("{}:{}", args.host, args.port);
     let listener = TcpListener::bind(&address).await.with_context(|| {
@@ -118,10 +182,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// The hub's whole HTTP application: the API, and MCP at `/mcp` behind the same
 /// middleware. `swarm serve` and `swarm demo` both serve this.
-pub fn hub_app(service: Service, api_key: ApiKey, mcp_options: HttpOptions) -> axum::Router {
-    let mcp =
+pub fn hub_app(
+    service: Service,
+    api_key: ApiKey,
+    mcp_options: HttpOptions,
+    slack_routes: Option<axum::Router<AppState>>,
+) -> axum::Router {
+    let mut extra =
         axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
-    swarm_api::router_with(AppState { service, api_key }, mcp)
+    if let Some(slack_routes) = slack_routes {
+        extra = extra.merge(slack_routes);
+    }
+    swarm_api::router_with(AppState { service, api_key }, extra)
 }
 
 /// Loopback plus the address the hub binds, unless told otherwise.

@@ -4,6 +4,7 @@
 mod agents;
 mod inbox;
 mod poll;
+mod slack;
 mod tasks;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
@@ -16,7 +17,7 @@ pub use inbox::InboxRole;
 
 /// The tools of the hub, served over HTTP and stdio alike.
 pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
-    vec![agents::group(), tasks::group(), poll::group()]
+    vec![agents::group(), tasks::group(), poll::group(), slack::group()]
 }
 
 /// The hub's tools plus the Inbox-MCP names for one session role (stdio only).

@@ -48,7 +48,7 @@ impl DemoHub {
         let mcp_shutdown = CancellationToken::new();
         let mcp_options =
             HttpOptions { allowed_hosts: AllowedHosts::loopback(), shutdown: mcp_shutdown.clone() };
-        let app = serve::hub_app(service.clone(), ApiKey::new(Some(api_key.clone())), mcp_options);
+        let app = serve::hub_app(service.clone(), ApiKey::new(Some(api_key.clone())), mcp_options, None);
         let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| {
             format!("cannot listen on 127.0.0.1:{port}: pick another --port (0 picks a free one)")
         })?;

@@ -16,6 +16,8 @@ mod poll;
 mod runner;
 mod service_poll;
 mod service_race;
+mod slack;
+mod slack_stand_in;
 mod store;
 mod stress;
 mod support;

@@ -162,7 +162,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 11] = [
+pub const WORKER_TOOLS: [&str; 15] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -174,8 +174,22 @@ pub const WORKER_TOOLS: [&str; 11] = [
     "store-progress",
     "cancel-task",
     "poll-task",
+    "slack-reply",
+    "get-inbox-message",
+    "slack-read",
+    "slack-list-channels",
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
-    WORKER_TOOLS.into_iter().filter(|name| *name != "poll-task").collect()
+    let mut tools: Vec<&str> = WORKER_TOOLS[..10].to_vec();
+    // The Slack group, in its order, with the lead's own tools.
+    tools.extend([
+        "slack-reply",
+        "inbox-delegate",
+        "get-inbox-message",
+        "slack-read",
+        "slack-post",
+        "slack-list-channels",
+    ]);
+    tools
 }

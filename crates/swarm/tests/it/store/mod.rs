@@ -5,6 +5,7 @@
 mod agents;
 mod claims;
 mod endings;
+mod inbox;
 mod lists;
 mod poll;
 mod race;

@@ -429,7 +429,9 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
     while let Some(trigger) = claim(fx, agent, Timestamp::now()).await {
         match trigger {
             Trigger::TaskOffered { task_id, .. } | Trigger::TaskAssigned { task_id, .. } => got.push(task_id),
-            Trigger::TasksFinished { .. } | Trigger::PoolTasksAvailable { .. } => {}
+            Trigger::SlackInboxMessage { .. }
+            | Trigger::TasksFinished { .. }
+            | Trigger::PoolTasksAvailable { .. } => {}
         }
     }
     got

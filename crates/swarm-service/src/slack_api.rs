@@ -1,0 +1,76 @@
+//! What the service needs from Slack's Web API, as a trait: the Slack bridge
+//! (`swarm-slack`) implements it over HTTP, and a hub without Slack credentials has
+//! none (the Slack tools then say Slack is not configured).
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+/// A message to post, under a persona (`username`, `icon_emoji`; needs `chat:write.customize`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlackPost {
+    pub channel: String,
+    pub thread_ts: Option<String>,
+    pub text: String,
+    pub persona: Option<Persona>,
+}
+
+/// How an agent appears in Slack: its name, and `:crown:` for the lead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persona {
+    pub username: String,
+    pub icon_emoji: String,
+}
+
+impl Persona {
+    pub fn of(name: &str, is_lead: bool) -> Persona {
+        let icon = if is_lead { ":crown:" } else { ":robot_face:" };
+        Persona { username: name.to_string(), icon_emoji: icon.to_string() }
+    }
+}
+
+/// One message of a channel or thread, as `slack-read` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlackMessageView {
+    pub ts: String,
+    pub user: Option<String>,
+    pub bot_id: Option<String>,
+    pub username: Option<String>,
+    pub text: String,
+    pub thread_ts: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlackChannelView {
+    pub id: String,
+    pub name: String,
+    pub is_private: bool,
+    pub is_member: bool,
+}
+
+/// Slack refused or could not be reached; the message says which and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct SlackApiError(pub String);
+
+#[async_trait]
+pub trait SlackApi: Send + Sync + 'static {
+    /// Post; returns the new message's `ts`.
+    async fn post_message(&self, post: &SlackPost) -> Result<String, SlackApiError>;
+    /// A thread (`conversations.replies`), oldest first.
+    async fn thread_history(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+        limit: u32,
+    ) -> Result<Vec<SlackMessageView>, SlackApiError>;
+    /// A channel's latest messages (`conversations.history`), oldest first.
+    async fn channel_history(
+        &self,
+        channel: &str,
+        limit: u32,
+    ) -> Result<Vec<SlackMessageView>, SlackApiError>;
+    /// Channels the bot can see (`conversations.list`).
+    async fn list_channels(&self) -> Result<Vec<SlackChannelView>, SlackApiError>;
+}

@@ -1,0 +1,217 @@
+//! The Slack bridge against a local Slack stand-in, through the real hub: Socket Mode
+//! (a mention to the lead → inbox, its poll, `slack-reply`, `inbox-delegate`, the
+//! worker's completion posted once, even across a restart; a worker-routed message → a
+//! task) and the Events API (signatures, URL verification, duplicate deliveries).
+
+use serde_json::{Value, json};
+
+use crate::{
+    hub::{Database, Hub, send, sqlite_file},
+    mcp_client::{Revision, connect_http, new_agent_id, ok},
+    slack_stand_in::{BOT_USER, SlackStandIn},
+};
+
+const SECRET: &str = "test-signing-secret";
+
+fn slack_flags(stand_in: &SlackStandIn, socket_mode: bool) -> Vec<String> {
+    let mut flags = vec![
+        "--slack-bot-token".to_string(),
+        "xoxb-test".into(),
+        "--slack-signing-secret".into(),
+        SECRET.into(),
+        "--slack-api-url".into(),
+        stand_in.api_url.clone(),
+        "--slack-allowed-user-ids".into(),
+        "U1,U2".into(),
+    ];
+    if socket_mode {
+        flags.extend(["--slack-app-token".to_string(), "xapp-test".into()]);
+    }
+    flags
+}
+
+fn start_hub(database: &Database, flags: &[String]) -> Hub {
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Hub::start_with(database, None, &flags)
+}
+
+async fn register(hub: &Hub, name: &str, is_lead: bool) -> String {
+    let id = new_agent_id();
+    let (status, _) = hub.post("/api/agents", Some(&id), json!({"name": name, "isLead": is_lead})).await;
+    assert_eq!(status, 201);
+    id
+}
+
+async fn poll(hub: &Hub, agent: &str, wait: u64) -> Value {
+    let (status, body) = hub.get(&format!("/api/poll?wait={wait}"), Some(agent)).await;
+    assert_eq!(status, 200, "{body}");
+    body["trigger"].clone()
+}
+
+fn mention(ts: &str, text: &str, thread_ts: Option<&str>) -> Value {
+    let mut event = json!({
+        "type": "app_mention", "user": "U1", "channel": "C1", "ts": ts,
+        "text": format!("<@{BOT_USER}> {text}"),
+    });
+    if let Some(thread) = thread_ts {
+        event["thread_ts"] = json!(thread);
+    }
+    event
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
+    let stand_in = SlackStandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let database = sqlite_file(dir.path());
+    let flags = slack_flags(&stand_in, true);
+    let hub = start_hub(&database, &flags);
+    stand_in.wait_connected(1).await;
+    let lead = register(&hub, "lead-one", true).await;
+    let worker = register(&hub, "zeta-worker", false).await;
+
+    // A mention of the bot goes to the lead's inbox, never a task.
+    stand_in.push_event("env-1", "Ev1", mention("100.1", "what is the release status?", None)).await;
+    let trigger = poll(&hub, &lead, 10).await;
+    assert_eq!(trigger["type"], "slack_inbox_message", "{trigger}");
+    assert_eq!(trigger["count"], 1);
+    let message = &trigger["messages"][0];
+    assert_eq!(message["status"], "processing");
+    assert_eq!(message["slackChannelId"], "C1");
+    assert_eq!(message["slackThreadTs"], "100.1");
+    assert_eq!(message["slackUserId"], "U1");
+    assert_eq!(message["matchedText"], "bot mention");
+    assert_eq!(message["content"], "what is the release status?");
+    let message_id = message["id"].as_str().unwrap().to_string();
+    assert!(poll(&hub, &lead, 0).await.is_null(), "the lead's poll returns the message once");
+    let (_, tasks) = hub.get("/api/tasks", None).await;
+    assert_eq!(tasks["total"], 0, "a message to the lead creates no task");
+    stand_in
+        .wait_post("the acknowledgement in the thread", |post| {
+            post["thread_ts"] == "100.1" && post["text"].as_str().is_some_and(|t| t.contains("inbox"))
+        })
+        .await;
+
+    // slack-reply posts in that thread under the lead's persona.
+    let lead_client = connect_http(&hub, Some(&lead), Revision::Initialize).await;
+    ok(&lead_client, "slack-reply", json!({"inboxMessageId": message_id, "message": "Shipping Friday."}))
+        .await;
+    let reply = stand_in.wait_post("the lead's reply", |post| post["text"] == "Shipping Friday.").await;
+    assert_eq!(reply["channel"], "C1");
+    assert_eq!(reply["thread_ts"], "100.1");
+    assert_eq!(reply["username"], "lead-one");
+    assert_eq!(reply["icon_emoji"], ":crown:");
+    let fetched = ok(&lead_client, "get-inbox-message", json!({"inboxMessageId": message_id})).await;
+    assert_eq!(fetched["inboxMessage"]["status"], "responded");
+
+    // inbox-delegate creates a worker task carrying the Slack thread.
+    stand_in.push_event("env-2", "Ev2", mention("200.1", "please rebuild the docs site", None)).await;
+    let trigger = poll(&hub, &lead, 10).await;
+    let second_id = trigger["messages"][0]["id"].as_str().unwrap().to_string();
+    let delegated =
+        ok(&lead_client, "inbox-delegate", json!({"inboxMessageId": second_id, "agentId": worker})).await;
+    let task = &delegated["task"];
+    assert_eq!(task["source"], "slack");
+    assert_eq!(task["agentId"], worker.as_str());
+    assert_eq!(task["slackChannelId"], "C1");
+    assert_eq!(task["slackThreadTs"], "200.1");
+    assert_eq!(delegated["inboxMessage"]["status"], "delegated");
+    let task_id = task["id"].as_str().unwrap().to_string();
+
+    // The worker finishes; its output reaches the thread once, as mrkdwn, as the worker.
+    let assigned = poll(&hub, &worker, 10).await;
+    assert_eq!(assigned["taskId"], task_id.as_str());
+    let finish = json!({"status": "completed", "output": "**Rebuilt** the docs"});
+    let (status, _) = hub.post(&format!("/api/tasks/{task_id}/finish"), Some(&worker), finish).await;
+    assert_eq!(status, 200);
+    let done = stand_in
+        .wait_post("the worker's completion", |post| {
+            post["thread_ts"] == "200.1"
+                && post["text"].as_str().is_some_and(|t| t.contains("*Rebuilt* the docs"))
+        })
+        .await;
+    assert_eq!(done["username"], "zeta-worker");
+    assert_eq!(done["icon_emoji"], ":robot_face:");
+
+    // Once, across a restart: the new hub sweeps too and finds the mark.
+    assert!(hub.terminate(), "the hub stops on SIGTERM");
+    let hub = start_hub(&database, &flags);
+    stand_in.wait_connected(2).await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await; // more than one sweep (2 s)
+    let completions: Vec<Value> = stand_in
+        .posts()
+        .await
+        .into_iter()
+        .filter(|post| post["text"].as_str().is_some_and(|t| t.contains("*Rebuilt* the docs")))
+        .collect();
+    assert_eq!(completions.len(), 1, "the completion is posted exactly once: {completions:?}");
+
+    // A message naming a worker becomes that worker's task.
+    let named = json!({"type": "message", "user": "U2", "channel": "C1", "ts": "300.1",
+                       "text": "zeta: the staging deploy is red"});
+    stand_in.push_event("env-3", "Ev3", named).await;
+    let trigger = poll(&hub, &worker, 10).await;
+    assert_eq!(trigger["type"], "task_assigned", "{trigger}");
+    assert_eq!(trigger["task"]["source"], "slack");
+    assert_eq!(trigger["task"]["slackThreadTs"], "300.1");
+    assert_eq!(trigger["task"]["slackUserId"], "U2");
+
+    // A user who is not allowed is ignored.
+    let stranger = json!({"type": "app_mention", "user": "U9", "channel": "C1", "ts": "400.1",
+                          "text": format!("<@{BOT_USER}> let me in")});
+    stand_in.push_event("env-4", "Ev4", stranger).await;
+    // (The lead may first hear of the finished delegated task.)
+    for _ in 0..2 {
+        let trigger = poll(&hub, &lead, 1).await;
+        assert_ne!(trigger["type"], "slack_inbox_message", "a stranger's message reaches nobody: {trigger}");
+    }
+}
+
+fn signed(hub: &Hub, body: &str, timestamp: i64, secret: &str) -> reqwest::RequestBuilder {
+    let signature = swarm_slack::signature::sign(secret, timestamp, body.as_bytes());
+    reqwest::Client::new()
+        .post(hub.url("/slack/events"))
+        .header("content-type", "application/json")
+        .header("x-slack-request-timestamp", timestamp.to_string())
+        .header("x-slack-signature", signature)
+        .body(body.to_string())
+}
+
+fn now_seconds() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slack_events_api_checks_signatures_and_deduplicates() {
+    let stand_in = SlackStandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start_hub(&sqlite_file(dir.path()), &slack_flags(&stand_in, false));
+    let lead = register(&hub, "lead-one", true).await;
+
+    let challenge = json!({"type": "url_verification", "challenge": "abc123"}).to_string();
+    let (status, body) = send(signed(&hub, &challenge, now_seconds(), SECRET)).await;
+    assert_eq!((status, body), (200, json!({"challenge": "abc123"})));
+
+    let (status, body) = send(signed(&hub, &challenge, now_seconds(), "wrong-secret")).await;
+    assert_eq!(status, 401, "bad signature: {body}");
+    assert!(body["error"].is_string());
+    let (status, _) = send(signed(&hub, &challenge, now_seconds() - 600, SECRET)).await;
+    assert_eq!(status, 401, "a stale request is refused");
+    let unsigned = reqwest::Client::new().post(hub.url("/slack/events")).body(challenge.clone());
+    assert_eq!(send(unsigned).await.0, 401);
+
+    let event = json!({"type": "event_callback", "event_id": "EvSame",
+                       "event": mention("500.1", "hello from the Events API", None)})
+    .to_string();
+    for _ in 0..3 {
+        let (status, _) = send(signed(&hub, &event, now_seconds(), SECRET)).await;
+        assert_eq!(status, 200);
+    }
+    let trigger = poll(&hub, &lead, 10).await;
+    assert_eq!(trigger["count"], 1, "{trigger}");
+    assert_eq!(trigger["messages"][0]["content"], "hello from the Events API");
+    stand_in.wait_post("the acknowledgement", |post| post["thread_ts"] == "500.1").await;
+    assert!(poll(&hub, &lead, 2).await.is_null(), "three deliveries, one inbox message");
+    let acks = stand_in.posts().await.into_iter().filter(|post| post["thread_ts"] == "500.1").count();
+    assert_eq!(acks, 1, "acknowledged once");
+}
