@@ -15,6 +15,8 @@
 //!   (`silent` and `hang` as above).
 //! - `N task(s) finished:` (the lead's `tasks_finished`): looks at the tasks with
 //!   `get-tasks`, and is done.
+//! - `You have N inbox message(s) from Slack:` (the lead's `slack_inbox_message`):
+//!   answers each listed message in its thread with `slack-reply`.
 //! - anything else: nothing.
 //!
 //! Every option can also be set through the environment (`STAND_IN_*`), which is how
@@ -196,6 +198,7 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
         "/review-offered-task" => {
             message(call_tool("task-action", json!({"action": "accept", "taskId": task_id})).await?)
         }
+        _ if first_line.ends_with("inbox message(s) from Slack:") => answer_inbox(&prompt).await?,
         _ if first_line.ends_with("task(s) finished:") => {
             let listed = call_tool("get-tasks", json!({"limit": 50})).await?;
             format!("looked at the results: {}", message(listed))
@@ -264,6 +267,17 @@ async fn delegate(task_id: &str, text: &str) -> anyhow::Result<String> {
     let output = format!("delegated to {whom} as task {delegated_id}");
     call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output})).await?;
     Ok(output)
+}
+
+/// `slack-reply` to every message the prompt lists (`inboxMessageId: <id>;`).
+async fn answer_inbox(prompt: &str) -> anyhow::Result<String> {
+    let ids: Vec<&str> =
+        prompt.split("inboxMessageId: ").skip(1).filter_map(|rest| rest.split(';').next()).collect();
+    for id in &ids {
+        let reply = json!({"inboxMessageId": id, "message": format!("stand-in answer to {id}")});
+        call_tool("slack-reply", reply).await?;
+    }
+    Ok(format!("answered {} message(s) in Slack", ids.len()))
 }
 
 /// One line of the agent's "thinking", as Claude's stream-json shows it.

@@ -21,7 +21,7 @@ fn new_id() -> String {
 }
 
 /// A runner process (`swarm worker` or `swarm lead`) driving the stand-in agent.
-struct Runner {
+pub(crate) struct Runner {
     child: Child,
     agent_id: String,
     /// Its terminal lines so far.
@@ -29,20 +29,20 @@ struct Runner {
 }
 
 /// A runner's settings beyond the defaults.
-struct RunnerSetup<'a> {
-    role: &'a str,
-    agent_id: String,
+pub(crate) struct RunnerSetup<'a> {
+    pub role: &'a str,
+    pub agent_id: String,
     /// Where the stand-in records its runs; also holds `logs/`.
-    dir: &'a Path,
-    env: Vec<(&'a str, String)>,
-    flags: Vec<&'a str>,
+    pub dir: &'a Path,
+    pub env: Vec<(&'a str, String)>,
+    pub flags: Vec<&'a str>,
     /// `claude` or `codex`: the runner's own harness for that CLI, with the stand-in on
     /// `PATH` under that name. Otherwise `--harness cmd` with the stand-in.
-    harness: Option<&'a str>,
+    pub harness: Option<&'a str>,
 }
 
 impl<'a> RunnerSetup<'a> {
-    fn worker(dir: &'a Path) -> Self {
+    pub(crate) fn worker(dir: &'a Path) -> Self {
         RunnerSetup {
             role: "worker",
             agent_id: new_id(),
@@ -53,14 +53,14 @@ impl<'a> RunnerSetup<'a> {
         }
     }
 
-    fn env(mut self, name: &'a str, value: impl Into<String>) -> Self {
+    pub(crate) fn env(mut self, name: &'a str, value: impl Into<String>) -> Self {
         self.env.push((name, value.into()));
         self
     }
 }
 
 impl Runner {
-    fn start(hub: &Hub, setup: RunnerSetup<'_>) -> Runner {
+    pub(crate) fn start(hub: &Hub, setup: RunnerSetup<'_>) -> Runner {
         let records = records_dir(setup.dir);
         std::fs::create_dir_all(&records).unwrap();
         let mut command = Command::new(SWARM);
@@ -125,7 +125,7 @@ impl Runner {
         Runner { child, agent_id: setup.agent_id, lines }
     }
 
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
 
@@ -216,7 +216,7 @@ fn records(dir: &Path) -> Vec<Record> {
 }
 
 /// Polls `probe` every 50 ms until it answers `Some`, up to [`WITHIN`].
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -257,7 +257,7 @@ async fn agent(hub: &Hub, id: &str) -> Option<Value> {
 }
 
 /// Waits until the runner's agent is registered and its poll is parked (idle).
-async fn registered(hub: &Hub, runner: &Runner) -> Value {
+pub(crate) async fn registered(hub: &Hub, runner: &Runner) -> Value {
     eventually("the runner to register its agent", || agent(hub, &runner.agent_id)).await
 }
 

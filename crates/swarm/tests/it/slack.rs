@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
     mcp_client::{Revision, connect_http, new_agent_id, ok},
+    runner::{Runner, RunnerSetup, registered},
     slack_stand_in::{BOT_USER, SlackStandIn},
 };
 
@@ -214,4 +215,42 @@ async fn slack_events_api_checks_signatures_and_deduplicates() {
     assert!(poll(&hub, &lead, 2).await.is_null(), "three deliveries, one inbox message");
     let acks = stand_in.posts().await.into_iter().filter(|post| post["thread_ts"] == "500.1").count();
     assert_eq!(acks, 1, "acknowledged once");
+}
+
+/// A lead runner with three slots, while twelve mentions arrive: its concurrent runs
+/// share the inbox, and each message is answered in its thread exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_lead_runs_answer_each_inbox_message_exactly_once() {
+    let stand_in = SlackStandIn::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = start_hub(&sqlite_file(dir.path()), &slack_flags(&stand_in, false));
+    let setup = RunnerSetup { role: "lead", ..RunnerSetup::worker(dir.path()) }
+        .env("MAX_CONCURRENT_TASKS", "3")
+        .env("STAND_IN_SLEEP_MS", "300");
+    let lead = Runner::start(&hub, setup);
+    assert_eq!(registered(&hub, &lead).await["isLead"], true);
+
+    // Two users, so that neither reaches the limit of 10 routed messages a minute.
+    let threads: Vec<String> = (0..12).map(|n| format!("700.{n}")).collect();
+    for (n, thread) in threads.iter().enumerate() {
+        let mut message = mention(thread, &format!("question number {n}"), None);
+        message["user"] = json!(if n % 2 == 0 { "U1" } else { "U2" });
+        let event =
+            json!({"type": "event_callback", "event_id": format!("EvMany{n}"), "event": message}).to_string();
+        let (status, _) = send(signed(&hub, &event, now_seconds(), SECRET)).await;
+        assert_eq!(status, 200);
+    }
+
+    let is_answer = |post: &Value| post["text"].as_str().is_some_and(|text| text.contains("stand-in answer"));
+    for thread in &threads {
+        stand_in
+            .wait_post("an answer in every thread", |post| post["thread_ts"] == *thread && is_answer(post))
+            .await;
+    }
+    let answers = stand_in.posts().await.into_iter().filter(|post| is_answer(post)).collect::<Vec<_>>();
+    for thread in &threads {
+        let in_thread = answers.iter().filter(|post| post["thread_ts"] == *thread).count();
+        assert_eq!(in_thread, 1, "thread {thread} answered {in_thread} times\n{}", lead.output());
+    }
+    assert_eq!(answers.len(), threads.len());
 }
