@@ -1,26 +1,30 @@
 //! Progress and outcomes of Slack tasks, posted to their thread under the assignee's
 //! persona, each once: a mark is taken in the database before posting, so restarts and
 //! replicas never post it twice (a crash between the mark and the post loses that one
-//! post instead: at most once, by design). Outcomes are found by a periodic sweep (any
-//! process may have finished the task); progress notes by this process's changes.
+//! post instead: at most once, by design). Any process may have changed the task (a
+//! replica, `swarm mcp`), so both are found by a periodic sweep; this process's own
+//! changes are announced at once, from its change stream.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use swarm_domain::{
     inbox::SlackMark,
     task::{Task, TaskStatus},
 };
-use swarm_service::{Change, Service};
+use swarm_service::{Change, Service, TaskListQuery};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::mrkdwn;
 
 const SWEEP_EVERY: Duration = Duration::from_secs(2);
 const SWEEP_BATCH: i64 = 20;
+/// Slack tasks under way whose progress notes a sweep looks at (newest first).
+const PROGRESS_SWEEP_BATCH: i64 = 100;
 const OUTPUT_MAX_CHARS: usize = 3500;
 
 pub async fn run(service: Service) {
     let service = Arc::new(service);
+    let mut announced = Announced::default();
     let mut changes = service.subscribe();
     let mut ticks = tokio::time::interval(SWEEP_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -30,7 +34,7 @@ pub async fn run(service: Service) {
             change = changes.recv() => match change {
                 Ok(Change::Task { task_id }) => {
                     if let Ok(task) = service.task_get(task_id).await {
-                        announce_progress(&service, &task).await;
+                        announce_progress(&service, &task, &mut announced).await;
                     }
                 }
                 Ok(_) | Err(RecvError::Lagged(_)) => {}
@@ -38,6 +42,29 @@ pub async fn run(service: Service) {
             },
         }
         sweep_outcomes(&service).await;
+        sweep_progress(&service, &mut announced).await;
+    }
+}
+
+/// Progress marks this process has taken or found taken: a note is marked once per
+/// process, not once per sweep.
+#[derive(Default)]
+struct Announced(HashSet<String>);
+
+async fn sweep_progress(service: &Service, announced: &mut Announced) {
+    let query = TaskListQuery {
+        statuses: vec![TaskStatus::InProgress],
+        source: Some("slack".to_string()),
+        limit: Some(PROGRESS_SWEEP_BATCH),
+        ..TaskListQuery::default()
+    };
+    match service.task_list(query).await {
+        Ok((tasks, _)) => {
+            for task in tasks {
+                announce_progress(service, &task, announced).await;
+            }
+        }
+        Err(error) => tracing::warn!(%error, "cannot look for Slack task progress to post"),
     }
 }
 
@@ -58,14 +85,24 @@ async fn sweep_outcomes(service: &Service) {
     }
 }
 
-async fn announce_progress(service: &Service, task: &Task) {
+async fn announce_progress(service: &Service, task: &Task, announced: &mut Announced) {
     let (Some(progress), Some(_)) = (&task.progress, &task.origin.slack_thread_ts) else { return };
     if task.status.is_finished() {
         return;
     }
     let key = format!("{}:{:016x}", task.id, fnv1a(progress));
-    if let Ok(true) = service.slack_mark_once(SlackMark::TaskProgress, &key).await {
-        post(service, task, &format!(":hourglass_flowing_sand: {}", mrkdwn::from_markdown(progress))).await;
+    if announced.0.contains(&key) {
+        return;
+    }
+    match service.slack_mark_once(SlackMark::TaskProgress, &key).await {
+        Ok(first) => {
+            announced.0.insert(key);
+            if first {
+                let text = format!(":hourglass_flowing_sand: {}", mrkdwn::from_markdown(progress));
+                post(service, task, &text).await;
+            }
+        }
+        Err(error) => tracing::warn!(%error, task = %task.id, "cannot mark a Slack progress note"),
     }
 }
 

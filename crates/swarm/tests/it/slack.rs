@@ -157,6 +157,22 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert_eq!(trigger["task"]["slackThreadTs"], "300.1");
     assert_eq!(trigger["task"]["slackUserId"], "U2");
 
+    // Its progress, reported through another process on the same database (which has no
+    // Slack of its own), reaches the thread once, through this hub's sweep.
+    let named_task = trigger["task"]["id"].as_str().unwrap().to_string();
+    let other = Hub::start(&database, None);
+    let note = json!({"progress": "half of the **staging** checks pass"});
+    let (status, _) = other.post(&format!("/api/tasks/{named_task}/progress"), Some(&worker), note).await;
+    assert_eq!(status, 200);
+    let is_note =
+        |post: &Value| post["text"].as_str().is_some_and(|t| t.contains("half of the *staging* checks"));
+    let posted =
+        stand_in.wait_post("the progress note", |post| post["thread_ts"] == "300.1" && is_note(post)).await;
+    assert_eq!(posted["username"], "zeta-worker");
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await; // more than one sweep (2 s)
+    assert_eq!(stand_in.posts().await.iter().filter(|post| is_note(post)).count(), 1, "posted once");
+    drop(other);
+
     // A user who is not allowed is ignored.
     let stranger = json!({"type": "app_mention", "user": "U9", "channel": "C1", "ts": "400.1",
                           "text": format!("<@{BOT_USER}> let me in")});
