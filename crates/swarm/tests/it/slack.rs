@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
-    mcp_client::{Revision, connect_http, new_agent_id, ok},
+    mcp_client::{Revision, connect_http, new_agent_id, ok, refused},
     runner::{Runner, RunnerSetup, registered},
     slack_stand_in::{BOT_USER, SlackStandIn},
 };
@@ -104,6 +104,17 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert_eq!(reply["icon_emoji"], ":crown:");
     let fetched = ok(&lead_client, "get-inbox-message", json!({"inboxMessageId": message_id})).await;
     assert_eq!(fetched["inboxMessage"]["status"], "responded");
+
+    // The lead reads Slack and posts in a channel; a worker may not post.
+    let channels = ok(&lead_client, "slack-list-channels", json!({})).await;
+    assert!(channels["channels"].to_string().contains("general"), "{channels}");
+    let thread = ok(&lead_client, "slack-read", json!({"channelId": "C1", "threadTs": "100.1"})).await;
+    assert!(thread["messages"].to_string().contains("first message of the thread"), "{thread}");
+    ok(&lead_client, "slack-post", json!({"channelId": "C1", "message": "Standup in 5 minutes"})).await;
+    let posted = stand_in.wait_post("the lead's post", |post| post["text"] == "Standup in 5 minutes").await;
+    assert_eq!(posted["channel"], "C1");
+    let worker_client = connect_http(&hub, Some(&worker), Revision::Initialize).await;
+    refused(&worker_client, "slack-post", json!({"channelId": "C1", "message": "hello all"})).await;
 
     // inbox-delegate creates a worker task carrying the Slack thread.
     stand_in.push_event("env-2", "Ev2", mention("200.1", "please rebuild the docs site", None)).await;
