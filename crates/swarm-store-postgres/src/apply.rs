@@ -35,13 +35,7 @@ pub(crate) async fn apply(
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
     let mut tx = pool.begin().await.map_err(db)?;
-    let before = sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
-        .bind(id.as_uuid())
-        .try_map(task_from_row)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    let Some(before) = before else {
+    let Some(before) = lock_task(&mut tx, id).await? else {
         return Ok(Applied::NotFound);
     };
 
@@ -170,13 +164,7 @@ pub(crate) async fn set_progress(
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
     let mut tx = pool.begin().await.map_err(db)?;
-    let before = sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
-        .bind(id.as_uuid())
-        .try_map(task_from_row)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    let Some(before) = before else {
+    let Some(before) = lock_task(&mut tx, id).await? else {
         return Ok(Applied::NotFound);
     };
     let changed: Option<Uuid> = sqlx::query_scalar(
@@ -212,13 +200,7 @@ pub(crate) async fn edit_text(
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
     let mut tx = pool.begin().await.map_err(db)?;
-    let before = sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
-        .bind(id.as_uuid())
-        .try_map(task_from_row)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-    let Some(before) = before else {
+    let Some(before) = lock_task(&mut tx, id).await? else {
         return Ok(Applied::NotFound);
     };
     let editable: Vec<&str> = TaskStatus::EDITABLE.iter().map(TaskStatus::as_str).collect();
@@ -241,4 +223,15 @@ pub(crate) async fn edit_text(
     let after = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
     Ok(Applied::Changed { before, after })
+}
+
+/// The task as it stands, its row locked until the transaction ends, so the guarded
+/// update that follows sees no concurrent change to it.
+async fn lock_task(tx: &mut sqlx::PgConnection, id: TaskId) -> StoreResult<Option<Task>> {
+    sqlx::query(concat!(task_select!(), " WHERE t.id = $1 FOR NO KEY UPDATE OF t"))
+        .bind(id.as_uuid())
+        .try_map(task_from_row)
+        .fetch_optional(tx)
+        .await
+        .map_err(db)
 }
