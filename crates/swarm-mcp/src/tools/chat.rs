@@ -124,7 +124,7 @@ async fn post_message(call: ToolCall, args: PostMessageArguments) -> Outcome {
         0 => format!("Message posted, mentioning {} agent(s).", message.mentions.len()),
         tasks => format!("Message posted; {tasks} task(s) created."),
     };
-    Ok(Reply::ok(summary).with("message", &message))
+    Ok(Reply::ok(summary).with("chatMessage", &message))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -168,3 +168,53 @@ async fn bad_chat_input_gets_a_json_4xx() {
         assert!(body["error"].is_string(), "case {index}: a JSON error body: {body}");
     }
 }
+
+#[tokio::test]
+async fn the_chat_tools_post_read_and_keep_direct_channels_private() {
+    use crate::mcp_client::{Revision, connect_http, new_agent_id, ok, refused};
+
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let (alice, bob, carol) = (new_agent_id(), new_agent_id(), new_agent_id());
+    let alice_client = connect_http(&hub, Some(&alice), Revision::Initialize).await;
+    let bob_client = connect_http(&hub, Some(&bob), Revision::Initialize).await;
+    let carol_client = connect_http(&hub, Some(&carol), Revision::Initialize).await;
+    ok(&alice_client, "join-swarm", json!({"name": "alice"})).await;
+    ok(&bob_client, "join-swarm", json!({"name": "bob"})).await;
+    ok(&carol_client, "join-swarm", json!({"name": "carol"})).await;
+
+    let created =
+        ok(&alice_client, "create-channel", json!({"name": "pair", "type": "dm", "participants": [bob]}))
+            .await;
+    let pair = created["channel"]["id"].as_str().unwrap().to_string();
+    let reason = refused(&alice_client, "create-channel", json!({"name": "pair"})).await;
+    assert!(!reason.is_empty());
+    let reason = refused(&alice_client, "create-channel", json!({"name": "no spaces"})).await;
+    assert!(reason.contains("channel name"), "{reason}");
+
+    let posted = ok(&alice_client, "post-message", json!({"channelId": pair, "content": "@bob ping"})).await;
+    assert_eq!(posted["chatMessage"]["mentions"], json!([bob]));
+    let listed = ok(&bob_client, "list-channels", json!({})).await;
+    assert_eq!(listed["unreadMentions"][&pair], 1, "{listed}");
+    let names: Vec<&str> =
+        listed["channels"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["general", "pair"]);
+
+    // Carol sees neither the channel nor its messages.
+    let listed = ok(&carol_client, "list-channels", json!({})).await;
+    assert_eq!(listed["channels"].as_array().unwrap().len(), 1, "{listed}");
+    refused(&carol_client, "read-messages", json!({"channelId": pair})).await;
+    refused(&carol_client, "post-message", json!({"channelId": pair, "content": "hi"})).await;
+
+    let read = ok(&bob_client, "read-messages", json!({"channelId": pair, "mentionsOnly": true})).await;
+    assert_eq!(read["messages"].as_array().unwrap().len(), 1);
+    let listed = ok(&bob_client, "list-channels", json!({})).await;
+    assert_eq!(listed["unreadMentions"], json!({}), "reading cleared the mention");
+
+    let root = posted["chatMessage"]["id"].as_str().unwrap();
+    ok(&bob_client, "post-message", json!({"channelId": pair, "content": "pong", "replyToId": root})).await;
+    let thread = ok(&alice_client, "read-messages", json!({"channelId": pair, "threadId": root})).await;
+    assert_eq!(thread["messages"].as_array().unwrap().len(), 2);
+    refused(&alice_client, "read-messages", json!({"limit": 0})).await;
+    refused(&alice_client, "post-message", json!({"content": "  "})).await;
+}
