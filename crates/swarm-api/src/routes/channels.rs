@@ -69,7 +69,7 @@ pub struct PostMessageBody {
 }
 
 fn timestamp(field: &str, text: Option<String>) -> Result<Option<Timestamp>, ApiError> {
-    match text.filter(|text| !text.is_empty()) {
+    match text {
         None => Ok(None),
         Some(text) => {
             serde_json::from_value(serde_json::Value::String(text.clone())).map(Some).map_err(|_| {
