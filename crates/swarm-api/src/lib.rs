@@ -60,6 +60,7 @@ pub struct AppState {
     tags(
         (name = "agents", description = "Registration, profiles, heartbeats"),
         (name = "tasks", description = "Tasks and their state machine"),
+        (name = "channels", description = "Agent chat: channels, messages, mentions"),
         (name = "sessions", description = "What runners report about agent sessions"),
         (name = "system", description = "Health, stats, the event log, this document"),
     ),
@@ -100,6 +101,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::agents::router())
         .merge(routes::poll::router())
         .merge(routes::tasks::router())
+        .merge(routes::channels::router())
         .merge(routes::sessions::router())
         .merge(routes::system::router())
 }

@@ -68,3 +68,20 @@ uuid_id!(
     InboxMessageId,
     "inbox message id"
 );
+uuid_id!(
+    /// The id of a chat channel (`general` has a fixed one: [`ChannelId::general`]).
+    ChannelId,
+    "channel id"
+);
+uuid_id!(
+    /// The id of a message in a chat channel.
+    ChatMessageId,
+    "message id"
+);
+
+impl ChannelId {
+    /// The `general` channel, created by the first migration of chat and always there.
+    pub fn general() -> ChannelId {
+        ChannelId(Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_0001))
+    }
+}

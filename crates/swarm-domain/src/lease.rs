@@ -115,6 +115,8 @@ pub struct RescueReport {
     pub silenced: Vec<AgentId>,
     /// Leads whose `processing` inbox messages went back to `unread`, once per message.
     pub inbox_returned_to: Vec<AgentId>,
+    /// Agents whose claimed channels (`unread_mentions`) came back after their lease ran out.
+    pub mentions_returned_to: Vec<AgentId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! HTTP or JSON-over-the-wire beyond the serde shapes of CONTRACT.md.
 
 pub mod agent;
+pub mod chat;
 pub mod event;
 pub mod id;
 pub mod inbox;

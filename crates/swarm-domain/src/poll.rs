@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use crate::{
+    chat::ChatMessage,
     event::{EventType, NewEvent},
     id::{AgentId, TaskId},
     inbox::InboxMessage,
@@ -46,6 +47,9 @@ pub enum TriggerKind {
     /// Lead only: up to [`crate::inbox::INBOX_TRIGGER_MAX`] of its oldest `unread` inbox
     /// messages; claimed `unread` → `processing` with a lease.
     SlackInboxMessage,
+    /// Channels where I was mentioned since I last read them; each claimed with
+    /// `processing_since` and a lease, cleared when I read the channel.
+    UnreadMentions,
     /// Finished worker tasks the lead has not been told about; claimed by `notifiedAt`.
     TasksFinished,
     /// The best ready pool task, if I have capacity; claimed `unassigned` →
@@ -58,10 +62,11 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 6] = [
+    pub const ORDER: [TriggerKind; 7] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
         TriggerKind::SlackInboxMessage,
+        TriggerKind::UnreadMentions,
         TriggerKind::TasksFinished,
         TriggerKind::PoolTask,
         TriggerKind::PoolTasksAvailable,
@@ -69,7 +74,9 @@ impl TriggerKind {
 
     pub fn audience(&self) -> Audience {
         match self {
-            TriggerKind::TaskOffered | TriggerKind::TaskAssigned => Audience::Anyone,
+            TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::UnreadMentions => {
+                Audience::Anyone
+            }
             TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished => Audience::LeadOnly,
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
         }
@@ -86,9 +93,10 @@ impl TriggerKind {
             TriggerKind::TaskOffered => Some((TaskStatus::Offered, TaskStatus::Reviewing)),
             TriggerKind::TaskAssigned => Some((TaskStatus::Pending, TaskStatus::InProgress)),
             TriggerKind::PoolTask => Some((TaskStatus::Unassigned, TaskStatus::InProgress)),
-            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
-                None
-            }
+            TriggerKind::SlackInboxMessage
+            | TriggerKind::UnreadMentions
+            | TriggerKind::TasksFinished
+            | TriggerKind::PoolTasksAvailable => None,
         }
     }
 
@@ -115,9 +123,10 @@ impl TriggerKind {
             TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 Some(Trigger::TaskAssigned { task_id, task })
             }
-            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
-                None
-            }
+            TriggerKind::SlackInboxMessage
+            | TriggerKind::UnreadMentions
+            | TriggerKind::TasksFinished
+            | TriggerKind::PoolTasksAvailable => None,
         }
     }
 }
@@ -148,11 +157,32 @@ impl PoolMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Trigger {
-    TaskOffered { task_id: TaskId, task: Task },
-    TaskAssigned { task_id: TaskId, task: Task },
-    SlackInboxMessage { count: usize, messages: Vec<InboxMessage> },
-    TasksFinished { count: usize, tasks: Vec<Task> },
-    PoolTasksAvailable { count: i64 },
+    TaskOffered {
+        task_id: TaskId,
+        task: Task,
+    },
+    TaskAssigned {
+        task_id: TaskId,
+        task: Task,
+    },
+    SlackInboxMessage {
+        count: usize,
+        messages: Vec<InboxMessage>,
+    },
+    /// The unread messages that mention the agent, oldest first, across the channels
+    /// claimed (`channelIds`).
+    UnreadMentions {
+        count: usize,
+        channel_ids: Vec<crate::id::ChannelId>,
+        messages: Vec<ChatMessage>,
+    },
+    TasksFinished {
+        count: usize,
+        tasks: Vec<Task>,
+    },
+    PoolTasksAvailable {
+        count: i64,
+    },
 }
 
 impl Trigger {
@@ -161,6 +191,7 @@ impl Trigger {
             Trigger::TaskOffered { .. } => "task_offered",
             Trigger::TaskAssigned { .. } => "task_assigned",
             Trigger::SlackInboxMessage { .. } => "slack_inbox_message",
+            Trigger::UnreadMentions { .. } => "unread_mentions",
             Trigger::TasksFinished { .. } => "tasks_finished",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }

@@ -5,6 +5,7 @@
 //! publishes a [`Change`] after it committed, so long-polls and live views can wake.
 
 mod agents;
+mod chat;
 mod delegation;
 mod error;
 mod inbox;
@@ -31,6 +32,7 @@ use tokio::sync::broadcast;
 use crate::wake::Waiters;
 
 pub use agents::{InboxSummary, RegisterInput};
+pub use chat::{CreateChannel, MESSAGES_PAGE_MAX, PostMessage, ReadMessages};
 pub use delegation::SendTask;
 pub use error::{ServiceError, ServiceResult};
 pub use inbox::{Delegate, Delegated, ReplyTarget};

@@ -155,7 +155,7 @@ impl Service {
                     self.inbox_changed(message.agent_id);
                 }
             }
-            Trigger::PoolTasksAvailable { .. } => {}
+            Trigger::UnreadMentions { .. } | Trigger::PoolTasksAvailable { .. } => {}
         }
     }
 }

@@ -13,6 +13,7 @@
 
 mod agents;
 mod apply;
+mod chat;
 mod error;
 mod events;
 mod inbox;
@@ -33,8 +34,9 @@ use sqlx::{
 use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
+    chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, InboxMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     poll::{Trigger, TriggerKind, Wake},
@@ -283,6 +285,46 @@ impl Store for PgStore {
 
     async fn slack_outcomes_unannounced(&self, since: Timestamp, limit: i64) -> StoreResult<Vec<Task>> {
         inbox::slack_outcomes_unannounced(&self.pool, since, limit).await
+    }
+
+    async fn channel_create(&self, channel: &NewChannel, now: Timestamp) -> StoreResult<Channel> {
+        chat::channel_create(&self.pool, channel, now).await
+    }
+
+    async fn channel_get(&self, id: ChannelId) -> StoreResult<Option<Channel>> {
+        chat::channel_get(&self.pool, id).await
+    }
+
+    async fn channel_list(&self) -> StoreResult<Vec<Channel>> {
+        chat::channel_list(&self.pool).await
+    }
+
+    async fn chat_post(&self, message: &NewChatMessage, now: Timestamp) -> StoreResult<ChatMessage> {
+        chat::post(&self.pool, message, now).await
+    }
+
+    async fn chat_message_get(&self, id: ChatMessageId) -> StoreResult<Option<ChatMessage>> {
+        chat::message_get(&self.pool, id).await
+    }
+
+    async fn chat_messages(&self, channel: ChannelId, query: &MessageQuery) -> StoreResult<Vec<ChatMessage>> {
+        chat::messages(&self.pool, channel, query).await
+    }
+
+    async fn chat_thread(&self, root: ChatMessageId) -> StoreResult<Vec<ChatMessage>> {
+        chat::thread(&self.pool, root).await
+    }
+
+    async fn chat_last_read(&self, agent: AgentId, channel: ChannelId) -> StoreResult<Option<Timestamp>> {
+        chat::last_read(&self.pool, agent, channel).await
+    }
+
+    async fn chat_mark_read(&self, agent: AgentId, channel: ChannelId, up_to: Timestamp) -> StoreResult<()> {
+        chat::mark_read(&self.pool, agent, channel, up_to).await
+    }
+
+    async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>> {
+        chat::unread_mentions(&self.pool, agent).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

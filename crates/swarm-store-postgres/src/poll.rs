@@ -50,7 +50,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -60,6 +60,8 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
         ready!(),
         "), a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
+           EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0 \
+                   AND r.processing_since IS NULL), \
            a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
         unnotified_worker_task!(),
         "), NOT a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
@@ -79,6 +81,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         offered,
         pending,
         inbox,
+        mentions,
         finished,
         pool,
     )) = row
@@ -89,6 +92,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
         (inbox, TriggerKind::SlackInboxMessage),
+        (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
         (pool, TriggerKind::PoolTask),
         (pool, TriggerKind::PoolTasksAvailable),
@@ -122,6 +126,7 @@ pub(crate) async fn claim(
                 claim_task(&mut tx, *kind, agent, now, lease_until).await?
             }
             TriggerKind::SlackInboxMessage => crate::inbox::claim(&mut tx, agent, now, lease_until).await?,
+            TriggerKind::UnreadMentions => crate::chat::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };
@@ -170,9 +175,10 @@ async fn claim_task(
             has_capacity!(),
             " RETURNING id"
         ),
-        TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
-            return Ok(None);
-        }
+        TriggerKind::SlackInboxMessage
+        | TriggerKind::UnreadMentions
+        | TriggerKind::TasksFinished
+        | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
     let claimed: Option<Uuid> = sqlx::query_scalar(sql)
         .bind(agent.as_uuid())

@@ -145,6 +145,7 @@ pub(crate) fn heartbeat(
         params![lease_until.unix_millis(), id.to_string()],
     )?;
     crate::inbox::extend_leases(tx, id, lease_until)?;
+    crate::chat::extend_leases(tx, id, lease_until)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;
     }

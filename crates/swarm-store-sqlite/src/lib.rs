@@ -12,6 +12,7 @@
 //! the blocking pool for listings.
 
 mod agents;
+mod chat;
 mod database;
 mod decode;
 mod events;
@@ -33,8 +34,9 @@ use sqlx::{
 use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
+    chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, InboxMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     poll::{Trigger, TriggerKind, Wake},
@@ -293,6 +295,49 @@ impl Store for SqliteStore {
         self.database
             .read_snapshot(move |snapshot| tasks::slack_outcomes_unannounced(snapshot, since, limit))
             .await
+    }
+
+    async fn channel_create(&self, channel: &NewChannel, now: Timestamp) -> StoreResult<Channel> {
+        let channel = channel.clone();
+        self.database.write(move |tx| chat::channel_create(tx, &channel, now)).await
+    }
+
+    async fn channel_get(&self, id: ChannelId) -> StoreResult<Option<Channel>> {
+        self.database.read(|connection| chat::channel_get(connection, id))
+    }
+
+    async fn channel_list(&self) -> StoreResult<Vec<Channel>> {
+        self.database.read_snapshot(chat::channel_list).await
+    }
+
+    async fn chat_post(&self, message: &NewChatMessage, now: Timestamp) -> StoreResult<ChatMessage> {
+        let message = message.clone();
+        self.database.write(move |tx| chat::post(tx, &message, now)).await
+    }
+
+    async fn chat_message_get(&self, id: ChatMessageId) -> StoreResult<Option<ChatMessage>> {
+        self.database.read(|connection| chat::message_get(connection, id))
+    }
+
+    async fn chat_messages(&self, channel: ChannelId, query: &MessageQuery) -> StoreResult<Vec<ChatMessage>> {
+        let query = query.clone();
+        self.database.read_snapshot(move |snapshot| chat::messages(snapshot, channel, &query)).await
+    }
+
+    async fn chat_thread(&self, root: ChatMessageId) -> StoreResult<Vec<ChatMessage>> {
+        self.database.read_snapshot(move |snapshot| chat::thread(snapshot, root)).await
+    }
+
+    async fn chat_last_read(&self, agent: AgentId, channel: ChannelId) -> StoreResult<Option<Timestamp>> {
+        self.database.read(|connection| chat::last_read(connection, agent, channel))
+    }
+
+    async fn chat_mark_read(&self, agent: AgentId, channel: ChannelId, up_to: Timestamp) -> StoreResult<()> {
+        self.database.write(move |tx| chat::mark_read(tx, agent, channel, up_to)).await
+    }
+
+    async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>> {
+        self.database.read(|connection| chat::unread_mentions(connection, agent))
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

@@ -43,7 +43,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool);
 
 pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sql::optional(
@@ -58,6 +58,8 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             ") AS pending,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM inbox_messages m
                                           WHERE m.agent_id = a.id AND m.status = 'unread') AS inbox,
+                EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0
+                                                        AND r.processing_since IS NULL) AS mentions,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t WHERE",
             unnotified_worker_task!(),
             ") AS finished,
@@ -77,6 +79,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 get_bool(row, "offered")?,
                 get_bool(row, "pending")?,
                 get_bool(row, "inbox")?,
+                get_bool(row, "mentions")?,
                 get_bool(row, "finished")?,
                 get_bool(row, "pool")?,
             ))
@@ -91,6 +94,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
         offered,
         pending,
         inbox,
+        mentions,
         finished,
         pool,
     )) = row
@@ -102,6 +106,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
         (inbox, TriggerKind::SlackInboxMessage),
+        (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
         (pool, TriggerKind::PoolTask),
         (pool, TriggerKind::PoolTasksAvailable),
@@ -131,6 +136,7 @@ pub(crate) fn claim(
                 claim_task(tx, *kind, agent, now, lease_until)?
             }
             TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until)?,
+            TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
@@ -179,9 +185,10 @@ fn claim_task(
             has_capacity!(),
             " RETURNING id"
         ),
-        TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::PoolTasksAvailable => {
-            return Ok(None);
-        }
+        TriggerKind::SlackInboxMessage
+        | TriggerKind::UnreadMentions
+        | TriggerKind::TasksFinished
+        | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
     let claimed = sql::optional(
         tx,

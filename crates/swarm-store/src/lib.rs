@@ -12,8 +12,9 @@
 use async_trait::async_trait;
 use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
+    chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, InboxMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     poll::{Trigger, TriggerKind, Wake},
@@ -259,6 +260,33 @@ pub trait Store: Send + Sync + 'static {
     /// Finished (`completed`, `failed`) tasks with a Slack thread, finished at or after
     /// `since`, whose outcome has no [`SlackMark::TaskOutcome`] yet; oldest first.
     async fn slack_outcomes_unannounced(&self, since: Timestamp, limit: i64) -> StoreResult<Vec<Task>>;
+
+    // ----- channels (agent chat) -----
+
+    /// Insert a channel. A taken name is `Conflict`; a participant or creator that does
+    /// not exist is `MissingReference`. `general` exists from the migration on.
+    async fn channel_create(&self, channel: &NewChannel, now: Timestamp) -> StoreResult<Channel>;
+    async fn channel_get(&self, id: ChannelId) -> StoreResult<Option<Channel>>;
+    /// Every channel, ordered by name.
+    async fn channel_list(&self) -> StoreResult<Vec<Channel>>;
+    /// In one transaction: the message, one mention row per mentioned agent, each
+    /// mentioned agent's unread count for the channel bumped, and `message.tasks` created
+    /// (logged as by `task_create`). A channel, author, mentioned agent or replied-to
+    /// message that does not exist is `MissingReference`.
+    async fn chat_post(&self, message: &NewChatMessage, now: Timestamp) -> StoreResult<ChatMessage>;
+    async fn chat_message_get(&self, id: ChatMessageId) -> StoreResult<Option<ChatMessage>>;
+    /// The channel's messages chosen by `query` ([`MessageQuery`]), oldest first.
+    async fn chat_messages(&self, channel: ChannelId, query: &MessageQuery) -> StoreResult<Vec<ChatMessage>>;
+    /// The message and its replies, oldest first; empty when it does not exist.
+    async fn chat_thread(&self, root: ChatMessageId) -> StoreResult<Vec<ChatMessage>>;
+    /// When the agent last read the channel (`None`: never).
+    async fn chat_last_read(&self, agent: AgentId, channel: ChannelId) -> StoreResult<Option<Timestamp>>;
+    /// The agent read the channel up to `up_to`, as one upsert: `last_read_at` moves
+    /// forward (never back), the poll's claim (`processing_since`, lease) is cleared and
+    /// the unread mention count is recounted from the mention rows after `last_read_at`.
+    async fn chat_mark_read(&self, agent: AgentId, channel: ChannelId, up_to: Timestamp) -> StoreResult<()>;
+    /// The agent's unread mention counts, per channel that has any.
+    async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>>;
 
     // ----- event log, sessions, stats -----
 

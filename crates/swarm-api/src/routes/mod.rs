@@ -2,6 +2,7 @@
 //! resource-then-verb (`tasks_create`).
 
 pub mod agents;
+pub mod channels;
 pub mod poll;
 pub mod sessions;
 pub mod system;

@@ -2,6 +2,7 @@
 //! the service function its REST twin calls.
 
 mod agents;
+mod chat;
 mod inbox;
 mod poll;
 mod slack;
@@ -17,7 +18,7 @@ pub use inbox::InboxRole;
 
 /// The tools of the hub, served over HTTP and stdio alike.
 pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
-    vec![agents::group(), tasks::group(), poll::group(), slack::group()]
+    vec![agents::group(), tasks::group(), poll::group(), slack::group(), chat::group()]
 }
 
 /// The hub's tools plus the Inbox-MCP names for one session role (stdio only).

@@ -2,6 +2,7 @@
 
 mod api_flow;
 mod bench;
+mod chat;
 mod cli;
 mod connect;
 mod demo;

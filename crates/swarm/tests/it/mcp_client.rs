@@ -162,7 +162,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 15] = [
+pub const WORKER_TOOLS: [&str; 19] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -178,6 +178,10 @@ pub const WORKER_TOOLS: [&str; 15] = [
     "get-inbox-message",
     "slack-read",
     "slack-list-channels",
+    "list-channels",
+    "create-channel",
+    "post-message",
+    "read-messages",
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
@@ -190,6 +194,10 @@ pub fn lead_tools() -> Vec<&'static str> {
         "slack-read",
         "slack-post",
         "slack-list-channels",
+        "list-channels",
+        "create-channel",
+        "post-message",
+        "read-messages",
     ]);
     tools
 }

@@ -3,6 +3,7 @@
 //! trait only.
 
 mod agents;
+mod chat;
 mod claims;
 mod endings;
 mod inbox;

@@ -430,6 +430,7 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
         match trigger {
             Trigger::TaskOffered { task_id, .. } | Trigger::TaskAssigned { task_id, .. } => got.push(task_id),
             Trigger::SlackInboxMessage { .. }
+            | Trigger::UnreadMentions { .. }
             | Trigger::TasksFinished { .. }
             | Trigger::PoolTasksAvailable { .. } => {}
         }
