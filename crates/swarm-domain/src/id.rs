@@ -85,3 +85,9 @@ impl ChannelId {
         ChannelId(Uuid::from_u128(0x0000_0000_0000_7000_8000_0000_0000_0001))
     }
 }
+
+uuid_id!(
+    /// The id of a piece of agent mail.
+    MailId,
+    "mail id"
+);

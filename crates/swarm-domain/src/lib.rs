@@ -9,6 +9,7 @@ pub mod event;
 pub mod id;
 pub mod inbox;
 pub mod lease;
+pub mod mail;
 pub mod poll;
 pub mod session;
 pub mod stats;

@@ -13,6 +13,7 @@ use crate::{
     event::{EventType, NewEvent},
     id::{AgentId, TaskId},
     inbox::InboxMessage,
+    mail::Mail,
     task::{Task, TaskStatus},
 };
 
@@ -44,6 +45,9 @@ pub enum TriggerKind {
     /// My best ready `pending` task, if I have capacity; claimed `pending` →
     /// `in_progress` with a lease.
     TaskAssigned,
+    /// Up to [`crate::mail::URGENT_TRIGGER_MAX`] of my undelivered urgent mail; claimed
+    /// `unread` → `processing` with a lease, delivered when I read it.
+    UrgentMail,
     /// Lead only: up to [`crate::inbox::INBOX_TRIGGER_MAX`] of its oldest `unread` inbox
     /// messages; claimed `unread` → `processing` with a lease.
     SlackInboxMessage,
@@ -62,9 +66,10 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 7] = [
+    pub const ORDER: [TriggerKind; 8] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
+        TriggerKind::UrgentMail,
         TriggerKind::SlackInboxMessage,
         TriggerKind::UnreadMentions,
         TriggerKind::TasksFinished,
@@ -74,9 +79,10 @@ impl TriggerKind {
 
     pub fn audience(&self) -> Audience {
         match self {
-            TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::UnreadMentions => {
-                Audience::Anyone
-            }
+            TriggerKind::TaskOffered
+            | TriggerKind::TaskAssigned
+            | TriggerKind::UrgentMail
+            | TriggerKind::UnreadMentions => Audience::Anyone,
             TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished => Audience::LeadOnly,
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
         }
@@ -93,7 +99,8 @@ impl TriggerKind {
             TriggerKind::TaskOffered => Some((TaskStatus::Offered, TaskStatus::Reviewing)),
             TriggerKind::TaskAssigned => Some((TaskStatus::Pending, TaskStatus::InProgress)),
             TriggerKind::PoolTask => Some((TaskStatus::Unassigned, TaskStatus::InProgress)),
-            TriggerKind::SlackInboxMessage
+            TriggerKind::UrgentMail
+            | TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
             | TriggerKind::PoolTasksAvailable => None,
@@ -123,7 +130,8 @@ impl TriggerKind {
             TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 Some(Trigger::TaskAssigned { task_id, task })
             }
-            TriggerKind::SlackInboxMessage
+            TriggerKind::UrgentMail
+            | TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
             | TriggerKind::PoolTasksAvailable => None,
@@ -165,6 +173,11 @@ pub enum Trigger {
         task_id: TaskId,
         task: Task,
     },
+    /// Urgent mail for me, oldest first.
+    UrgentMail {
+        count: usize,
+        mail: Vec<Mail>,
+    },
     SlackInboxMessage {
         count: usize,
         messages: Vec<InboxMessage>,
@@ -190,6 +203,7 @@ impl Trigger {
         match self {
             Trigger::TaskOffered { .. } => "task_offered",
             Trigger::TaskAssigned { .. } => "task_assigned",
+            Trigger::UrgentMail { .. } => "urgent_mail",
             Trigger::SlackInboxMessage { .. } => "slack_inbox_message",
             Trigger::UnreadMentions { .. } => "unread_mentions",
             Trigger::TasksFinished { .. } => "tasks_finished",

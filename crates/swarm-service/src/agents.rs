@@ -25,12 +25,14 @@ pub struct RegisterInput {
     pub max_tasks: Option<i64>,
 }
 
-/// The counts of `GET /me?include=inbox`. Inbox messages and mentions come with the
-/// Slack and channel features; until then they are zero.
+/// The counts of `GET /me?include=inbox`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InboxSummary {
+    /// The reference's unread channel message count; not kept (mentions are).
     pub unread_count: i64,
+    /// Unread mentions across channels.
     pub mentions_count: i64,
+    pub mail: swarm_domain::mail::MailCounts,
     pub offered_tasks_count: i64,
     pub pool_tasks_count: i64,
     pub in_progress_count: i64,
@@ -108,7 +110,10 @@ impl Service {
             return Ok((agent, None));
         }
         let counts = self.store.agent_work_counts(id).await?;
+        let mentions = self.store.chat_unread_mentions(id).await?;
         let inbox = InboxSummary {
+            mentions_count: mentions.iter().map(|(_, count)| count).sum(),
+            mail: self.store.mail_counts(id).await?,
             offered_tasks_count: counts.offered_to_me,
             pool_tasks_count: counts.pool,
             in_progress_count: counts.in_progress,

@@ -37,13 +37,30 @@ pub struct PostMessage {
     pub mentions: Vec<AgentId>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadMessages {
     pub limit: Option<i64>,
     pub since: Option<Timestamp>,
     pub before: Option<Timestamp>,
     /// Only the messages that mention the caller.
     pub mentions_only: bool,
+    /// Only the messages after the caller last read the channel.
+    pub unread_only: bool,
+    /// Mark the channel read (the default): clears unread mentions and the poll's claim.
+    pub mark_as_read: bool,
+}
+
+impl Default for ReadMessages {
+    fn default() -> Self {
+        ReadMessages {
+            limit: None,
+            since: None,
+            before: None,
+            mentions_only: false,
+            unread_only: false,
+            mark_as_read: true,
+        }
+    }
 }
 
 impl Service {
@@ -191,8 +208,17 @@ impl Service {
         }
         let me = caller.agent_id();
         let mentioning = if request.mentions_only { Some(caller.require_agent()?) } else { None };
-        let query = MessageQuery { since: request.since, before: request.before, mentioning, limit };
+        let mut since = request.since;
+        if request.unread_only {
+            let agent = caller.require_agent()?;
+            let last_read = self.store.chat_last_read(agent, channel.id).await?;
+            since = since.max(last_read);
+        }
+        let query = MessageQuery { since, before: request.before, mentioning, limit };
         let messages = self.store.chat_messages(channel.id, &query).await?;
+        if !request.mark_as_read {
+            return Ok(messages);
+        }
         if let (Some(agent), Some(newest)) = (me, messages.last()) {
             self.store.chat_mark_read(agent, channel.id, newest.created_at).await?;
             self.publish(Change::Agent { agent_id: agent });
@@ -213,6 +239,19 @@ impl Service {
             _ => return Err(ServiceError::NotFound(format!("message {root} not found in this channel"))),
         }
         Ok(self.store.chat_thread(root).await?)
+    }
+
+    /// A channel by id or by name (`general`, `#dev`), as the caller may see it.
+    pub async fn channel_find(&self, caller: Caller, id_or_name: &str) -> ServiceResult<Channel> {
+        if let Ok(id) = ChannelId::parse(id_or_name) {
+            return self.channel_get(caller, id).await;
+        }
+        let name = swarm_domain::chat::parse_channel_name(id_or_name)?;
+        self.channel_list(caller)
+            .await?
+            .into_iter()
+            .find(|channel| channel.name == name)
+            .ok_or_else(|| ServiceError::NotFound(format!("no channel named {name:?}")))
     }
 
     /// The caller's unread mention counts, per channel that has any.

@@ -155,6 +155,11 @@ impl Service {
                     self.inbox_changed(message.agent_id);
                 }
             }
+            Trigger::UrgentMail { mail, .. } => {
+                if let Some(mail) = mail.first() {
+                    self.publish(Change::Agent { agent_id: mail.to_agent_id });
+                }
+            }
             Trigger::UnreadMentions { .. } | Trigger::PoolTasksAvailable { .. } => {}
         }
     }

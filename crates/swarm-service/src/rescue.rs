@@ -48,6 +48,14 @@ impl Service {
             tracing::warn!(%lead, "an inbox message's lease ran out: it is unread again");
             wakes.push(Wake::Agent(*lead));
         }
+        for agent in &report.mentions_returned_to {
+            tracing::warn!(%agent, "a claim on mentioning channels ran out: they are unread again");
+            wakes.push(Wake::Agent(*agent));
+        }
+        for agent in &report.mail_returned_to {
+            tracing::warn!(%agent, "a claim on urgent mail ran out: it is unread again");
+            wakes.push(Wake::Agent(*agent));
+        }
         for agent in &report.silenced {
             tracing::warn!(%agent, "agent marked offline: no heartbeat for a lease period");
             self.publish(Change::Agent { agent_id: *agent });

@@ -17,6 +17,7 @@ mod chat;
 mod error;
 mod events;
 mod inbox;
+mod mail;
 mod poll;
 mod rescue;
 mod rows;
@@ -36,9 +37,10 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
+    mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
@@ -325,6 +327,31 @@ impl Store for PgStore {
 
     async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>> {
         chat::unread_mentions(&self.pool, agent).await
+    }
+
+    async fn mail_send(&self, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
+        mail::send(&self.pool, mail, now).await
+    }
+
+    async fn mail_get(&self, id: MailId) -> StoreResult<Option<Mail>> {
+        mail::get(&self.pool, id).await
+    }
+
+    async fn mail_list(&self, query: &MailQuery) -> StoreResult<Vec<Mail>> {
+        mail::list(&self.pool, query).await
+    }
+
+    async fn mail_deliver(
+        &self,
+        recipient: AgentId,
+        delivery: &MailDelivery,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Mail>> {
+        mail::deliver(&self.pool, recipient, delivery, now).await
+    }
+
+    async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts> {
+        mail::counts(&self.pool, agent).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

@@ -50,7 +50,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -59,7 +59,9 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                 EXISTS (SELECT 1 FROM tasks t WHERE t.offered_to = a.id AND t.status = 'offered'), \
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
         ready!(),
-        "), a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
+        "), EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread' \
+                   AND m.priority_rank = 0), \
+           a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
            EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0 \
                    AND r.processing_since IS NULL), \
            a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
@@ -80,6 +82,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         in_progress,
         offered,
         pending,
+        urgent_mail,
         inbox,
         mentions,
         finished,
@@ -91,6 +94,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
     let found = [
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
+        (urgent_mail, TriggerKind::UrgentMail),
         (inbox, TriggerKind::SlackInboxMessage),
         (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
@@ -125,6 +129,7 @@ pub(crate) async fn claim(
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(&mut tx, *kind, agent, now, lease_until).await?
             }
+            TriggerKind::UrgentMail => crate::mail::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::SlackInboxMessage => crate::inbox::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::UnreadMentions => crate::chat::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
@@ -176,6 +181,7 @@ async fn claim_task(
             " RETURNING id"
         ),
         TriggerKind::SlackInboxMessage
+        | TriggerKind::UrgentMail
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
         | TriggerKind::PoolTasksAvailable => return Ok(None),

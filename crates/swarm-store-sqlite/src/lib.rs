@@ -17,6 +17,7 @@ mod database;
 mod decode;
 mod events;
 mod inbox;
+mod mail;
 mod poll;
 mod rescue;
 mod sessions;
@@ -36,9 +37,10 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
+    mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
@@ -338,6 +340,34 @@ impl Store for SqliteStore {
 
     async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>> {
         self.database.read(|connection| chat::unread_mentions(connection, agent))
+    }
+
+    async fn mail_send(&self, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
+        let mail = mail.clone();
+        self.database.write(move |tx| mail::send(tx, &mail, now)).await
+    }
+
+    async fn mail_get(&self, id: MailId) -> StoreResult<Option<Mail>> {
+        self.database.read(|connection| mail::get(connection, id))
+    }
+
+    async fn mail_list(&self, query: &MailQuery) -> StoreResult<Vec<Mail>> {
+        let query = query.clone();
+        self.database.read_snapshot(move |snapshot| mail::list(snapshot, &query)).await
+    }
+
+    async fn mail_deliver(
+        &self,
+        recipient: AgentId,
+        delivery: &MailDelivery,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Mail>> {
+        let delivery = delivery.clone();
+        self.database.write(move |tx| mail::deliver(tx, recipient, &delivery, now)).await
+    }
+
+    async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts> {
+        self.database.read(|connection| mail::counts(connection, agent))
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

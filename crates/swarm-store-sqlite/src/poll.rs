@@ -43,7 +43,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sql::optional(
@@ -56,6 +56,8 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
             ready!(),
             ") AS pending,
+                EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread'
+                                               AND m.priority_rank = 0) AS urgent_mail,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM inbox_messages m
                                           WHERE m.agent_id = a.id AND m.status = 'unread') AS inbox,
                 EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0
@@ -78,6 +80,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 column(row, "in_progress")?,
                 get_bool(row, "offered")?,
                 get_bool(row, "pending")?,
+                get_bool(row, "urgent_mail")?,
                 get_bool(row, "inbox")?,
                 get_bool(row, "mentions")?,
                 get_bool(row, "finished")?,
@@ -93,6 +96,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
         in_progress,
         offered,
         pending,
+        urgent_mail,
         inbox,
         mentions,
         finished,
@@ -105,6 +109,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
     let found = [
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
+        (urgent_mail, TriggerKind::UrgentMail),
         (inbox, TriggerKind::SlackInboxMessage),
         (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
@@ -135,6 +140,7 @@ pub(crate) fn claim(
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(tx, *kind, agent, now, lease_until)?
             }
+            TriggerKind::UrgentMail => crate::mail::claim(tx, agent, now, lease_until)?,
             TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until)?,
             TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
@@ -185,7 +191,8 @@ fn claim_task(
             has_capacity!(),
             " RETURNING id"
         ),
-        TriggerKind::SlackInboxMessage
+        TriggerKind::UrgentMail
+        | TriggerKind::SlackInboxMessage
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
         | TriggerKind::PoolTasksAvailable => return Ok(None),

@@ -14,9 +14,10 @@ use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
+    mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
@@ -287,6 +288,25 @@ pub trait Store: Send + Sync + 'static {
     async fn chat_mark_read(&self, agent: AgentId, channel: ChannelId, up_to: Timestamp) -> StoreResult<()>;
     /// The agent's unread mention counts, per channel that has any.
     async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>>;
+
+    // ----- agent mail -----
+
+    /// Append the mail. A reply (`in_reply_to`) also, in the same transaction, delivers
+    /// the replied-to mail (→ `read`) and answers it (`answered_at`, when it awaited a
+    /// response), both guarded on the replier being its recipient. A sender, recipient
+    /// or replied-to mail that does not exist is `MissingReference`.
+    async fn mail_send(&self, mail: &NewMail, now: Timestamp) -> StoreResult<Mail>;
+    async fn mail_get(&self, id: MailId) -> StoreResult<Option<Mail>>;
+    /// A page of mail ([`MailQuery`]).
+    async fn mail_list(&self, query: &MailQuery) -> StoreResult<Vec<Mail>>;
+    /// Deliver the recipient's undelivered mail chosen by `delivery` in one transaction
+    /// (`unread`/`processing` → `read`, guarded on both); returns what this call
+    /// delivered, urgent first, then oldest first. Mail delivered meanwhile by someone
+    /// else is not returned twice.
+    async fn mail_deliver(&self, recipient: AgentId, delivery: &MailDelivery, now: Timestamp)
+    -> StoreResult<Vec<Mail>>;
+    /// The agent's undelivered mail by priority and its mail awaiting a response.
+    async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts>;
 
     // ----- event log, sessions, stats -----
 

@@ -94,6 +94,11 @@ pub struct InboxResponse {
     offered_tasks_count: i64,
     pool_tasks_count: i64,
     in_progress_count: i64,
+    /// Undelivered mail to the agent (ours), and how much of it is urgent.
+    unread_mail_count: i64,
+    urgent_mail_count: i64,
+    /// The agent sent mail awaiting a response and no reply came yet (ours).
+    waiting_for_response: bool,
     #[schema(value_type = Vec<Object>)]
     recent_mentions: Vec<serde_json::Value>,
 }
@@ -106,6 +111,9 @@ impl From<InboxSummary> for InboxResponse {
             offered_tasks_count: inbox.offered_tasks_count,
             pool_tasks_count: inbox.pool_tasks_count,
             in_progress_count: inbox.in_progress_count,
+            unread_mail_count: inbox.mail.unread,
+            urgent_mail_count: inbox.mail.urgent,
+            waiting_for_response: inbox.mail.waiting_for_response(),
             recent_mentions: Vec::new(),
         }
     }

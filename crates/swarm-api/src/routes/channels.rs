@@ -108,7 +108,7 @@ async fn channels_messages(
         limit: query.limit,
         since: timestamp("since", query.since)?,
         before: timestamp("before", query.before)?,
-        mentions_only: false,
+        ..ReadMessages::default()
     };
     Ok(Json(MessagesResponse { messages: state.service.chat_read(caller, id, request).await? }))
 }

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod channels;
+pub mod mail;
 pub mod poll;
 pub mod sessions;
 pub mod system;

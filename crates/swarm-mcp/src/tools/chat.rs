@@ -130,7 +130,9 @@ async fn post_message(call: ToolCall, args: PostMessageArguments) -> Outcome {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReadMessagesArguments {
-    /// The channel; general when omitted.
+    /// The channel by name or id (as the reference names it); general when omitted.
+    channel: Option<String>,
+    /// The channel by id.
     channel_id: Option<Uuid>,
     /// A message: read it and its replies instead.
     thread_id: Option<Uuid>,
@@ -146,10 +148,19 @@ struct ReadMessagesArguments {
     /// Only the messages that mention you.
     #[serde(default)]
     mentions_only: bool,
+    /// Only the messages since you last read the channel.
+    #[serde(default)]
+    unread_only: bool,
+    /// Mark the channel read (default true): clears your unread mentions there.
+    mark_as_read: Option<bool>,
 }
 
 async fn read_messages(call: ToolCall, args: ReadMessagesArguments) -> Outcome {
-    let channel = args.channel_id.map(ChannelId::from_uuid).unwrap_or_else(ChannelId::general);
+    let channel = match (args.channel_id, args.channel.as_deref()) {
+        (Some(id), _) => ChannelId::from_uuid(id),
+        (None, Some(name)) => call.service.channel_find(call.caller(), name).await?.id,
+        (None, None) => ChannelId::general(),
+    };
     let messages = match args.thread_id {
         Some(root) => {
             call.service.chat_thread(call.caller(), channel, ChatMessageId::from_uuid(root)).await?
@@ -160,6 +171,8 @@ async fn read_messages(call: ToolCall, args: ReadMessagesArguments) -> Outcome {
                 since: args.since,
                 before: args.before,
                 mentions_only: args.mentions_only,
+                unread_only: args.unread_only,
+                mark_as_read: args.mark_as_read.unwrap_or(true),
             };
             call.service.chat_read(call.caller(), channel, request).await?
         }

@@ -4,6 +4,7 @@
 mod agents;
 mod chat;
 mod inbox;
+mod mail;
 mod poll;
 mod slack;
 mod tasks;
@@ -18,7 +19,7 @@ pub use inbox::InboxRole;
 
 /// The tools of the hub, served over HTTP and stdio alike.
 pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
-    vec![agents::group(), tasks::group(), poll::group(), slack::group(), chat::group()]
+    vec![agents::group(), tasks::group(), poll::group(), slack::group(), chat::group(), mail::group()]
 }
 
 /// The hub's tools plus the Inbox-MCP names for one session role (stdio only).

@@ -1,0 +1,255 @@
+//! Agent mail. Sending appends a row (and, for a reply, delivers and answers the
+//! replied-to mail in the same transaction); delivery and the poll's `urgent_mail` claim
+//! are guarded `UPDATE`s of the recipient's delivery state. The state machine is
+//! `swarm_domain::mail`.
+
+use rusqlite::{Connection, Row, params};
+use swarm_domain::{
+    id::{AgentId, MailId},
+    mail::{
+        Mail, MailBox, MailCounts, MailDelivery, MailPriority, MailQuery, MailStatus, MailType, NewMail,
+        URGENT_TRIGGER_MAX,
+    },
+    poll::Trigger,
+    time::Timestamp,
+};
+use swarm_store::{StoreError, StoreResult};
+
+use crate::{
+    decode::{Columns, agent_id, corrupt, db, is_foreign_key_violation},
+    sql::{self, Sql},
+};
+
+const SELECT_MAIL: &str = "SELECT id, from_agent_id, to_agent_id, type, subject, body, priority, awaiting_response,
+    in_reply_to, status, read_at, answered_at, lease_expires_at, created_at FROM mail";
+
+pub(crate) fn send(tx: &Connection, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
+    let inserted = tx.execute(
+        "INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority, priority_rank,
+             awaiting_response, in_reply_to, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            mail.id.to_string(),
+            mail.from_agent_id.to_string(),
+            mail.to_agent_id.to_string(),
+            mail.mail_type.as_str(),
+            mail.subject,
+            mail.body,
+            mail.priority.as_str(),
+            mail.priority.rank(),
+            mail.awaiting_response,
+            mail.in_reply_to.map(|id| id.to_string()),
+            now.unix_millis(),
+        ],
+    );
+    match inserted {
+        Ok(_) => {}
+        Err(error) if is_foreign_key_violation(&error) => {
+            return Err(StoreError::MissingReference(
+                "from, to or inReplyTo: no such agent or mail".into(),
+            ));
+        }
+        Err(error) => return Err(db(error)),
+    }
+    if let Some(parent) = mail.in_reply_to {
+        // Replying to mail means the replier has seen it, and answers it when it waited.
+        sql::execute(
+            tx,
+            "UPDATE mail SET status = 'read', read_at = coalesce(read_at, ?1),
+                             processing_since = NULL, lease_expires_at = NULL,
+                             answered_at = CASE WHEN awaiting_response = 1 THEN coalesce(answered_at, ?1)
+                                                ELSE answered_at END
+             WHERE id = ?2 AND to_agent_id = ?3",
+            params![now.unix_millis(), parent.to_string(), mail.from_agent_id.to_string()],
+        )?;
+    }
+    get(tx, mail.id)?.ok_or_else(|| corrupt(format!("mail {} vanished", mail.id)))
+}
+
+pub(crate) fn get(connection: &Connection, id: MailId) -> StoreResult<Option<Mail>> {
+    sql::optional(connection, &format!("{SELECT_MAIL} WHERE id = ?"), [id.to_string()], mail_from_row)
+}
+
+pub(crate) fn list(connection: &Connection, query: &MailQuery) -> StoreResult<Vec<Mail>> {
+    let mut sql = Sql::new(SELECT_MAIL);
+    sql.push(" WHERE 1 = 1");
+    if let Some(agent) = query.agent {
+        let agent = agent.to_string();
+        match query.mailbox {
+            MailBox::Inbox => sql.push(" AND to_agent_id = ").bind(agent),
+            MailBox::Outbox => sql.push(" AND from_agent_id = ").bind(agent),
+            MailBox::All => {
+                sql.push(" AND (to_agent_id = ").bind(agent.clone()).push(" OR from_agent_id = ").bind(agent).push(")")
+            }
+        };
+    }
+    if !query.statuses.is_empty() {
+        sql.push(" AND status IN (").bind_list(query.statuses.iter().map(|status| status.as_str().to_string())).push(")");
+    }
+    if !query.priorities.is_empty() {
+        sql.push(" AND priority IN (").bind_list(query.priorities.iter().map(|priority| priority.as_str().to_string())).push(")");
+    }
+    if query.pending_only {
+        sql.push(
+            " AND ((awaiting_response = 1 AND answered_at IS NULL)
+                   OR (priority = 'urgent' AND status <> 'read'))",
+        );
+    }
+    let (compare, order) = if query.oldest_first { (">", "ASC") } else { ("<", "DESC") };
+    if let Some(after) = query.after {
+        sql.push(&format!(" AND (created_at, id) {compare} (SELECT created_at, id FROM mail WHERE id = "))
+            .bind(after.to_string())
+            .push(")");
+    }
+    sql.push(&format!(" ORDER BY created_at {order}, id {order} LIMIT ")).bind(query.limit);
+    sql.all(connection, mail_from_row)
+}
+
+pub(crate) fn deliver(
+    tx: &Connection,
+    recipient: AgentId,
+    delivery: &MailDelivery,
+    now: Timestamp,
+) -> StoreResult<Vec<Mail>> {
+    let mut pick = Sql::new("SELECT id FROM mail WHERE to_agent_id = ");
+    pick.bind(recipient.to_string()).push(" AND status <> 'read'");
+    if !delivery.ids.is_empty() {
+        pick.push(" AND id IN (").bind_list(delivery.ids.iter().map(MailId::to_string)).push(")");
+    }
+    if !delivery.priorities.is_empty() {
+        pick.push(" AND priority IN (").bind_list(delivery.priorities.iter().map(|priority| priority.as_str().to_string())).push(")");
+    }
+    pick.push(" ORDER BY priority_rank, created_at, id LIMIT ").bind(delivery.limit);
+    let ids = pick.all(tx, |row| mail_id(row.get::<_, String>(0).map_err(db)?))?;
+    let mut delivered = Vec::with_capacity(ids.len());
+    for id in ids {
+        let marked = sql::execute(
+            tx,
+            "UPDATE mail SET status = 'read', read_at = ?1, processing_since = NULL, lease_expires_at = NULL
+             WHERE id = ?2 AND to_agent_id = ?3 AND status IN ('unread', 'processing')",
+            params![now.unix_millis(), id.to_string(), recipient.to_string()],
+        )?;
+        if marked == 1 {
+            delivered.extend(get(tx, id)?);
+        }
+    }
+    Ok(delivered)
+}
+
+pub(crate) fn counts(connection: &Connection, agent: AgentId) -> StoreResult<MailCounts> {
+    let agent = agent.to_string();
+    let by_priority = sql::all(
+        connection,
+        "SELECT priority_rank, count(*) FROM mail WHERE to_agent_id = ? AND status <> 'read' GROUP BY priority_rank",
+        [&agent],
+        |row| Ok((row.get::<_, i64>(0).map_err(db)?, row.get::<_, i64>(1).map_err(db)?)),
+    )?;
+    let mut counts = MailCounts::default();
+    for (rank, count) in by_priority {
+        match rank {
+            0 => counts.urgent = count,
+            1 => counts.normal = count,
+            _ => counts.low += count,
+        }
+    }
+    counts.unread = counts.urgent + counts.normal + counts.low;
+    counts.awaiting_response = sql::scalar(
+        connection,
+        "SELECT count(*) FROM mail WHERE from_agent_id = ? AND awaiting_response = 1 AND answered_at IS NULL",
+        [&agent],
+    )?;
+    Ok(counts)
+}
+
+/// The `urgent_mail` claim: the oldest unread urgent mail → `processing` with a lease.
+pub(crate) fn claim(
+    tx: &Connection,
+    agent: AgentId,
+    now: Timestamp,
+    lease_until: Timestamp,
+) -> StoreResult<Option<Trigger>> {
+    let mut mail = sql::all(
+        tx,
+        &format!(
+            "UPDATE mail SET status = 'processing', processing_since = ?2, lease_expires_at = ?3
+             WHERE status = 'unread' AND id IN (
+                 SELECT id FROM mail WHERE to_agent_id = ?1 AND status = 'unread' AND priority_rank = 0
+                 ORDER BY created_at, id LIMIT ?4)
+             RETURNING {}",
+            SELECT_MAIL.trim_start_matches("SELECT ").trim_end_matches(" FROM mail")
+        ),
+        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), URGENT_TRIGGER_MAX],
+        mail_from_row,
+    )?;
+    if mail.is_empty() {
+        return Ok(None);
+    }
+    mail.sort_by_key(|mail| (mail.created_at, mail.id));
+    Ok(Some(Trigger::UrgentMail { count: mail.len(), mail }))
+}
+
+/// A heartbeat extends the agent's claims on its urgent mail.
+pub(crate) fn extend_leases(tx: &Connection, agent: AgentId, lease_until: Timestamp) -> StoreResult<()> {
+    sql::execute(
+        tx,
+        "UPDATE mail SET lease_expires_at = ?1 WHERE to_agent_id = ?2 AND status = 'processing'",
+        params![lease_until.unix_millis(), agent.to_string()],
+    )?;
+    Ok(())
+}
+
+/// The rescuer: claimed mail whose lease ran out goes back to `unread`. Returns its
+/// recipients, once per piece, to wake.
+pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Vec<AgentId>> {
+    sql::all(
+        tx,
+        "UPDATE mail SET status = 'unread', processing_since = NULL, lease_expires_at = NULL
+         WHERE status = 'processing' AND lease_expires_at IS NOT NULL AND lease_expires_at < ?1
+         RETURNING to_agent_id",
+        [now.unix_millis()],
+        |row| agent_id(&row.get::<_, String>(0).map_err(db)?),
+    )
+}
+
+pub(crate) fn anything_expired(connection: &Connection, now: Timestamp) -> StoreResult<bool> {
+    sql::scalar(
+        connection,
+        "SELECT EXISTS (SELECT 1 FROM mail WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)",
+        [now.unix_millis()],
+    )
+}
+
+fn mail_id(text: String) -> StoreResult<MailId> {
+    MailId::parse(&text).map_err(|error| corrupt(error.0))
+}
+
+fn mail_from_row(row: &Row<'_>) -> StoreResult<Mail> {
+    let mut column = Columns::new(row);
+    let id = mail_id(column.take("id")?)?;
+    let from_agent_id = column.agent_id("from_agent_id")?;
+    let to_agent_id = column.agent_id("to_agent_id")?;
+    let bad = |error: swarm_domain::Invalid| corrupt(format!("mail {id}: {error}"));
+    let mail_type = MailType::parse(&column.take::<String>("type")?).map_err(bad)?;
+    let subject = column.take("subject")?;
+    let body = column.take("body")?;
+    let priority = MailPriority::parse(&column.take::<String>("priority")?).map_err(bad)?;
+    let awaiting_response = column.bool("awaiting_response")?;
+    let in_reply_to = column.take::<Option<String>>("in_reply_to")?.map(mail_id).transpose()?;
+    let status = MailStatus::parse(&column.take::<String>("status")?).map_err(bad)?;
+    Ok(Mail {
+        id,
+        from_agent_id,
+        to_agent_id,
+        mail_type,
+        subject,
+        body,
+        priority,
+        awaiting_response,
+        in_reply_to,
+        status,
+        read_at: column.opt_timestamp("read_at")?,
+        answered_at: column.opt_timestamp("answered_at")?,
+        lease_expires_at: column.opt_timestamp("lease_expires_at")?,
+        created_at: column.timestamp("created_at")?,
+    })
+}
