@@ -8,6 +8,7 @@ mod claims;
 mod endings;
 mod inbox;
 mod lists;
+mod mail;
 mod poll;
 mod race;
 mod sqlite_only;

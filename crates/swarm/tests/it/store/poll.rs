@@ -429,7 +429,8 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
     while let Some(trigger) = claim(fx, agent, Timestamp::now()).await {
         match trigger {
             Trigger::TaskOffered { task_id, .. } | Trigger::TaskAssigned { task_id, .. } => got.push(task_id),
-            Trigger::SlackInboxMessage { .. }
+            Trigger::UrgentMail { .. }
+            | Trigger::SlackInboxMessage { .. }
             | Trigger::UnreadMentions { .. }
             | Trigger::TasksFinished { .. }
             | Trigger::PoolTasksAvailable { .. } => {}
