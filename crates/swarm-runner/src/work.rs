@@ -192,19 +192,70 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
             );
             prompt
         }
-        "unread_mentions" => {
-            let count = body.get("mentionsCount").and_then(Value::as_i64).unwrap_or(0);
-            format!(
-                "You have {count} unread mention(s) in chat channels.\n\n1. Run read-messages with unreadOnly: \
-                 true to see them\n2. Answer questions and requests directed at you\n3. If a message asks for \
-                 work, create a task with send-task"
-            )
-        }
+        "unread_mentions" => mentions_prompt(body),
+        "urgent_mail" => urgent_mail_prompt(body),
         _ => format!(
             "{default_prompt}\n\nThe hub sent a \"{kind}\" trigger this runner has no prompt for:\n{body}\n\n\
              Handle it with your swarm tools."
         ),
     }
+}
+
+/// The mentioning messages, by channel, with what to do: read each channel (which
+/// releases the claim) and answer in the messages' threads.
+fn mentions_prompt(body: &Value) -> String {
+    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
+    let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let channels = body.get("channelIds").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut prompt = format!("You have {} unread mention(s) in chat channels:\n", messages.len());
+    for channel in channels.iter().filter_map(Value::as_str) {
+        prompt.push_str(&format!("- channelId: {channel};\n"));
+        for message in messages.iter().filter(|message| text(message, "channelId") == channel) {
+            let author = match message.get("agentId").and_then(Value::as_str) {
+                Some(agent) => format!("agent {}", short_id(agent)),
+                None => "a person".to_string(),
+            };
+            prompt.push_str(&format!(
+                "  - messageId: {}; from {author}: \"{}\"\n",
+                text(message, "id"),
+                clip(&text(message, "content"), SUMMARY_TASK_CHARS),
+            ));
+        }
+    }
+    prompt.push_str(
+        "\nFor each channel: read it with read-messages (channelId, unreadOnly: true), which marks it read, \
+         then answer what is asked of you with post-message (channelId, replyToId: the messageId). If a \
+         message asks for work, create a task with send-task.",
+    );
+    prompt
+}
+
+/// Urgent mail for the agent, urgent being "someone is blocked": read it (which marks it
+/// delivered and releases the poll's claim) and answer.
+fn urgent_mail_prompt(body: &Value) -> String {
+    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
+    let mail = body.get("mail").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut prompt = format!("You have {} urgent mail:\n", mail.len());
+    for piece in &mail {
+        let awaiting = if piece.get("awaitingResponse") == Some(&Value::Bool(true)) {
+            "; the sender is waiting for your response"
+        } else {
+            ""
+        };
+        prompt.push_str(&format!(
+            "- mailId: {}; {} from agent {}{awaiting}: \"{}\"\n  {}\n",
+            text(piece, "id"),
+            text(piece, "type"),
+            short_id(&text(piece, "fromAgentId")),
+            text(piece, "subject"),
+            clip(&text(piece, "body"), SUMMARY_OUTPUT_CHARS),
+        ));
+    }
+    prompt.push_str(
+        "\nRead it with read-mail (mailIds), which marks it read, then answer each with reply-mail (mailId). \
+         If it asks for work, create a task with send-task.",
+    );
+    prompt
 }
 
 fn clip(text: &str, max_chars: usize) -> String {
@@ -291,5 +342,44 @@ mod inbox_prompt_tests {
         assert!(prompt.contains("is the build green?") && prompt.contains("bot mention"), "{prompt}");
         assert!(prompt.contains("slack-reply") && prompt.contains("inbox-delegate"), "{prompt}");
         assert!(prompt.contains("never work tasks"), "{prompt}");
+    }
+}
+
+#[cfg(test)]
+mod chat_and_mail_prompt_tests {
+    use serde_json::json;
+
+    use super::other_prompt;
+
+    #[test]
+    fn mentions_prompt_lists_each_claimed_channel_with_its_messages() {
+        let body = json!({"type": "unread_mentions", "mentionsCount": 2,
+            "channelIds": ["0190abcd-0000-7000-8000-0000000000c1", "0190abcd-0000-7000-8000-0000000000c2"],
+            "messages": [
+                {"id": "0190abcd-0000-7000-8000-0000000000m1", "channelId": "0190abcd-0000-7000-8000-0000000000c1",
+                 "agentId": null, "content": "@lead ship it?"},
+                {"id": "0190abcd-0000-7000-8000-0000000000m2", "channelId": "0190abcd-0000-7000-8000-0000000000c2",
+                 "agentId": "0190ffff-0000-7000-8000-000000000002", "content": "@lead review"}]});
+        let prompt = other_prompt("unread_mentions", &body, "default");
+        assert!(prompt.starts_with("You have 2 unread mention(s) in chat channels:"), "{prompt}");
+        let first = prompt.find("channelId: 0190abcd-0000-7000-8000-0000000000c1;").expect(&prompt);
+        let message = prompt.find("messageId: 0190abcd-0000-7000-8000-0000000000m1; from a person").expect(&prompt);
+        let second = prompt.find("channelId: 0190abcd-0000-7000-8000-0000000000c2;").expect(&prompt);
+        assert!(first < message && message < second, "{prompt}");
+        assert!(prompt.contains("from agent 0190ffff: \"@lead review\""), "{prompt}");
+        assert!(prompt.contains("read-messages") && prompt.contains("replyToId"), "{prompt}");
+    }
+
+    #[test]
+    fn urgent_mail_prompt_says_who_waits() {
+        let body = json!({"type": "urgent_mail", "count": 1, "mail": [{
+            "id": "0190abcd-0000-7000-8000-0000000000aa", "fromAgentId": "0190ffff-0000-7000-8000-000000000002",
+            "type": "help_request", "subject": "build fails", "body": "cargo test fails on main",
+            "awaitingResponse": true}]});
+        let prompt = other_prompt("urgent_mail", &body, "default");
+        assert!(prompt.starts_with("You have 1 urgent mail:"), "{prompt}");
+        assert!(prompt.contains("mailId: 0190abcd-0000-7000-8000-0000000000aa; help_request from agent 0190ffff"));
+        assert!(prompt.contains("waiting for your response: \"build fails\""), "{prompt}");
+        assert!(prompt.contains("cargo test fails on main") && prompt.contains("reply-mail"), "{prompt}");
     }
 }

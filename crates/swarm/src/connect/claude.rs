@@ -35,12 +35,13 @@ const HOOK_TIMEOUT_SECONDS: u64 = 10;
 
 /// The hook events we install, the `swarm hook` argument for each, and the matcher
 /// (tool events only: `*` is every tool).
-const HOOKS: [(&str, &str, Option<&str>); 5] = [
+const HOOKS: [(&str, &str, Option<&str>); 6] = [
     ("SessionStart", "session-start", None),
     ("UserPromptSubmit", "user-prompt-submit", None),
     ("PreToolUse", "pre-tool-use", Some("*")),
     ("PostToolUse", "post-tool-use", Some("*")),
     ("Stop", "stop", None),
+    ("SubagentStop", "subagent-stop", None),
 ];
 
 const STATUS_LINE_EVENT: &str = "status-line";

@@ -16,12 +16,13 @@ use crate::hub::{Hub, SWARM, sqlite_file};
 
 const KEY: &str = "connect-test-key";
 const AGENT: &str = "0195f0a1-0000-7000-8000-00000000c0de";
-const HOOK_EVENTS: [(&str, &str); 5] = [
+const HOOK_EVENTS: [(&str, &str); 6] = [
     ("SessionStart", "session-start"),
     ("UserPromptSubmit", "user-prompt-submit"),
     ("PreToolUse", "pre-tool-use"),
     ("PostToolUse", "post-tool-use"),
     ("Stop", "stop"),
+    ("SubagentStop", "subagent-stop"),
 ];
 const COMMANDS: [&str; 5] =
     ["work-on-task", "review-offered-task", "swarm-chat", "start-worker", "start-leader"];
@@ -430,6 +431,7 @@ fn hooks_never_fail_the_agent_when_the_hub_is_down() {
         "pre-tool-use",
         "post-tool-use",
         "stop",
+        "subagent-stop",
         "status-line",
         "no-such-event",
     ] {
@@ -445,6 +447,16 @@ fn hooks_never_fail_the_agent_when_the_hub_is_down() {
             }
         }
     }
+    // Each silence is explained in the hook log (HOME is the test's directory).
+    let log = std::fs::read_to_string(dir.path().join(".swarm/hooks/hook.log")).expect("the hook log");
+    let reasons: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).expect("JSON lines")).collect();
+    let said = |event: &str, words: &str| {
+        reasons.iter().any(|line| line["event"] == event && line["reason"].as_str().unwrap().contains(words))
+    };
+    assert!(said("user-prompt-submit", "could not read the agent's mail"), "{log}");
+    assert!(said("subagent-stop", "could not list the agent's pending mail"), "{log}");
+    assert!(said("no-such-event", "not an event swarm answers"), "{log}");
+    assert!(said("stop", "no JSON event on stdin"), "{log}");
     let (output, _) =
         hook(dir.path(), "pre-tool-use", &[("AGENT_ID", "not-a-uuid"), ("TASK_ID", "nope")], "{}");
     assert_eq!(output.status.code(), Some(0));

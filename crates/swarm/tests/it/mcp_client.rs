@@ -182,6 +182,11 @@ pub const WORKER_TOOLS: [&str; 19] = [
     "create-channel",
     "post-message",
     "read-messages",
+    "send-mail",
+    "reply-mail",
+    "read-mail",
+    "list-mail",
+    "unread-mail-count",
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
@@ -198,6 +203,11 @@ pub fn lead_tools() -> Vec<&'static str> {
         "create-channel",
         "post-message",
         "read-messages",
+        "send-mail",
+        "reply-mail",
+        "read-mail",
+        "list-mail",
+        "unread-mail-count",
     ]);
     tools
 }

@@ -10,6 +10,11 @@
 //! exit code rather than the JSON `permissionDecision: "deny"` because every version of
 //! Claude Code with hooks honours it, and a block must not depend on a field's spelling.
 //!
+//! Mail (`mail.rs`): `UserPromptSubmit` injects the agent's unread mail, urgent first,
+//! and marks it delivered; `Stop` and `SubagentStop` alert the coordinator with a
+//! `systemMessage` when the agent stops waiting on mail it sent; `PostToolUse` refreshes
+//! the mail counts. Why a hook said nothing is logged (`trace.rs`).
+//!
 //! Input is the event's JSON on stdin (`session_id`, `hook_event_name`, `cwd`,
 //! `tool_name`, ...). Context for the agent goes out as JSON
 //! `{"hookSpecificOutput": {"hookEventName", "additionalContext"}}` on stdout (SessionStart
@@ -30,6 +35,9 @@ use swarm_domain::id::{AgentId, TaskId};
 
 use crate::connect::{SERVER_NAME, expand_env_placeholders};
 
+mod mail;
+mod trace;
+
 /// The most a hook spends talking to the hub: Claude Code waits for hooks, and a
 /// status line that lags is worse than one that says the hub is slow.
 const HUB_DEADLINE: Duration = Duration::from_secs(2);
@@ -45,7 +53,7 @@ const BLOCK_EXIT_CODE: i32 = 2;
 #[derive(Debug, Args)]
 pub(crate) struct HookArgs {
     /// The event: session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,
-    /// or status-line. Anything else is ignored (exit 0, no output)
+    /// subagent-stop, or status-line. Anything else is ignored (exit 0, no output)
     #[arg(value_name = "EVENT", allow_hyphen_values = true)]
     event: Option<String>,
     /// Ignored, so that a settings file from a newer swarm never fails the agent
@@ -60,12 +68,17 @@ Reads the event's JSON on stdin and talks to the hub as the agent (MCP_BASE_URL,
 AGENT_ID, TASK_ID from the environment, else from the project's .mcp.json), for at most
 2 seconds:
   session-start        tells the agent who it is in the swarm and what its task is
-  user-prompt-submit   adds what waits for the agent (offers, unread messages)
+  user-prompt-submit   adds what waits for the agent (offers, mentions) and delivers its
+                       unread mail, urgent first (low-priority mail waits for read-mail)
   pre-tool-use         blocks the tool call (exit 2) when the task TASK_ID was cancelled
-  post-tool-use, stop  heartbeat
-  status-line          one line: the agent, its task, offered and pool tasks, unread
+  post-tool-use        heartbeat; refreshes the mail counts and says when urgent mail came
+  stop, subagent-stop  heartbeat; a systemMessage for the coordinator when the agent stops
+                       waiting on mail it sent (awaiting a response, or urgent and unread)
+  status-line          one line: the agent, its task, offered and pool tasks, mail
 
-It never fails the agent: any error prints nothing harmful and exits 0.";
+It never fails the agent: any error prints nothing harmful and exits 0, and the reason
+goes to hook.log in SWARM_HOOK_DIR (default ~/.swarm/hooks), beside each agent's
+inbox_count.json.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum HookEvent {
@@ -74,6 +87,7 @@ enum HookEvent {
     PreToolUse,
     PostToolUse,
     Stop,
+    SubagentStop,
     StatusLine,
 }
 
@@ -85,8 +99,22 @@ impl HookEvent {
             "pre-tool-use" => Some(HookEvent::PreToolUse),
             "post-tool-use" => Some(HookEvent::PostToolUse),
             "stop" => Some(HookEvent::Stop),
+            "subagent-stop" => Some(HookEvent::SubagentStop),
             "status-line" => Some(HookEvent::StatusLine),
             _ => None,
+        }
+    }
+
+    /// The name `swarm hook` takes (and the hook log uses).
+    fn cli_name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "session-start",
+            HookEvent::UserPromptSubmit => "user-prompt-submit",
+            HookEvent::PreToolUse => "pre-tool-use",
+            HookEvent::PostToolUse => "post-tool-use",
+            HookEvent::Stop => "stop",
+            HookEvent::SubagentStop => "subagent-stop",
+            HookEvent::StatusLine => "status-line",
         }
     }
 
@@ -98,6 +126,7 @@ impl HookEvent {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
             HookEvent::Stop => "Stop",
+            HookEvent::SubagentStop => "SubagentStop",
             HookEvent::StatusLine => "StatusLine",
         }
     }
@@ -107,8 +136,10 @@ impl HookEvent {
 #[derive(Debug, PartialEq, Eq)]
 enum Answer {
     Nothing,
-    /// Context for the agent (SessionStart, UserPromptSubmit).
+    /// Context for the agent (SessionStart, UserPromptSubmit, PostToolUse).
     Context(String),
+    /// A message for the user, or the coordinator of a subagent (Stop, SubagentStop).
+    SystemMessage(String),
     /// The status line.
     Line(String),
     /// Block the tool call or prompt, with the reason.
@@ -139,10 +170,12 @@ struct Me {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct Inbox {
-    unread_count: i64,
     mentions_count: i64,
     offered_tasks_count: i64,
     pool_tasks_count: i64,
+    unread_mail_count: i64,
+    urgent_mail_count: i64,
+    waiting_for_response: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -167,15 +200,28 @@ struct CancelledTasks {
 
 /// Never returns an error: see the module documentation.
 pub(crate) async fn run(args: HookArgs) -> anyhow::Result<()> {
-    let Some(event) = args.event.as_deref().and_then(HookEvent::parse) else { return Ok(()) };
+    let name = args.event.as_deref().unwrap_or_default();
+    let Some(event) = HookEvent::parse(name) else {
+        trace::why(name, "not an event swarm answers: ignored");
+        return Ok(());
+    };
     let input = read_stdin_json();
+    if input.is_null() && event != HookEvent::StatusLine {
+        trace::why(name, "no JSON event on stdin: answering from the environment alone");
+    }
     let settings = HookSettings::resolve(&input);
+    if settings.agent_id.is_none() {
+        trace::why(name, "no agent id (AGENT_ID, or X-Agent-ID in .mcp.json)");
+    }
     let answer = match tokio::time::timeout(HUB_DEADLINE, answer(event, &settings)).await {
         Ok(answer) => answer,
-        Err(_elapsed) if event == HookEvent::StatusLine => {
-            Answer::Line(format!("swarm · hub not answering at {}", settings.base_url))
+        Err(_elapsed) => {
+            trace::why(name, &format!("the hub at {} did not answer within {HUB_DEADLINE:?}", settings.base_url));
+            match event {
+                HookEvent::StatusLine => Answer::Line(format!("swarm · hub not answering at {}", settings.base_url)),
+                _ => Answer::Nothing,
+            }
         }
-        Err(_elapsed) => Answer::Nothing,
     };
     match answer {
         Answer::Nothing => {}
@@ -185,6 +231,9 @@ pub(crate) async fn run(args: HookArgs) -> anyhow::Result<()> {
                 "hookSpecificOutput": {"hookEventName": event.claude_name(), "additionalContext": context}
             });
             print_stdout(&format!("{output}\n"));
+        }
+        Answer::SystemMessage(message) => {
+            print_stdout(&format!("{}\n", json!({"systemMessage": message})));
         }
         Answer::Block(reason) => {
             eprintln!("{reason}");
@@ -196,6 +245,7 @@ pub(crate) async fn run(args: HookArgs) -> anyhow::Result<()> {
 
 async fn answer(event: HookEvent, settings: &HookSettings) -> Answer {
     let Some(client) = settings.client() else {
+        trace::why(event.cli_name(), &format!("bad hub URL {:?}", settings.base_url));
         return match event {
             HookEvent::StatusLine => Answer::Line(format!("swarm · bad hub URL {:?}", settings.base_url)),
             _ => Answer::Nothing,
@@ -214,9 +264,14 @@ async fn answer(event: HookEvent, settings: &HookSettings) -> Answer {
             heartbeat(&client, settings).await;
             session_context(&client, settings).await
         }
-        HookEvent::PostToolUse | HookEvent::Stop => {
+        HookEvent::PostToolUse => {
             heartbeat(&client, settings).await;
-            Answer::Nothing
+            mail::refresh_counts(&client, settings).await.map_or(Answer::Nothing, Answer::Context)
+        }
+        HookEvent::Stop | HookEvent::SubagentStop => {
+            heartbeat(&client, settings).await;
+            let alert = mail::stop_alert(&client, settings, event.cli_name()).await;
+            alert.map_or(Answer::Nothing, Answer::SystemMessage)
         }
         HookEvent::StatusLine => Answer::Line(status_line(&client, settings).await),
     }
@@ -290,10 +345,13 @@ async fn session_context(client: &Client, settings: &HookSettings) -> Answer {
 }
 
 /// On each prompt, only what waits for the agent, and nothing when nothing does: this
-/// goes into the context every time.
+/// goes into the context every time. The mail is delivered last: once the hub marked it
+/// read, only printing it remains.
 async fn prompt_context(client: &Client, settings: &HookSettings) -> Answer {
     let waiting = me(client, settings).await.and_then(|me| me.inbox.as_ref().and_then(waiting_summary));
-    waiting.map_or(Answer::Nothing, Answer::Context)
+    let mail = mail::deliver(client, settings).await;
+    let parts: Vec<String> = [mail, waiting].into_iter().flatten().collect();
+    if parts.is_empty() { Answer::Nothing } else { Answer::Context(parts.join("\n\n")) }
 }
 
 fn waiting_summary(inbox: &Inbox) -> Option<String> {
@@ -305,14 +363,14 @@ fn waiting_summary(inbox: &Inbox) -> Option<String> {
             inbox.offered_tasks_count
         ));
     }
-    if inbox.unread_count > 0 {
-        let mentions = if inbox.mentions_count > 0 {
-            format!(", {} mentioning you", inbox.mentions_count)
-        } else {
-            String::new()
-        };
-        parts
-            .push(format!("{} unread message(s){mentions} (read them with /swarm-chat)", inbox.unread_count));
+    if inbox.mentions_count > 0 {
+        parts.push(format!(
+            "{} chat message(s) mentioning you (read them with read-messages, unreadOnly: true)",
+            inbox.mentions_count
+        ));
+    }
+    if inbox.waiting_for_response {
+        parts.push("you are waiting for a response to mail you sent (list-mail, pending: true)".into());
     }
     (!parts.is_empty()).then(|| format!("Waiting for you in the swarm: {}.", parts.join("; ")))
 }
@@ -342,9 +400,15 @@ async fn status_line(client: &Client, settings: &HookSettings) -> String {
     if let Some(inbox) = &me.inbox {
         parts.push(format!("{} offered", inbox.offered_tasks_count));
         parts.push(format!("{} in pool", inbox.pool_tasks_count));
-        let mentions =
-            if inbox.mentions_count > 0 { format!(" ({} @)", inbox.mentions_count) } else { String::new() };
-        parts.push(format!("{} unread{mentions}", inbox.unread_count));
+        if inbox.mentions_count > 0 {
+            parts.push(format!("{} @", inbox.mentions_count));
+        }
+        let urgent =
+            if inbox.urgent_mail_count > 0 { format!(" ({} urgent)", inbox.urgent_mail_count) } else { String::new() };
+        parts.push(format!("{} mail{urgent}", inbox.unread_mail_count));
+        if inbox.waiting_for_response {
+            parts.push("waiting for a reply".into());
+        }
     }
     parts.join(" · ")
 }
@@ -450,15 +514,17 @@ mod tests {
     fn unknown_events_are_ignored() {
         assert_eq!(HookEvent::parse("pre-tool-use"), Some(HookEvent::PreToolUse));
         assert_eq!(HookEvent::parse("PreToolUse"), None);
-        assert_eq!(HookEvent::parse("subagent-stop"), None);
+        assert_eq!(HookEvent::parse("subagent-stop"), Some(HookEvent::SubagentStop));
+        assert_eq!(HookEvent::parse("SubagentStop"), None);
     }
 
     #[test]
     fn waiting_summary_says_nothing_when_nothing_waits() {
         assert_eq!(waiting_summary(&Inbox::default()), None);
-        let inbox = Inbox { offered_tasks_count: 2, unread_count: 1, mentions_count: 1, ..Inbox::default() };
+        let inbox = Inbox { offered_tasks_count: 2, mentions_count: 1, waiting_for_response: true, ..Inbox::default() };
         let summary = waiting_summary(&inbox).unwrap();
-        assert!(summary.contains("2 task(s) offered") && summary.contains("1 mentioning you"), "{summary}");
+        assert!(summary.contains("2 task(s) offered") && summary.contains("1 chat message(s) mentioning you"));
+        assert!(summary.contains("waiting for a response"), "{summary}");
     }
 
     #[test]
