@@ -17,6 +17,8 @@
 //!   `get-tasks`, and is done.
 //! - `You have N inbox message(s) from Slack:` (the lead's `slack_inbox_message`):
 //!   answers each listed message in its thread with `slack-reply`.
+//! - chat mentions, urgent mail, asking the coordinator for help, and Claude Code's
+//!   hooks: see [`talk`].
 //! - anything else: nothing.
 //!
 //! Every option can also be set through the environment (`STAND_IN_*`), which is how
@@ -37,6 +39,8 @@ use std::{
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
+
+mod talk;
 
 #[derive(Debug, Args)]
 pub struct StandInArgs {
@@ -172,6 +176,10 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
         record(dir, "start", &first_line)?;
     }
     args.speak_as.started(&session_id);
+    if args.speak_as == Cli::Claude {
+        let hook_prompt = json!({"prompt": prompt});
+        talk::run_hooks("UserPromptSubmit", hook_prompt, &session_id, args.record_dir.as_deref());
+    }
     if let Some(millis) = args.sleep_ms {
         tokio::time::sleep(Duration::from_millis(millis)).await;
     }
@@ -199,6 +207,8 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
             message(call_tool("task-action", json!({"action": "accept", "taskId": task_id})).await?)
         }
         _ if first_line.ends_with("inbox message(s) from Slack:") => answer_inbox(&prompt).await?,
+        _ if first_line.ends_with("unread mention(s) in chat channels:") => talk::answer_mentions(&prompt).await?,
+        _ if first_line.ends_with("urgent mail:") => talk::answer_mail(&prompt).await?,
         _ if first_line.ends_with("task(s) finished:") => {
             let listed = call_tool("get-tasks", json!({"limit": 50})).await?;
             format!("looked at the results: {}", message(listed))
@@ -207,6 +217,9 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     };
 
     let is_error = args.exit_code != 0;
+    if args.speak_as == Cli::Claude {
+        talk::run_hooks("Stop", json!({"stop_hook_active": false}), &session_id, args.record_dir.as_deref());
+    }
     args.speak_as.finished(&session_id, &answer, is_error);
     if let Some(dir) = &args.record_dir {
         record(dir, "end", &first_line)?;
@@ -222,6 +235,9 @@ async fn work_on_task(args: &StandInArgs, task_id: &str, text: &str) -> anyhow::
     let me = call_tool("my-agent-info", json!({})).await?;
     if me["agent"]["isLead"] == json!(true) {
         return delegate(task_id, text).await;
+    }
+    if let Some(question) = text.trim().strip_prefix(talk::ASK_MARKER) {
+        return talk::ask_for_help(task_id, question.trim()).await;
     }
     let told_to_fail =
         args.fail_when.as_deref().is_some_and(|marker| !marker.is_empty() && text.contains(marker));

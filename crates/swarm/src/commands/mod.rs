@@ -1,10 +1,11 @@
-//! Client commands (`swarm task`, `swarm agent`, `swarm stats`): they speak only HTTP
+//! Client commands (`swarm task`, `swarm agent`, `swarm mail`, `swarm stats`): they speak only HTTP
 //! to a hub, through `swarm-client`, like any third-party client would.
 //!
 //! Every command takes the connection flags of [`HubArgs`] and `--json`, which prints
 //! the hub's answer as pretty JSON for scripts instead of the human summary.
 
 mod agent;
+mod mail;
 mod output;
 mod task;
 
@@ -15,6 +16,7 @@ use swarm_client::{Client, ClientConfig, ClientError};
 use swarm_domain::id::AgentId;
 
 pub(crate) use agent::{AgentCommand, StatsArgs, run_agent, run_stats};
+pub(crate) use mail::{MailCommand, run_mail};
 pub(crate) use task::{TaskCommand, run_task};
 
 const DEFAULT_URL: &str = "http://localhost:3013";

@@ -9,6 +9,7 @@ mod demo;
 mod durability;
 mod hostile_input;
 mod hub;
+mod mail;
 mod mcp_client;
 mod mcp_http;
 mod mcp_race;
