@@ -6,7 +6,7 @@ use axum::{
     http::request::Parts,
 };
 use serde::de::DeserializeOwned;
-use swarm_domain::id::AgentId;
+use swarm_domain::id::{AgentId, RunnerId};
 use swarm_service::Caller;
 
 use crate::error::ApiError;
@@ -112,4 +112,26 @@ pub fn split_list(text: Option<&str>) -> Vec<String> {
         text.split(',').map(str::trim).filter(|part| !part.is_empty()).map(str::to_string).collect()
     })
     .unwrap_or_default()
+}
+
+/// The runner process calling (`X-Runner-ID`), when present and not empty: the holder of
+/// the lead-side claims its polls take and its pings extend.
+pub struct RunnerHeader(pub Option<RunnerId>);
+
+pub const RUNNER_ID_HEADER: &str = "x-runner-id";
+
+impl<S: Send + Sync> FromRequestParts<S> for RunnerHeader {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let Some(value) = parts.headers.get(RUNNER_ID_HEADER) else {
+            return Ok(RunnerHeader(None));
+        };
+        let invalid = || ApiError::BadRequest("X-Runner-ID must be a UUID".into());
+        let text = value.to_str().map_err(|_| invalid())?.trim();
+        if text.is_empty() {
+            return Ok(RunnerHeader(None));
+        }
+        RunnerId::parse(text).map(|id| RunnerHeader(Some(id))).map_err(|_| invalid())
+    }
 }

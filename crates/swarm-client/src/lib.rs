@@ -17,7 +17,7 @@ pub use sessions::{SessionCostRequest, SessionLogsRequest};
 use swarm_domain::{
     agent::Agent,
     event::Event,
-    id::{AgentId, TaskId},
+    id::{AgentId, RunnerId, TaskId},
     stats::Stats,
     task::{Task, TaskStatus},
 };
@@ -284,9 +284,17 @@ pub struct Client {
     base_url: String,
     api_key: Option<String>,
     agent_id: Option<AgentId>,
+    runner_id: Option<RunnerId>,
 }
 
 impl Client {
+    /// Send `X-Runner-ID` with every request: this process is a runner, which holds the
+    /// lead-side claims its polls take (and extends only those with its pings).
+    pub fn with_runner_id(mut self, runner: RunnerId) -> Client {
+        self.runner_id = Some(runner);
+        self
+    }
+
     pub fn new(config: ClientConfig) -> Result<Client, ClientError> {
         let base_url = config.base_url.trim().trim_end_matches('/').to_string();
         let invalid = |reason: String| ClientError::InvalidUrl { url: base_url.clone(), reason };
@@ -306,7 +314,7 @@ impl Client {
                 reason: format!("cannot build the HTTP client: {err}"),
             })?;
         let api_key = config.api_key.filter(|key| !key.is_empty());
-        Ok(Client { http, base_url, api_key, agent_id: config.agent_id })
+        Ok(Client { http, base_url, api_key, agent_id: config.agent_id, runner_id: None })
     }
 
     pub fn base_url(&self) -> &str {
@@ -479,6 +487,9 @@ impl Client {
         }
         if let Some(agent_id) = self.agent_id {
             request = request.header("X-Agent-ID", agent_id.to_string());
+        }
+        if let Some(runner) = self.runner_id {
+            request = request.header("X-Runner-ID", runner.to_string());
         }
         if let Some(body) = body {
             request = request.json(body);

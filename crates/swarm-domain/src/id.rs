@@ -91,3 +91,12 @@ uuid_id!(
     MailId,
     "mail id"
 );
+
+uuid_id!(
+    /// One runner process (`swarm worker`/`swarm lead`), new at each start: the holder
+    /// of the lead-side claims (inbox messages, mentions, urgent mail) it polled, so that
+    /// its heartbeats keep those alive, and a crashed runner's claims run out even while
+    /// another runner of the same agent heartbeats (`X-Runner-ID`).
+    RunnerId,
+    "runner id"
+);

@@ -16,7 +16,7 @@ use std::{
 use anyhow::{Context as _, bail};
 use serde_json::json;
 use swarm_client::{Client, ClientConfig, ClientError, RegisterAgentRequest, TaskQuery, Trigger};
-use swarm_domain::task::TaskStatus;
+use swarm_domain::{id::RunnerId, task::TaskStatus};
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -58,11 +58,14 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Res
         );
     }
     let view = View::new(&config.agent_name, config.output);
+    // A new runner id per process: what this runner claims is held by it alone, so a
+    // crashed runner's claims run out even while another runner of the agent lives.
     let client = Client::new(ClientConfig {
         base_url: config.hub_url.clone(),
         api_key: config.api_key.clone(),
         agent_id: Some(config.agent_id),
-    })?;
+    })?
+    .with_runner_id(RunnerId::new_v7());
     let mode = if config.ai_loop {
         "ai-loop (legacy: the agent polls by itself)".to_string()
     } else {

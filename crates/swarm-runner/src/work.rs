@@ -363,7 +363,8 @@ mod chat_and_mail_prompt_tests {
         let prompt = other_prompt("unread_mentions", &body, "default");
         assert!(prompt.starts_with("You have 2 unread mention(s) in chat channels:"), "{prompt}");
         let first = prompt.find("channelId: 0190abcd-0000-7000-8000-0000000000c1;").expect(&prompt);
-        let message = prompt.find("messageId: 0190abcd-0000-7000-8000-0000000000m1; from a person").expect(&prompt);
+        let message =
+            prompt.find("messageId: 0190abcd-0000-7000-8000-0000000000m1; from a person").expect(&prompt);
         let second = prompt.find("channelId: 0190abcd-0000-7000-8000-0000000000c2;").expect(&prompt);
         assert!(first < message && message < second, "{prompt}");
         assert!(prompt.contains("from agent 0190ffff: \"@lead review\""), "{prompt}");
@@ -378,7 +379,9 @@ mod chat_and_mail_prompt_tests {
             "awaitingResponse": true}]});
         let prompt = other_prompt("urgent_mail", &body, "default");
         assert!(prompt.starts_with("You have 1 urgent mail:"), "{prompt}");
-        assert!(prompt.contains("mailId: 0190abcd-0000-7000-8000-0000000000aa; help_request from agent 0190ffff"));
+        assert!(
+            prompt.contains("mailId: 0190abcd-0000-7000-8000-0000000000aa; help_request from agent 0190ffff")
+        );
         assert!(prompt.contains("waiting for your response: \"build fails\""), "{prompt}");
         assert!(prompt.contains("cargo test fails on main") && prompt.contains("reply-mail"), "{prompt}");
     }

@@ -4,7 +4,7 @@ use swarm_domain::agent::Registration;
 use swarm_domain::poll::Wake;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate, parse_name},
-    id::AgentId,
+    id::{AgentId, RunnerId},
     task::Task,
     time::Timestamp,
 };
@@ -124,16 +124,18 @@ impl Service {
 
     /// A heartbeat: an `offline` agent becomes `idle`, and the leases of everything the
     /// agent holds run for another lease period.
-    pub async fn agent_ping(&self, caller: Caller) -> ServiceResult<Agent> {
+    /// `runner`: the runner process pinging (`X-Runner-ID`), whose lead-side claims are
+    /// extended (another runner's of the same agent are not).
+    pub async fn agent_ping(&self, caller: Caller, runner: Option<RunnerId>) -> ServiceResult<Agent> {
         let id = caller.require_agent()?;
-        self.heartbeat(id).await
+        self.heartbeat(id, runner).await
     }
 
-    pub(crate) async fn heartbeat(&self, id: AgentId) -> ServiceResult<Agent> {
+    pub(crate) async fn heartbeat(&self, id: AgentId, runner: Option<RunnerId>) -> ServiceResult<Agent> {
         let now = Timestamp::now();
         let agent = self
             .store
-            .agent_heartbeat(id, now, self.lease_until(now))
+            .agent_heartbeat_from_runner(id, now, self.lease_until(now), runner)
             .await?
             .ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });

@@ -208,7 +208,9 @@ impl Service {
     async fn mail_recipient(&self, to: &str) -> ServiceResult<Agent> {
         let to = to.trim();
         if to.is_empty() {
-            return Err(ServiceError::Invalid("to must name an agent (id or name) or the coordinator".into()));
+            return Err(ServiceError::Invalid(
+                "to must name an agent (id or name) or the coordinator".into(),
+            ));
         }
         let agents = self.store.agent_list().await?;
         if COORDINATOR_ALIASES.iter().any(|alias| alias.eq_ignore_ascii_case(to)) {

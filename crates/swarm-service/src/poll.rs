@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use swarm_domain::{
     agent::AgentStatus,
-    id::AgentId,
+    id::{AgentId, RunnerId},
     poll::{PoolMode, Trigger, TriggerKind, Wake},
     time::Timestamp,
 };
@@ -30,6 +30,8 @@ pub struct PollRequest {
     /// How long to wait for a trigger when there is none yet (zero: answer at once).
     pub wait: Duration,
     pub pool: PoolMode,
+    /// The runner process polling (`X-Runner-ID`): it holds the lead-side claims taken.
+    pub runner: Option<RunnerId>,
 }
 
 impl Service {
@@ -47,8 +49,8 @@ impl Service {
         let deadline = Instant::now() + request.wait;
         let mut view = self.poll_view(agent).await?;
         if request.wait.is_zero() {
-            self.keep_alive(agent, &view).await?;
-            return self.claim(agent, view, request.pool).await;
+            self.keep_alive(agent, &view, request.runner).await?;
+            return self.claim(agent, view, request.pool, request.runner).await;
         }
         // Pool wakes go to one parked worker at a time (no thundering herd): a poll that
         // saw pool work and did not take it hands the wake on to the next worker.
@@ -69,8 +71,8 @@ impl Service {
             // Armed: whatever commits from here on wakes us.
             view = self.poll_view(agent).await?;
             // A parked poll is a runner that is alive: keep its presence and leases fresh.
-            self.keep_alive(agent, &view).await?;
-            let trigger = self.claim(agent, view.clone(), request.pool).await?;
+            self.keep_alive(agent, &view, request.runner).await?;
+            let trigger = self.claim(agent, view.clone(), request.pool, request.runner).await?;
             if trigger.is_some() {
                 return Ok(trigger);
             }
@@ -96,11 +98,16 @@ impl Service {
         self.lease.period / 4
     }
 
-    async fn keep_alive(&self, agent: AgentId, view: &PollView) -> ServiceResult<()> {
+    async fn keep_alive(
+        &self,
+        agent: AgentId,
+        view: &PollView,
+        runner: Option<RunnerId>,
+    ) -> ServiceResult<()> {
         let stale_after = i64::try_from(self.keep_alive_every().as_millis()).unwrap_or(i64::MAX);
         let stale = Timestamp::now().unix_millis() - view.last_seen_at.unix_millis() >= stale_after;
         if view.status == AgentStatus::Offline || stale {
-            self.heartbeat(agent).await?;
+            self.heartbeat(agent, runner).await?;
         }
         Ok(())
     }
@@ -111,6 +118,7 @@ impl Service {
         agent: AgentId,
         mut view: PollView,
         pool: PoolMode,
+        runner: Option<RunnerId>,
     ) -> ServiceResult<Option<Trigger>> {
         for attempt in 1..=CLAIM_ATTEMPTS {
             let kinds = claimable(&view, pool);
@@ -118,7 +126,7 @@ impl Service {
                 None
             } else {
                 let now = Timestamp::now();
-                self.store.poll_claim(agent, &kinds, now, self.lease_until(now)).await?
+                self.store.poll_claim_for_runner(agent, &kinds, now, self.lease_until(now), runner).await?
             };
             let took_pool_task = matches!(claimed, Some((TriggerKind::PoolTask, _)));
             if view.waiting.contains(&TriggerKind::PoolTask) && !took_pool_task {

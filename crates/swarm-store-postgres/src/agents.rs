@@ -166,6 +166,7 @@ pub(crate) async fn heartbeat(
     id: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<Option<Agent>> {
     let mut tx = pool.begin().await.map_err(db)?;
     // Task rows before the agent row, the crate's lock order.
@@ -178,9 +179,9 @@ pub(crate) async fn heartbeat(
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    crate::inbox::extend_leases(&mut tx, id, lease_until).await?;
-    crate::chat::extend_leases(&mut tx, id, lease_until).await?;
-    crate::mail::extend_leases(&mut tx, id, lease_until).await?;
+    crate::inbox::extend_leases(&mut tx, id, lease_until, runner).await?;
+    crate::chat::extend_leases(&mut tx, id, lease_until, runner).await?;
+    crate::mail::extend_leases(&mut tx, id, lease_until, runner).await?;
     // An offline lead coming back is a registration in disguise: take the registration
     // lock first (the order `register` uses: lock, then row) so two leads cannot both be
     // active. Heartbeats of everyone else never touch that lock.

@@ -271,14 +271,16 @@ pub(crate) async fn claim(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<Option<Trigger>> {
     let claimed: Vec<(Uuid,)> = sqlx::query_as(
-        "UPDATE channel_reads SET processing_since = $2, lease_expires_at = $3 \
+        "UPDATE channel_reads SET processing_since = $2, lease_expires_at = $3, lease_holder = $4 \
          WHERE agent_id = $1 AND unread_mentions > 0 AND processing_since IS NULL RETURNING channel_id",
     )
     .bind(agent.as_uuid())
     .bind(now.datetime())
     .bind(lease_until.datetime())
+    .bind(runner)
     .fetch_all(&mut *tx)
     .await
     .map_err(db)?;
@@ -315,12 +317,15 @@ pub(crate) async fn extend_leases(
     tx: &mut PgConnection,
     agent: AgentId,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<()> {
     sqlx::query(
-        "UPDATE channel_reads SET lease_expires_at = $1 WHERE agent_id = $2 AND processing_since IS NOT NULL",
+        "UPDATE channel_reads SET lease_expires_at = $1 WHERE agent_id = $2 AND processing_since IS NOT NULL \
+         AND (lease_holder IS NULL OR lease_holder = $3)",
     )
     .bind(lease_until.datetime())
     .bind(agent.as_uuid())
+    .bind(runner)
     .execute(&mut *tx)
     .await
     .map_err(db)?;

@@ -189,13 +189,15 @@ pub(crate) async fn claim(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<Option<Trigger>> {
     // MATERIALIZED: the pick runs once, so no more than LIMIT rows are claimed.
     let mut messages: Vec<InboxMessage> = sqlx::query(
         "WITH picked AS MATERIALIZED ( \
              SELECT id FROM inbox_messages WHERE agent_id = $1 AND status = 'unread' \
              ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
-         UPDATE inbox_messages m SET status = 'processing', lease_expires_at = $3, last_updated_at = $2 \
+         UPDATE inbox_messages m SET status = 'processing', lease_expires_at = $3, last_updated_at = $2, \
+                                    lease_holder = $5 \
          FROM picked WHERE m.id = picked.id AND m.status = 'unread' \
          RETURNING m.id, m.agent_id, m.content, m.source, m.status, m.slack_channel_id, m.slack_thread_ts, \
                    m.slack_user_id, m.matched_text, m.delegated_to_task_id, m.response_text, \
@@ -205,6 +207,7 @@ pub(crate) async fn claim(
     .bind(now.datetime())
     .bind(lease_until.datetime())
     .bind(INBOX_TRIGGER_MAX)
+    .bind(runner)
     .try_map(from_row)
     .fetch_all(&mut *tx)
     .await
@@ -220,12 +223,15 @@ pub(crate) async fn extend_leases(
     conn: &mut PgConnection,
     agent: AgentId,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<()> {
     sqlx::query(
-        "UPDATE inbox_messages SET lease_expires_at = $2 WHERE agent_id = $1 AND status = 'processing'",
+        "UPDATE inbox_messages SET lease_expires_at = $2 WHERE agent_id = $1 AND status = 'processing' \
+         AND (lease_holder IS NULL OR lease_holder = $3)",
     )
     .bind(agent.as_uuid())
     .bind(lease_until.datetime())
+    .bind(runner)
     .execute(&mut *conn)
     .await
     .map_err(db)?;

@@ -37,7 +37,7 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -147,13 +147,14 @@ impl Store for PgStore {
         agents::update_profile(&self.pool, id, update, now).await
     }
 
-    async fn agent_heartbeat(
+    async fn agent_heartbeat_from_runner(
         &self,
         id: AgentId,
         now: Timestamp,
         lease_until: Timestamp,
+        runner: Option<RunnerId>,
     ) -> StoreResult<Option<Agent>> {
-        agents::heartbeat(&self.pool, id, now, lease_until).await
+        agents::heartbeat(&self.pool, id, now, lease_until, runner.map(|runner| runner.as_uuid())).await
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
@@ -223,14 +224,15 @@ impl Store for PgStore {
         poll::view(&self.pool, agent).await
     }
 
-    async fn poll_claim(
+    async fn poll_claim_for_runner(
         &self,
         agent: AgentId,
         kinds: &[TriggerKind],
         now: Timestamp,
         lease_until: Timestamp,
+        runner: Option<RunnerId>,
     ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
-        poll::claim(&self.pool, agent, kinds, now, lease_until).await
+        poll::claim(&self.pool, agent, kinds, now, lease_until, runner.map(|runner| runner.as_uuid())).await
     }
 
     async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {

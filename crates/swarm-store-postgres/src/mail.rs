@@ -119,9 +119,11 @@ pub(crate) async fn list(pool: &PgPool, query: &MailQuery) -> StoreResult<Vec<Ma
     }
     let (compare, order) = if query.oldest_first { (">", "ASC") } else { ("<", "DESC") };
     if let Some(after) = query.after {
-        sql.push(format_args!(" AND (created_at, id) {compare} (SELECT created_at, id FROM mail WHERE id = "))
-            .push_bind(after.as_uuid())
-            .push(")");
+        sql.push(format_args!(
+            " AND (created_at, id) {compare} (SELECT created_at, id FROM mail WHERE id = "
+        ))
+        .push_bind(after.as_uuid())
+        .push(")");
     }
     sql.push(format_args!(" ORDER BY created_at {order}, id {order} LIMIT ")).push_bind(query.limit);
     sql.build().try_map(mail_from_row).fetch_all(pool).await.map_err(db)
@@ -180,9 +182,10 @@ pub(crate) async fn claim(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<Option<Trigger>> {
     let mut mail: Vec<Mail> = sqlx::query(concat!(
-        "UPDATE mail SET status = 'processing', processing_since = $2, lease_expires_at = $3 \
+        "UPDATE mail SET status = 'processing', processing_since = $2, lease_expires_at = $3, lease_holder = $5 \
          WHERE status = 'unread' AND id IN ( \
              SELECT id FROM mail WHERE to_agent_id = $1 AND status = 'unread' AND priority_rank = 0 \
              ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
@@ -193,6 +196,7 @@ pub(crate) async fn claim(
     .bind(now.datetime())
     .bind(lease_until.datetime())
     .bind(URGENT_TRIGGER_MAX)
+    .bind(runner)
     .try_map(mail_from_row)
     .fetch_all(&mut *tx)
     .await
@@ -208,13 +212,18 @@ pub(crate) async fn extend_leases(
     tx: &mut PgConnection,
     agent: AgentId,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<()> {
-    sqlx::query("UPDATE mail SET lease_expires_at = $1 WHERE to_agent_id = $2 AND status = 'processing'")
-        .bind(lease_until.datetime())
-        .bind(agent.as_uuid())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+    sqlx::query(
+        "UPDATE mail SET lease_expires_at = $1 WHERE to_agent_id = $2 AND status = 'processing' \
+         AND (lease_holder IS NULL OR lease_holder = $3)",
+    )
+    .bind(lease_until.datetime())
+    .bind(agent.as_uuid())
+    .bind(runner)
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
     Ok(())
 }
 

@@ -50,7 +50,8 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
+type ViewRow =
+    (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -117,6 +118,7 @@ pub(crate) async fn claim(
     kinds: &[TriggerKind],
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
     let mut tx = pool.begin().await.map_err(db)?;
     let mut agent_locked = false;
@@ -129,9 +131,13 @@ pub(crate) async fn claim(
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(&mut tx, *kind, agent, now, lease_until).await?
             }
-            TriggerKind::UrgentMail => crate::mail::claim(&mut tx, agent, now, lease_until).await?,
-            TriggerKind::SlackInboxMessage => crate::inbox::claim(&mut tx, agent, now, lease_until).await?,
-            TriggerKind::UnreadMentions => crate::chat::claim(&mut tx, agent, now, lease_until).await?,
+            TriggerKind::UrgentMail => crate::mail::claim(&mut tx, agent, now, lease_until, runner).await?,
+            TriggerKind::SlackInboxMessage => {
+                crate::inbox::claim(&mut tx, agent, now, lease_until, runner).await?
+            }
+            TriggerKind::UnreadMentions => {
+                crate::chat::claim(&mut tx, agent, now, lease_until, runner).await?
+            }
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };

@@ -34,3 +34,9 @@ CREATE INDEX mail_awaiting ON mail (from_agent_id)
     WHERE awaiting_response = 1 AND answered_at IS NULL;
 -- The rescuer's scan.
 CREATE INDEX mail_lease_expiry ON mail (lease_expires_at) WHERE lease_expires_at IS NOT NULL;
+
+-- The runner process holding a lead-side claim (`X-Runner-ID`): its heartbeats extend
+-- it, another runner's of the same agent do not, so a crashed runner's claims run out.
+ALTER TABLE inbox_messages ADD COLUMN lease_holder TEXT;
+ALTER TABLE channel_reads ADD COLUMN lease_holder TEXT;
+ALTER TABLE mail ADD COLUMN lease_holder TEXT;

@@ -126,6 +126,7 @@ pub(crate) fn heartbeat(
     id: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<&str>,
 ) -> StoreResult<Option<Agent>> {
     let Some(agent) = get(tx, id)? else {
         return Ok(None);
@@ -144,9 +145,9 @@ pub(crate) fn heartbeat(
          WHERE (status = 'in_progress' AND agent_id = ?2) OR (status = 'reviewing' AND offered_to = ?2)",
         params![lease_until.unix_millis(), id.to_string()],
     )?;
-    crate::inbox::extend_leases(tx, id, lease_until)?;
-    crate::chat::extend_leases(tx, id, lease_until)?;
-    crate::mail::extend_leases(tx, id, lease_until)?;
+    crate::inbox::extend_leases(tx, id, lease_until, runner)?;
+    crate::chat::extend_leases(tx, id, lease_until, runner)?;
+    crate::mail::extend_leases(tx, id, lease_until, runner)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;
     }

@@ -247,13 +247,14 @@ pub(crate) fn claim(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<&str>,
 ) -> StoreResult<Option<Trigger>> {
     let channel_ids: Vec<ChannelId> = sql::all(
         tx,
-        "UPDATE channel_reads SET processing_since = ?2, lease_expires_at = ?3
+        "UPDATE channel_reads SET processing_since = ?2, lease_expires_at = ?3, lease_holder = ?4
          WHERE agent_id = ?1 AND unread_mentions > 0 AND processing_since IS NULL
          RETURNING channel_id",
-        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis()],
+        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), runner],
         |row| {
             let text: String = row.get(0).map_err(db)?;
             ChannelId::parse(&text).map_err(|error| corrupt(error.0))
@@ -284,12 +285,19 @@ pub(crate) fn claim(
     Ok(Some(Trigger::UnreadMentions { count: messages.len(), channel_ids, messages }))
 }
 
-/// A heartbeat extends the agent's claims on channels.
-pub(crate) fn extend_leases(tx: &Connection, agent: AgentId, lease_until: Timestamp) -> StoreResult<()> {
+/// A heartbeat extends the agent's claims on channels: those its runner holds, and those
+/// no runner holds.
+pub(crate) fn extend_leases(
+    tx: &Connection,
+    agent: AgentId,
+    lease_until: Timestamp,
+    runner: Option<&str>,
+) -> StoreResult<()> {
     sql::execute(
         tx,
-        "UPDATE channel_reads SET lease_expires_at = ?1 WHERE agent_id = ?2 AND processing_since IS NOT NULL",
-        params![lease_until.unix_millis(), agent.to_string()],
+        "UPDATE channel_reads SET lease_expires_at = ?1 WHERE agent_id = ?2 AND processing_since IS NOT NULL
+             AND (lease_holder IS NULL OR lease_holder = ?3)",
+        params![lease_until.unix_millis(), agent.to_string(), runner],
     )?;
     Ok(())
 }

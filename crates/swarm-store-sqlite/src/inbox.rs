@@ -149,15 +149,17 @@ pub(crate) fn claim(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<&str>,
 ) -> StoreResult<Option<Trigger>> {
     let ids: Vec<String> = sql::all(
         tx,
-        "UPDATE inbox_messages SET status = 'processing', lease_expires_at = ?3, last_updated_at = ?2
+        "UPDATE inbox_messages SET status = 'processing', lease_expires_at = ?3, last_updated_at = ?2,
+                                  lease_holder = ?5
          WHERE status = 'unread' AND id IN (
              SELECT id FROM inbox_messages WHERE agent_id = ?1 AND status = 'unread'
              ORDER BY created_at, id LIMIT ?4)
          RETURNING id",
-        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), INBOX_TRIGGER_MAX],
+        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), INBOX_TRIGGER_MAX, runner],
         |row| row.get(0).map_err(db),
     )?;
     if ids.is_empty() {
@@ -172,12 +174,19 @@ pub(crate) fn claim(
     Ok(Some(Trigger::SlackInboxMessage { count: messages.len(), messages }))
 }
 
-/// A heartbeat extends the lead's claims on the messages it is processing.
-pub(crate) fn extend_leases(tx: &Connection, agent: AgentId, lease_until: Timestamp) -> StoreResult<()> {
+/// A heartbeat extends the lead's claims on the messages it is processing: those its
+/// runner holds (`runner`), and those no runner holds.
+pub(crate) fn extend_leases(
+    tx: &Connection,
+    agent: AgentId,
+    lease_until: Timestamp,
+    runner: Option<&str>,
+) -> StoreResult<()> {
     sql::execute(
         tx,
-        "UPDATE inbox_messages SET lease_expires_at = ?1 WHERE agent_id = ?2 AND status = 'processing'",
-        params![lease_until.unix_millis(), agent.to_string()],
+        "UPDATE inbox_messages SET lease_expires_at = ?1 WHERE agent_id = ?2 AND status = 'processing'
+             AND (lease_holder IS NULL OR lease_holder = ?3)",
+        params![lease_until.unix_millis(), agent.to_string(), runner],
     )?;
     Ok(())
 }

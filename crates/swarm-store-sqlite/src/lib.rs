@@ -37,7 +37,7 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -139,13 +139,15 @@ impl Store for SqliteStore {
         self.database.write(move |tx| agents::update_profile(tx, id, &update, now)).await
     }
 
-    async fn agent_heartbeat(
+    async fn agent_heartbeat_from_runner(
         &self,
         id: AgentId,
         now: Timestamp,
         lease_until: Timestamp,
+        runner: Option<RunnerId>,
     ) -> StoreResult<Option<Agent>> {
-        self.database.write(move |tx| agents::heartbeat(tx, id, now, lease_until)).await
+        let runner = runner.map(|runner| runner.to_string());
+        self.database.write(move |tx| agents::heartbeat(tx, id, now, lease_until, runner.as_deref())).await
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
@@ -218,15 +220,19 @@ impl Store for SqliteStore {
         self.database.read(|connection| poll::view(connection, agent))
     }
 
-    async fn poll_claim(
+    async fn poll_claim_for_runner(
         &self,
         agent: AgentId,
         kinds: &[TriggerKind],
         now: Timestamp,
         lease_until: Timestamp,
+        runner: Option<RunnerId>,
     ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
         let kinds = kinds.to_vec();
-        self.database.write(move |tx| poll::claim(tx, agent, &kinds, now, lease_until)).await
+        let runner = runner.map(|runner| runner.to_string());
+        self.database
+            .write(move |tx| poll::claim(tx, agent, &kinds, now, lease_until, runner.as_deref()))
+            .await
     }
 
     async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {

@@ -20,7 +20,8 @@ use crate::{
     sql::{self, Sql},
 };
 
-const SELECT_MAIL: &str = "SELECT id, from_agent_id, to_agent_id, type, subject, body, priority, awaiting_response,
+const SELECT_MAIL: &str =
+    "SELECT id, from_agent_id, to_agent_id, type, subject, body, priority, awaiting_response,
     in_reply_to, status, read_at, answered_at, lease_expires_at, created_at FROM mail";
 
 pub(crate) fn send(tx: &Connection, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
@@ -45,9 +46,7 @@ pub(crate) fn send(tx: &Connection, mail: &NewMail, now: Timestamp) -> StoreResu
     match inserted {
         Ok(_) => {}
         Err(error) if is_foreign_key_violation(&error) => {
-            return Err(StoreError::MissingReference(
-                "from, to or inReplyTo: no such agent or mail".into(),
-            ));
+            return Err(StoreError::MissingReference("from, to or inReplyTo: no such agent or mail".into()));
         }
         Err(error) => return Err(db(error)),
     }
@@ -78,16 +77,23 @@ pub(crate) fn list(connection: &Connection, query: &MailQuery) -> StoreResult<Ve
         match query.mailbox {
             MailBox::Inbox => sql.push(" AND to_agent_id = ").bind(agent),
             MailBox::Outbox => sql.push(" AND from_agent_id = ").bind(agent),
-            MailBox::All => {
-                sql.push(" AND (to_agent_id = ").bind(agent.clone()).push(" OR from_agent_id = ").bind(agent).push(")")
-            }
+            MailBox::All => sql
+                .push(" AND (to_agent_id = ")
+                .bind(agent.clone())
+                .push(" OR from_agent_id = ")
+                .bind(agent)
+                .push(")"),
         };
     }
     if !query.statuses.is_empty() {
-        sql.push(" AND status IN (").bind_list(query.statuses.iter().map(|status| status.as_str().to_string())).push(")");
+        sql.push(" AND status IN (")
+            .bind_list(query.statuses.iter().map(|status| status.as_str().to_string()))
+            .push(")");
     }
     if !query.priorities.is_empty() {
-        sql.push(" AND priority IN (").bind_list(query.priorities.iter().map(|priority| priority.as_str().to_string())).push(")");
+        sql.push(" AND priority IN (")
+            .bind_list(query.priorities.iter().map(|priority| priority.as_str().to_string()))
+            .push(")");
     }
     if query.pending_only {
         sql.push(
@@ -117,7 +123,9 @@ pub(crate) fn deliver(
         pick.push(" AND id IN (").bind_list(delivery.ids.iter().map(MailId::to_string)).push(")");
     }
     if !delivery.priorities.is_empty() {
-        pick.push(" AND priority IN (").bind_list(delivery.priorities.iter().map(|priority| priority.as_str().to_string())).push(")");
+        pick.push(" AND priority IN (")
+            .bind_list(delivery.priorities.iter().map(|priority| priority.as_str().to_string()))
+            .push(")");
     }
     pick.push(" ORDER BY priority_rank, created_at, id LIMIT ").bind(delivery.limit);
     let ids = pick.all(tx, |row| mail_id(row.get::<_, String>(0).map_err(db)?))?;
@@ -167,18 +175,19 @@ pub(crate) fn claim(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<&str>,
 ) -> StoreResult<Option<Trigger>> {
     let mut mail = sql::all(
         tx,
         &format!(
-            "UPDATE mail SET status = 'processing', processing_since = ?2, lease_expires_at = ?3
+            "UPDATE mail SET status = 'processing', processing_since = ?2, lease_expires_at = ?3, lease_holder = ?5
              WHERE status = 'unread' AND id IN (
                  SELECT id FROM mail WHERE to_agent_id = ?1 AND status = 'unread' AND priority_rank = 0
                  ORDER BY created_at, id LIMIT ?4)
              RETURNING {}",
             SELECT_MAIL.trim_start_matches("SELECT ").trim_end_matches(" FROM mail")
         ),
-        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), URGENT_TRIGGER_MAX],
+        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), URGENT_TRIGGER_MAX, runner],
         mail_from_row,
     )?;
     if mail.is_empty() {
@@ -188,12 +197,19 @@ pub(crate) fn claim(
     Ok(Some(Trigger::UrgentMail { count: mail.len(), mail }))
 }
 
-/// A heartbeat extends the agent's claims on its urgent mail.
-pub(crate) fn extend_leases(tx: &Connection, agent: AgentId, lease_until: Timestamp) -> StoreResult<()> {
+/// A heartbeat extends the agent's claims on its urgent mail: those its runner holds,
+/// and those no runner holds.
+pub(crate) fn extend_leases(
+    tx: &Connection,
+    agent: AgentId,
+    lease_until: Timestamp,
+    runner: Option<&str>,
+) -> StoreResult<()> {
     sql::execute(
         tx,
-        "UPDATE mail SET lease_expires_at = ?1 WHERE to_agent_id = ?2 AND status = 'processing'",
-        params![lease_until.unix_millis(), agent.to_string()],
+        "UPDATE mail SET lease_expires_at = ?1 WHERE to_agent_id = ?2 AND status = 'processing'
+             AND (lease_holder IS NULL OR lease_holder = ?3)",
+        params![lease_until.unix_millis(), agent.to_string(), runner],
     )?;
     Ok(())
 }

@@ -134,15 +134,16 @@ pub(crate) fn claim(
     kinds: &[TriggerKind],
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<&str>,
 ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
     for kind in kinds {
         let trigger = match kind {
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(tx, *kind, agent, now, lease_until)?
             }
-            TriggerKind::UrgentMail => crate::mail::claim(tx, agent, now, lease_until)?,
-            TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until)?,
-            TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until)?,
+            TriggerKind::UrgentMail => crate::mail::claim(tx, agent, now, lease_until, runner)?,
+            TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until, runner)?,
+            TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };

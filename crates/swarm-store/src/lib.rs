@@ -14,7 +14,7 @@ use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -138,6 +138,18 @@ pub trait Store: Send + Sync + 'static {
         id: AgentId,
         now: Timestamp,
         lease_until: Timestamp,
+    ) -> StoreResult<Option<Agent>> {
+        self.agent_heartbeat_from_runner(id, now, lease_until, None).await
+    }
+    /// [`Store::agent_heartbeat`] sent by a runner: the lead-side claims (inbox
+    /// messages, mentioning channels, urgent mail) extended are those `runner` holds and
+    /// those no runner holds, never another runner's; without a runner, only the latter.
+    async fn agent_heartbeat_from_runner(
+        &self,
+        id: AgentId,
+        now: Timestamp,
+        lease_until: Timestamp,
+        runner: Option<RunnerId>,
     ) -> StoreResult<Option<Agent>>;
     /// The agent goes `offline` (logged as `agent_left`); a no-op when already offline.
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
@@ -208,6 +220,18 @@ pub trait Store: Send + Sync + 'static {
         kinds: &[TriggerKind],
         now: Timestamp,
         lease_until: Timestamp,
+    ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
+        self.poll_claim_for_runner(agent, kinds, now, lease_until, None).await
+    }
+    /// [`Store::poll_claim`] for a runner: the lead-side claims it takes are held by
+    /// `runner` (see [`Store::agent_heartbeat_from_runner`]).
+    async fn poll_claim_for_runner(
+        &self,
+        agent: AgentId,
+        kinds: &[TriggerKind],
+        now: Timestamp,
+        lease_until: Timestamp,
+        runner: Option<RunnerId>,
     ) -> StoreResult<Option<(TriggerKind, Trigger)>>;
 
     /// One pass of the rescuer: every claim whose lease ran out before `now` goes back
@@ -303,8 +327,12 @@ pub trait Store: Send + Sync + 'static {
     /// (`unread`/`processing` → `read`, guarded on both); returns what this call
     /// delivered, urgent first, then oldest first. Mail delivered meanwhile by someone
     /// else is not returned twice.
-    async fn mail_deliver(&self, recipient: AgentId, delivery: &MailDelivery, now: Timestamp)
-    -> StoreResult<Vec<Mail>>;
+    async fn mail_deliver(
+        &self,
+        recipient: AgentId,
+        delivery: &MailDelivery,
+        now: Timestamp,
+    ) -> StoreResult<Vec<Mail>>;
     /// The agent's undelivered mail by priority and its mail awaiting a response.
     async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts>;
 

@@ -207,7 +207,9 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
             message(call_tool("task-action", json!({"action": "accept", "taskId": task_id})).await?)
         }
         _ if first_line.ends_with("inbox message(s) from Slack:") => answer_inbox(&prompt).await?,
-        _ if first_line.ends_with("unread mention(s) in chat channels:") => talk::answer_mentions(&prompt).await?,
+        _ if first_line.ends_with("unread mention(s) in chat channels:") => {
+            talk::answer_mentions(&prompt).await?
+        }
         _ if first_line.ends_with("urgent mail:") => talk::answer_mail(&prompt).await?,
         _ if first_line.ends_with("task(s) finished:") => {
             let listed = call_tool("get-tasks", json!({"limit": 50})).await?;

@@ -18,7 +18,7 @@ use super::IncludeQuery;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
-    extract::{AppJson, CallerHeader},
+    extract::{AppJson, CallerHeader, RunnerHeader},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -227,14 +227,18 @@ async fn me_get(
     Ok(Json(MeResponse { agent, inbox: inbox.map(Into::into) }))
 }
 
-/// Heartbeat: an offline agent becomes idle.
+/// Heartbeat: an offline agent becomes idle, and the leases of what it holds run on. A
+/// runner sends `X-Runner-ID`: of the lead-side claims, those it holds are extended,
+/// not another runner's of the same agent.
 #[utoipa::path(post, path = "/ping", tag = "agents",
+    params(("X-Runner-ID" = Option<uuid::Uuid>, Header, description = "The pinging runner process")),
     responses((status = 204), ErrorResponses))]
 async fn agents_ping(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
+    RunnerHeader(runner): RunnerHeader,
 ) -> Result<StatusCode, ApiError> {
-    state.service.agent_ping(caller).await?;
+    state.service.agent_ping(caller, runner).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

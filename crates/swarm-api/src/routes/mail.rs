@@ -147,8 +147,11 @@ pub struct MailCountResponse {
     waiting_for_response: bool,
 }
 
-fn optional_id<T>(field: &str, text: Option<String>, parse: fn(&str) -> Result<T, swarm_domain::Invalid>)
--> Result<Option<T>, ApiError> {
+fn optional_id<T>(
+    field: &str,
+    text: Option<String>,
+    parse: fn(&str) -> Result<T, swarm_domain::Invalid>,
+) -> Result<Option<T>, ApiError> {
     text.map(|text| parse(&text).map_err(|invalid| ApiError::BadRequest(format!("{field}: {invalid}"))))
         .transpose()
 }
@@ -175,7 +178,9 @@ async fn mail_send(
         }
         None => {
             let (Some(to), Some(subject)) = (body.to, body.subject) else {
-                return Err(ApiError::BadRequest("to and subject are required (or inReplyTo to reply)".into()));
+                return Err(ApiError::BadRequest(
+                    "to and subject are required (or inReplyTo to reply)".into(),
+                ));
             };
             let request = SendMail {
                 to,
@@ -288,7 +293,9 @@ async fn mail_unread_count(
         (Some(me), _) => me,
         (None, Some(asked)) => asked,
         (None, None) => {
-            return Err(ApiError::BadRequest("whose mail? send X-Agent-ID, or agentId as the operator".into()));
+            return Err(ApiError::BadRequest(
+                "whose mail? send X-Agent-ID, or agentId as the operator".into(),
+            ));
         }
     };
     let counts = state.service.mail_counts(caller, asked).await?;

@@ -15,7 +15,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
-    extract::CallerHeader,
+    extract::{CallerHeader, RunnerHeader},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -47,12 +47,15 @@ pub struct PollResponse {
 /// The caller's next trigger, claimed for it in the same transaction, so two polls
 /// never get the same one. Checked in order: offers to me, my assigned tasks (if I have
 /// a free slot), finished worker tasks (leads), pool tasks (workers with a free slot).
-/// A poll counts as a heartbeat.
-#[utoipa::path(get, path = "/api/poll", tag = "agents", params(PollQuery),
+/// A poll counts as a heartbeat. A runner sends `X-Runner-ID`: the lead-side claims
+/// (inbox messages, mentions, urgent mail) are then held by that runner process.
+#[utoipa::path(get, path = "/api/poll", tag = "agents",
+    params(PollQuery, ("X-Runner-ID" = Option<uuid::Uuid>, Header, description = "The polling runner process")),
     responses((status = 200, body = PollResponse), ErrorResponses))]
 async fn poll_get(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
+    RunnerHeader(runner): RunnerHeader,
     Query(query): Query<PollQuery>,
 ) -> Result<Json<PollResponse>, ApiError> {
     let wait = match query.wait {
@@ -74,6 +77,6 @@ async fn poll_get(
             return Err(ApiError::BadRequest(format!("pool must be claim or notify, got {other:?}")));
         }
     };
-    let trigger = state.service.poll(caller, PollRequest { wait, pool }).await?;
+    let trigger = state.service.poll(caller, PollRequest { wait, pool, runner }).await?;
     Ok(Json(PollResponse { trigger }))
 }

@@ -111,7 +111,8 @@ async fn send_mail(call: ToolCall, args: SendMailArguments) -> Outcome {
     };
     let mail = call.service.mail_send(call.caller(), request).await?;
     let waiting = if mail.awaiting_response { "; you are waiting for a response" } else { "" };
-    Ok(Reply::ok(format!("{} mail sent to {}{waiting}.", mail.priority, mail.to_agent_id)).with("mail", &mail))
+    Ok(Reply::ok(format!("{} mail sent to {}{waiting}.", mail.priority, mail.to_agent_id))
+        .with("mail", &mail))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

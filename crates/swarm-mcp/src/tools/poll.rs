@@ -44,7 +44,7 @@ async fn poll_task(call: ToolCall, args: PollTaskArguments) -> Outcome {
             return Err(Reply::refused(format!("waitSeconds must be between 0 and {max}, got {seconds}")));
         }
     };
-    let request = PollRequest { wait, pool: PoolMode::Claim };
+    let request = PollRequest { wait, pool: PoolMode::Claim, runner: None };
     let started = std::time::Instant::now();
     let trigger = call.service.poll(call.caller(), request).await?;
     let waited = started.elapsed().as_secs();

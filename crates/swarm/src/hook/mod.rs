@@ -216,9 +216,14 @@ pub(crate) async fn run(args: HookArgs) -> anyhow::Result<()> {
     let answer = match tokio::time::timeout(HUB_DEADLINE, answer(event, &settings)).await {
         Ok(answer) => answer,
         Err(_elapsed) => {
-            trace::why(name, &format!("the hub at {} did not answer within {HUB_DEADLINE:?}", settings.base_url));
+            trace::why(
+                name,
+                &format!("the hub at {} did not answer within {HUB_DEADLINE:?}", settings.base_url),
+            );
             match event {
-                HookEvent::StatusLine => Answer::Line(format!("swarm · hub not answering at {}", settings.base_url)),
+                HookEvent::StatusLine => {
+                    Answer::Line(format!("swarm · hub not answering at {}", settings.base_url))
+                }
                 _ => Answer::Nothing,
             }
         }
@@ -403,8 +408,11 @@ async fn status_line(client: &Client, settings: &HookSettings) -> String {
         if inbox.mentions_count > 0 {
             parts.push(format!("{} @", inbox.mentions_count));
         }
-        let urgent =
-            if inbox.urgent_mail_count > 0 { format!(" ({} urgent)", inbox.urgent_mail_count) } else { String::new() };
+        let urgent = if inbox.urgent_mail_count > 0 {
+            format!(" ({} urgent)", inbox.urgent_mail_count)
+        } else {
+            String::new()
+        };
         parts.push(format!("{} mail{urgent}", inbox.unread_mail_count));
         if inbox.waiting_for_response {
             parts.push("waiting for a reply".into());
@@ -521,9 +529,16 @@ mod tests {
     #[test]
     fn waiting_summary_says_nothing_when_nothing_waits() {
         assert_eq!(waiting_summary(&Inbox::default()), None);
-        let inbox = Inbox { offered_tasks_count: 2, mentions_count: 1, waiting_for_response: true, ..Inbox::default() };
+        let inbox = Inbox {
+            offered_tasks_count: 2,
+            mentions_count: 1,
+            waiting_for_response: true,
+            ..Inbox::default()
+        };
         let summary = waiting_summary(&inbox).unwrap();
-        assert!(summary.contains("2 task(s) offered") && summary.contains("1 chat message(s) mentioning you"));
+        assert!(
+            summary.contains("2 task(s) offered") && summary.contains("1 chat message(s) mentioning you")
+        );
         assert!(summary.contains("waiting for a response"), "{summary}");
     }
 

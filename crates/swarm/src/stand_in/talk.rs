@@ -1,6 +1,7 @@
 //! The stand-in's side of agent chat, mail and Claude Code's hooks:
 //! - `You have N unread mention(s) in chat channels:` reads each listed channel
-//!   (`read-messages`, unread only) and answers each listed message in its thread;
+//!   (`read-messages`, unread only) and answers, in its thread, each message read that
+//!   mentions it;
 //! - `You have N urgent mail:` answers each piece whose sender waits (`reply-mail`);
 //! - a task whose text starts with `Ask the coordinator:` sends the rest as an urgent
 //!   help request awaiting a response (`send-mail` to the coordinator), then reports the
@@ -25,17 +26,20 @@ use super::call_tool;
 /// The start of a task's text that makes the stand-in ask the coordinator for help.
 pub(super) const ASK_MARKER: &str = "Ask the coordinator:";
 
-/// `read-messages` each channel of the prompt, then answer each listed message.
+/// `read-messages` each channel of the prompt (unread only), then answer, in its
+/// thread, every message read that mentions this agent: what was read is marked read,
+/// so what it shows is what must be answered, including mentions newer than the prompt.
 pub(super) async fn answer_mentions(prompt: &str) -> anyhow::Result<String> {
+    let me = std::env::var("AGENT_ID").unwrap_or_default();
     let mut answered = 0;
-    let mut channel: Option<String> = None;
-    for line in prompt.lines() {
-        let line = line.trim();
-        if let Some(id) = field(line, "channelId: ") {
-            call_tool("read-messages", json!({"channelId": id, "unreadOnly": true})).await?;
-            channel = Some(id);
-        } else if let (Some(id), Some(channel)) = (field(line, "messageId: "), channel.as_deref()) {
-            let reply = json!({"channelId": channel, "replyToId": id, "content": format!("stand-in answer to {id}")});
+    for channel in prompt.lines().filter_map(|line| field(line, "channelId: ")) {
+        let read = call_tool("read-messages", json!({"channelId": channel, "unreadOnly": true})).await?;
+        for message in read["messages"].as_array().into_iter().flatten() {
+            let mentions_me =
+                message["mentions"].as_array().is_some_and(|ids| ids.iter().any(|id| id == &json!(me)));
+            let Some(id) = message["id"].as_str().filter(|_| mentions_me) else { continue };
+            let reply =
+                json!({"channelId": channel, "replyToId": id, "content": format!("stand-in answer to {id}")});
             call_tool("post-message", reply).await?;
             answered += 1;
         }
@@ -58,7 +62,8 @@ pub(super) async fn answer_mail(prompt: &str) -> anyhow::Result<String> {
     // A hook may have delivered it already: reading by id is then a no-op.
     call_tool("read-mail", json!({"mailIds": ids})).await?;
     for id in &waiting {
-        call_tool("reply-mail", json!({"mailId": id, "body": format!("stand-in answer to mail {id}")})).await?;
+        call_tool("reply-mail", json!({"mailId": id, "body": format!("stand-in answer to mail {id}")}))
+            .await?;
     }
     Ok(format!("read {} mail, answered {}", ids.len(), waiting.len()))
 }
@@ -86,7 +91,12 @@ fn field(line: &str, prefix: &str) -> Option<String> {
 /// `event`, as Claude Code runs them: through the shell, the event's JSON on stdin,
 /// `CLAUDE_PROJECT_DIR` set. What each printed is recorded; the `additionalContext`s are
 /// returned.
-pub(super) fn run_hooks(event: &str, extra: Value, session_id: &str, record_dir: Option<&Path>) -> Vec<String> {
+pub(super) fn run_hooks(
+    event: &str,
+    extra: Value,
+    session_id: &str,
+    record_dir: Option<&Path>,
+) -> Vec<String> {
     let Ok(project) = std::env::current_dir() else { return Vec::new() };
     let Ok(text) = std::fs::read_to_string(project.join(".claude").join("settings.json")) else {
         return Vec::new();
@@ -113,11 +123,10 @@ pub(super) fn run_hooks(event: &str, extra: Value, session_id: &str, record_dir:
     let mut contexts = Vec::new();
     for (index, command) in commands.iter().enumerate() {
         let outcome = run_hook(command, &payload, &project);
-        if let Some(context) = outcome
-            .as_ref()
-            .ok()
-            .and_then(|(_, stdout)| serde_json::from_str::<Value>(stdout).ok())
-            .and_then(|answer| answer["hookSpecificOutput"]["additionalContext"].as_str().map(str::to_string))
+        if let Some(context) =
+            outcome.as_ref().ok().and_then(|(_, stdout)| serde_json::from_str::<Value>(stdout).ok()).and_then(
+                |answer| answer["hookSpecificOutput"]["additionalContext"].as_str().map(str::to_string),
+            )
         {
             contexts.push(context);
         }

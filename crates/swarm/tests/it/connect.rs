@@ -449,7 +449,8 @@ fn hooks_never_fail_the_agent_when_the_hub_is_down() {
     }
     // Each silence is explained in the hook log (HOME is the test's directory).
     let log = std::fs::read_to_string(dir.path().join(".swarm/hooks/hook.log")).expect("the hook log");
-    let reasons: Vec<Value> = log.lines().map(|line| serde_json::from_str(line).expect("JSON lines")).collect();
+    let reasons: Vec<Value> =
+        log.lines().map(|line| serde_json::from_str(line).expect("JSON lines")).collect();
     let said = |event: &str, words: &str| {
         reasons.iter().any(|line| line["event"] == event && line["reason"].as_str().unwrap().contains(words))
     };

@@ -75,7 +75,10 @@ async fn urgent_mail_wakes_the_recipient_and_a_reply_ends_the_senders_waiting() 
     assert_eq!(again["trigger"], Value::Null, "claimed once");
 
     let waiting = counts(&hub, &worker).await;
-    assert_eq!((waiting["waitingForResponse"].as_bool(), waiting["awaitingResponse"].as_i64()), (Some(true), Some(1)));
+    assert_eq!(
+        (waiting["waitingForResponse"].as_bool(), waiting["awaitingResponse"].as_i64()),
+        (Some(true), Some(1))
+    );
     let lead_counts = counts(&hub, &lead).await;
     assert_eq!((lead_counts["unread"].as_i64(), lead_counts["urgent"].as_i64()), (Some(2), Some(1)));
     let (_, me) = hub.get("/me?include=inbox", Some(&worker)).await;
@@ -88,7 +91,8 @@ async fn urgent_mail_wakes_the_recipient_and_a_reply_ends_the_senders_waiting() 
     assert_eq!(read["mail"], json!([]), "delivered once");
 
     let id = ask["id"].as_str().unwrap();
-    let (status, refused) = hub.post(&format!("/api/mail/{id}/reply"), Some(&worker), json!({"body": "me?"})).await;
+    let (status, refused) =
+        hub.post(&format!("/api/mail/{id}/reply"), Some(&worker), json!({"body": "me?"})).await;
     assert_eq!(status, 403, "the sender does not answer its own mail: {refused}");
     let (status, reply) =
         hub.post(&format!("/api/mail/{id}/reply"), Some(&lead), json!({"body": "PostgreSQL."})).await;
@@ -144,15 +148,52 @@ async fn bad_mail_is_refused_with_a_json_error_and_changes_nothing() {
     let id = mail["id"].as_str().unwrap();
     let unknown = uuid::Uuid::new_v4().to_string();
     let cases = [
-        (404, hub.post("/api/mail", Some(&alice), json!({"to": "coordinator", "subject": "s", "body": "b"})).await),
-        (404, hub.post("/api/mail", Some(&alice), json!({"to": "nobody", "subject": "s", "body": "b"})).await),
+        (
+            404,
+            hub.post("/api/mail", Some(&alice), json!({"to": "coordinator", "subject": "s", "body": "b"}))
+                .await,
+        ),
+        (
+            404,
+            hub.post("/api/mail", Some(&alice), json!({"to": "nobody", "subject": "s", "body": "b"})).await,
+        ),
         (400, hub.post("/api/mail", Some(&alice), json!({"to": "alice", "subject": "s", "body": "b"})).await),
         (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": " ", "body": "b"})).await),
-        (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "a\nb", "body": "b"})).await),
-        (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "s", "body": "b\u{0}"})).await),
-        (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "s", "body": "x".repeat(20_001)})).await),
-        (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "s", "body": "b", "priority": "asap"})).await),
-        (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "s", "body": "b", "type": "gossip"})).await),
+        (
+            400,
+            hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "a\nb", "body": "b"})).await,
+        ),
+        (
+            400,
+            hub.post("/api/mail", Some(&alice), json!({"to": "bob", "subject": "s", "body": "b\u{0}"})).await,
+        ),
+        (
+            400,
+            hub.post(
+                "/api/mail",
+                Some(&alice),
+                json!({"to": "bob", "subject": "s", "body": "x".repeat(20_001)}),
+            )
+            .await,
+        ),
+        (
+            400,
+            hub.post(
+                "/api/mail",
+                Some(&alice),
+                json!({"to": "bob", "subject": "s", "body": "b", "priority": "asap"}),
+            )
+            .await,
+        ),
+        (
+            400,
+            hub.post(
+                "/api/mail",
+                Some(&alice),
+                json!({"to": "bob", "subject": "s", "body": "b", "type": "gossip"}),
+            )
+            .await,
+        ),
         (400, hub.post("/api/mail", Some(&alice), json!({"to": "bob", "body": "b"})).await),
         (400, hub.post("/api/mail", None, json!({"to": "bob", "subject": "s", "body": "b"})).await),
         (404, hub.post("/api/mail", Some(&unknown), json!({"to": "bob", "subject": "s", "body": "b"})).await),
@@ -200,8 +241,12 @@ async fn the_mail_tools_send_read_reply_and_count() {
     )
     .await;
     assert!(sent["message"].as_str().unwrap().contains("waiting for a response"), "{sent}");
-    ok(&worker_client, "send-mail", json!({"to": "lead", "priority": "low", "subject": "later", "body": "no rush"}))
-        .await;
+    ok(
+        &worker_client,
+        "send-mail",
+        json!({"to": "lead", "priority": "low", "subject": "later", "body": "no rush"}),
+    )
+    .await;
     let counted = ok(&lead_client, "unread-mail-count", json!({})).await;
     assert_eq!((counted["counts"]["unread"].as_i64(), counted["counts"]["low"].as_i64()), (Some(2), Some(1)));
     let listed = ok(&lead_client, "list-mail", json!({"unreadOnly": true})).await;
@@ -221,7 +266,12 @@ async fn the_mail_tools_send_read_reply_and_count() {
     let pending = ok(&worker_client, "list-mail", json!({"box": "outbox", "pending": true})).await;
     assert_eq!(pending["mail"], json!([]));
     refused(&worker_client, "send-mail", json!({"to": "worker", "subject": "s", "body": "b"})).await;
-    refused(&worker_client, "send-mail", json!({"to": "lead", "subject": "s", "body": "b", "priority": "asap"})).await;
+    refused(
+        &worker_client,
+        "send-mail",
+        json!({"to": "lead", "subject": "s", "body": "b", "priority": "asap"}),
+    )
+    .await;
     refused(&worker_client, "read-mail", json!({"limit": 0})).await;
 }
 
@@ -259,8 +309,10 @@ fn payload(dir: &Path, event: &str) -> Value {
             "tool_input": {"file_path": "/tmp/notes.md", "content": "notes"},
             "tool_response": {"filePath": "/tmp/notes.md", "success": true}}),
         "Stop" => json!({"stop_hook_active": false}),
-        "SubagentStop" => json!({"stop_hook_active": false, "agent_id": "def456", "agent_type": "general-purpose",
-            "agent_transcript_path": "/home/dev/.claude/projects/demo/subagents/agent-def456.jsonl"}),
+        "SubagentStop" => {
+            json!({"stop_hook_active": false, "agent_id": "def456", "agent_type": "general-purpose",
+            "agent_transcript_path": "/home/dev/.claude/projects/demo/subagents/agent-def456.jsonl"})
+        }
         _ => json!({}),
     };
     payload.extend(extra.as_object().unwrap().clone());
@@ -291,25 +343,33 @@ async fn hooks_deliver_mail_alert_the_coordinator_and_refresh_counts() {
     )
     .await;
     for (event, name) in [("stop", "Stop"), ("subagent-stop", "SubagentStop")] {
-        let alert = stdout_json(&hook(&project, event, &as_worker, &payload(&project, name))).expect("an alert");
+        let alert =
+            stdout_json(&hook(&project, event, &as_worker, &payload(&project, name))).expect("an alert");
         let message = alert["systemMessage"].as_str().unwrap();
         assert!(message.starts_with("swarm: worker-1 stopped waiting for a response"), "{message}");
-        assert!(message.contains("urgent help_request to lead-1 (the lead) \"Migration fails\""), "{message}");
+        assert!(
+            message.contains("urgent help_request to lead-1 (the lead) \"Migration fails\""),
+            "{message}"
+        );
         assert!(alert.get("decision").is_none(), "an alert never blocks stopping");
     }
 
-    send(&hub, &lead, json!({"to": "worker-1", "priority": "low", "subject": "someday", "body": "later"})).await;
+    send(&hub, &lead, json!({"to": "worker-1", "priority": "low", "subject": "someday", "body": "later"}))
+        .await;
     send(&hub, &lead, json!({"to": "worker-1", "subject": "heads up", "body": "deploy at 5"})).await;
     let id = ask["id"].as_str().unwrap();
-    let (status, _) =
-        hub.post(&format!("/api/mail/{id}/reply"), Some(&lead), json!({"body": "Drop the column first."})).await;
+    let (status, _) = hub
+        .post(&format!("/api/mail/{id}/reply"), Some(&lead), json!({"body": "Drop the column first."}))
+        .await;
     assert_eq!(status, 201);
 
     // PostToolUse: the counts file, and a word only when urgent mail is new.
     let refreshed = hook(&project, "post-tool-use", &as_worker, &payload(&project, "PostToolUse"));
     let context = stdout_json(&refreshed).expect("new urgent mail is announced");
     assert_eq!(context["hookSpecificOutput"]["hookEventName"], "PostToolUse");
-    assert!(context["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("1 urgent unread mail"));
+    assert!(
+        context["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("1 urgent unread mail")
+    );
     let counts_file = project.join("hooks").join(&worker).join("inbox_count.json");
     let cached: Value = serde_json::from_str(&std::fs::read_to_string(&counts_file).unwrap()).unwrap();
     assert_eq!((cached["unread"].as_i64(), cached["urgent"].as_i64()), (Some(3), Some(1)), "{cached}");
@@ -318,14 +378,22 @@ async fn hooks_deliver_mail_alert_the_coordinator_and_refresh_counts() {
     assert_eq!(stdout_json(&again), None, "already announced");
 
     // UserPromptSubmit: urgent first, then normal; low waits; each delivered once.
-    let injected = stdout_json(&hook(&project, "user-prompt-submit", &as_worker, &payload(&project, "UserPromptSubmit")))
-        .expect("mail is injected");
+    let injected = stdout_json(&hook(
+        &project,
+        "user-prompt-submit",
+        &as_worker,
+        &payload(&project, "UserPromptSubmit"),
+    ))
+    .expect("mail is injected");
     assert_eq!(injected["hookSpecificOutput"]["hookEventName"], "UserPromptSubmit");
     let text = injected["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
     let urgent = text.find("[URGENT] response from lead-1 (the lead)").expect(text);
     let normal = text.find("[normal] question from lead-1 (the lead)").expect(text);
     assert!(urgent < normal, "{text}");
-    assert!(text.contains("Drop the column first.") && text.contains(&format!("answering your mail {id}")), "{text}");
+    assert!(
+        text.contains("Drop the column first.") && text.contains(&format!("answering your mail {id}")),
+        "{text}"
+    );
     assert!(!text.contains("someday"), "low mail waits: {text}");
     assert!(!text.contains("waiting for a response to mail you sent"), "the reply ended the waiting: {text}");
     let after = counts(&hub, &worker).await;

@@ -23,3 +23,4 @@ mod slack_stand_in;
 mod store;
 mod stress;
 mod support;
+mod talk_runners;

@@ -23,7 +23,7 @@ fn new_id() -> String {
 /// A runner process (`swarm worker` or `swarm lead`) driving the stand-in agent.
 pub(crate) struct Runner {
     child: Child,
-    agent_id: String,
+    pub(crate) agent_id: String,
     /// Its terminal lines so far.
     lines: Arc<Mutex<Vec<String>>>,
 }
@@ -39,6 +39,8 @@ pub(crate) struct RunnerSetup<'a> {
     /// `claude` or `codex`: the runner's own harness for that CLI, with the stand-in on
     /// `PATH` under that name. Otherwise `--harness cmd` with the stand-in.
     pub harness: Option<&'a str>,
+    /// The runner's (and so its agents') working directory: the project.
+    pub cwd: Option<&'a Path>,
 }
 
 impl<'a> RunnerSetup<'a> {
@@ -50,6 +52,7 @@ impl<'a> RunnerSetup<'a> {
             env: Vec::new(),
             flags: Vec::new(),
             harness: None,
+            cwd: None,
         }
     }
 
@@ -80,6 +83,9 @@ impl Runner {
             .args(&setup.flags);
         if setup.harness.is_none() {
             command.args(["--", "stand-in-agent"]);
+        }
+        if let Some(cwd) = setup.cwd {
+            command.current_dir(cwd);
         }
         command
             .env("MCP_BASE_URL", &hub.base_url)
@@ -146,7 +152,7 @@ impl Runner {
         panic!("the runner did not end within {WITHIN:?}:\n{}", self.output());
     }
 
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -174,22 +180,22 @@ fn path_with_stand_in_as(cli: &str, dir: &Path) -> std::ffi::OsString {
     path
 }
 
-fn records_dir(dir: &Path) -> PathBuf {
+pub(crate) fn records_dir(dir: &Path) -> PathBuf {
     dir.join("records")
 }
 
 /// One stand-in run as it recorded itself.
 #[derive(Debug, Clone)]
-struct Record {
-    pid: u64,
+pub(crate) struct Record {
+    pub(crate) pid: u64,
     start: u128,
     end: Option<u128>,
-    prompt: String,
+    pub(crate) prompt: String,
     task_id_env: Option<String>,
     trigger: Option<String>,
 }
 
-fn records(dir: &Path) -> Vec<Record> {
+pub(crate) fn records(dir: &Path) -> Vec<Record> {
     let dir = records_dir(dir);
     let read =
         |path: PathBuf| -> Option<Value> { serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok() };
@@ -271,7 +277,7 @@ fn event_types(task: &Value) -> Vec<String> {
 }
 
 /// Whether a process runs: a zombie (dead, waiting for its new parent to reap it) does not.
-fn is_alive(pid: u64) -> bool {
+pub(crate) fn is_alive(pid: u64) -> bool {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };

@@ -69,7 +69,7 @@ async fn a_parked_poll_is_woken_by_a_change_in_the_same_process(store: Arc<dyn S
     let parked = {
         let service = service.clone();
         tokio::spawn(async move {
-            let request = PollRequest { wait: Duration::from_secs(30), pool: PoolMode::Claim };
+            let request = PollRequest { wait: Duration::from_secs(30), pool: PoolMode::Claim, runner: None };
             let started = tokio::time::Instant::now();
             (service.poll(Caller::Agent(worker), request).await.unwrap(), started.elapsed())
         })
@@ -83,7 +83,7 @@ async fn a_parked_poll_is_woken_by_a_change_in_the_same_process(store: Arc<dyn S
     assert_eq!(task_id, pooled);
     assert!(waited < Duration::from_secs(30), "woken by the new pool task, not by the end of the wait");
 
-    let too_long = PollRequest { wait: Duration::from_secs(61), pool: PoolMode::Claim };
+    let too_long = PollRequest { wait: Duration::from_secs(61), pool: PoolMode::Claim, runner: None };
     let refused = service.poll(Caller::Agent(worker), too_long).await;
     assert!(matches!(refused, Err(ServiceError::Invalid(_))), "{refused:?}");
     let refused = service.poll(Caller::Operator, PollRequest::default()).await;

@@ -7,7 +7,8 @@
 use std::{collections::HashSet, sync::Arc};
 
 use swarm_domain::{
-    id::{AgentId, MailId},
+    chat::{ChatMessage, NewChatMessage},
+    id::{AgentId, ChannelId, ChatMessageId, MailId, RunnerId},
     lease::LeasePolicy,
     mail::{Mail, MailBox, MailDelivery, MailDraft, MailPriority, MailQuery, MailStatus, MailType, NewMail},
     poll::{Trigger, TriggerKind},
@@ -26,6 +27,7 @@ store_tests!(
     mail_reply_answers_and_ends_waiting,
     mail_urgent_claim_is_cleared_by_delivery,
     mail_urgent_claim_returns_after_its_lease,
+    lead_side_claims_are_extended_only_by_their_runner,
 );
 
 mod race {
@@ -133,10 +135,15 @@ async fn mail_counts_and_delivery_order(store: Arc<dyn Store>) {
     assert!(first.iter().all(|mail| mail.status == MailStatus::Read && mail.read_at.is_some()));
     let rest = fx.store.mail_deliver(beta, &delivery(&urgent_and_normal, 20), fx.now()).await.unwrap();
     assert_eq!(subjects(&rest), ["normal-2"], "low is not delivered unless asked");
-    assert!(fx.store.mail_deliver(beta, &delivery(&urgent_and_normal, 20), fx.now()).await.unwrap().is_empty());
+    assert!(
+        fx.store.mail_deliver(beta, &delivery(&urgent_and_normal, 20), fx.now()).await.unwrap().is_empty()
+    );
     let counts = fx.store.mail_counts(beta).await.unwrap();
     assert_eq!((counts.unread, counts.low), (1, 1));
-    assert_eq!(subjects(&fx.store.mail_deliver(beta, &delivery(&[], 20), fx.now()).await.unwrap()), ["low-1"]);
+    assert_eq!(
+        subjects(&fx.store.mail_deliver(beta, &delivery(&[], 20), fx.now()).await.unwrap()),
+        ["low-1"]
+    );
 
     let other = send(&fx, new_mail(beta, alpha, "for alpha", MailPriority::Normal)).await;
     let by_id = MailDelivery { ids: vec![other.id], priorities: Vec::new(), limit: 20 };
@@ -194,7 +201,9 @@ async fn mail_urgent_claim_is_cleared_by_delivery(store: Arc<dyn Store>) {
 
     let claimed = poll_urgent(fx.store.as_ref(), beta, fx.now()).await.expect("claimed");
     assert_eq!(claimed.iter().map(|mail| mail.id).collect::<Vec<_>>(), vec![first.id, second.id]);
-    assert!(claimed.iter().all(|mail| mail.status == MailStatus::Processing && mail.lease_expires_at.is_some()));
+    assert!(
+        claimed.iter().all(|mail| mail.status == MailStatus::Processing && mail.lease_expires_at.is_some())
+    );
     assert!(poll_urgent(fx.store.as_ref(), beta, fx.now()).await.is_none(), "claimed once");
     assert_eq!(fx.store.mail_counts(beta).await.unwrap().urgent, 2, "claimed is not yet delivered");
 
@@ -282,4 +291,52 @@ async fn mail_concurrent_deliveries_never_share(store: Arc<dyn Store>) {
     let unique: HashSet<MailId> = seen.iter().copied().collect();
     assert_eq!(unique.len(), seen.len(), "no mail delivered twice");
     assert_eq!(unique, sent, "every piece delivered");
+}
+
+/// A runner's heartbeats extend the claims it took and those no runner holds, never a
+/// crashed runner's of the same agent: those run out and come back.
+async fn lead_side_claims_are_extended_only_by_their_runner(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let (alpha, lead) = (fx.worker("alpha").await, fx.register("lead", true, 1).await.id);
+    let (crashed, alive) = (RunnerId::new_v7(), RunnerId::new_v7());
+    send(&fx, new_mail(alpha, lead, "urgent", MailPriority::Urgent)).await;
+    let mention = NewChatMessage {
+        id: ChatMessageId::new_v7(),
+        channel_id: ChannelId::general(),
+        agent_id: Some(alpha),
+        content: "@lead look".into(),
+        reply_to_id: None,
+        mentions: vec![lead],
+        tasks: Vec::new(),
+    };
+    let _: ChatMessage = fx.store.chat_post(&mention, fx.now()).await.unwrap();
+    let claimed_at = fx.now();
+    let lease_until = claimed_at.plus_millis(LEASE);
+    for kind in [TriggerKind::UrgentMail, TriggerKind::UnreadMentions] {
+        let claimed = fx
+            .store
+            .poll_claim_for_runner(lead, &[kind], claimed_at, lease_until, Some(crashed))
+            .await
+            .unwrap();
+        assert!(claimed.is_some(), "{kind:?} claimed by the first runner");
+    }
+    let beat = claimed_at.plus_millis(LEASE / 2);
+    fx.store.agent_heartbeat_from_runner(lead, beat, beat.plus_millis(LEASE), Some(alive)).await.unwrap();
+    fx.store.agent_heartbeat(lead, beat, beat.plus_millis(LEASE)).await.unwrap();
+    let report = fx.store.rescue(&LeasePolicy::default(), claimed_at.plus_millis(LEASE + 1)).await.unwrap();
+    assert_eq!(report.mail_returned_to, vec![lead], "another runner's heartbeat does not hold it");
+    assert_eq!(report.mentions_returned_to, vec![lead]);
+
+    // The claims of a runner that heartbeats stay.
+    let now = fx.now();
+    let until = now.plus_millis(LEASE);
+    for kind in [TriggerKind::UrgentMail, TriggerKind::UnreadMentions] {
+        assert!(
+            fx.store.poll_claim_for_runner(lead, &[kind], now, until, Some(alive)).await.unwrap().is_some()
+        );
+    }
+    let beat = now.plus_millis(LEASE / 2);
+    fx.store.agent_heartbeat_from_runner(lead, beat, beat.plus_millis(LEASE), Some(alive)).await.unwrap();
+    let report = fx.store.rescue(&LeasePolicy::default(), now.plus_millis(LEASE + 1)).await.unwrap();
+    assert!(report.mail_returned_to.is_empty() && report.mentions_returned_to.is_empty(), "{report:?}");
 }
