@@ -202,6 +202,6 @@ async fn unread_mail_count(call: ToolCall, _args: NoArguments) -> Outcome {
     let counts = call.service.mail_counts(call.caller(), None).await?;
     let waiting = if counts.waiting_for_response() { "; you are waiting for a response" } else { "" };
     Ok(Reply::ok(format!("{} unread ({} urgent){waiting}", counts.unread, counts.urgent))
-        .with("counts", &counts)
-        .with("waitingForResponse", &counts.waiting_for_response()))
+        .with("counts", counts)
+        .with("waitingForResponse", counts.waiting_for_response()))
 }
