@@ -39,9 +39,8 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
     browser.screenshot(&shots, "login").await;
     browser.type_into("#login-key", "not-the-key").await;
     browser.click("#login-form button[type=submit]").await;
-    let refusal = browser
-        .wait_for("the refusal", "return document.getElementById('login-error').textContent")
-        .await;
+    let refusal =
+        browser.wait_for("the refusal", "return document.getElementById('login-error').textContent").await;
     assert!(refusal.as_str().unwrap().contains("401"), "{refusal}");
     assert_eq!(browser.script("return document.getElementById('view').hidden").await, json!(true));
     browser.screenshot(&shots, "login-refused").await;
@@ -50,14 +49,20 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
     browser.type_into("#login-key", KEY).await;
     browser.click("#login-form button[type=submit]").await;
     browser.wait_for("the overview", "return document.querySelector('#page-overview #task-counts a')").await;
-    browser.wait_for("the live stream", "return document.getElementById('live').dataset.state === 'live'").await;
+    browser
+        .wait_for("the live stream", "return document.getElementById('live').dataset.state === 'live'")
+        .await;
     // Set once; a reload would lose it. Everything below must happen without one.
     browser.script("window.__noReload = true; return null").await;
 
     // A worker joins: the overview shows it without a reload.
-    let worker = Runner::start(&hub, RunnerSetup::worker(dir.path()).env("API_KEY", KEY).env("AGENT_NAME", "ada"));
+    let worker =
+        Runner::start(&hub, RunnerSetup::worker(dir.path()).env("API_KEY", KEY).env("AGENT_NAME", "ada"));
     browser
-        .wait_for("the worker on the overview", "return document.querySelector('#overview-agents')?.textContent.includes('ada')")
+        .wait_for(
+            "the worker on the overview",
+            "return document.querySelector('#overview-agents')?.textContent.includes('ada')",
+        )
         .await;
     browser.screenshot(&shots, "overview").await;
 
@@ -83,9 +88,7 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
 
     // Its detail: output, cost and the session log, rendered.
     browser.click(&format!("tr[data-task-id='{task_id}'] a.task-link")).await;
-    browser
-        .wait_for("the session log", "return document.querySelector('#session-log .entry.result')")
-        .await;
+    browser.wait_for("the session log", "return document.querySelector('#session-log .entry.result')").await;
     let log = browser.text("#session-log").await.unwrap();
     assert!(log.contains("started"), "the init line is rendered: {log}");
     assert!(!log.contains("\"type\""), "no raw stream-json for known lines: {log}");
@@ -99,7 +102,10 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
     browser.type_into("#rename-form input[name=name]", "ada-renamed").await;
     browser.click("#rename-form button[type=submit]").await;
     browser
-        .wait_for("the new name", "return document.querySelector('#page-agents h1')?.textContent.includes('ada-renamed')")
+        .wait_for(
+            "the new name",
+            "return document.querySelector('#page-agents h1')?.textContent.includes('ada-renamed')",
+        )
         .await;
     browser.screenshot(&shots, "agent").await;
 
@@ -111,7 +117,10 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
     browser.type_into("#post-message textarea", "Hello crew, from a person").await;
     browser.click("#post-message button[type=submit]").await;
     browser
-        .wait_for("the message", "return document.querySelector('#messages')?.textContent.includes('Hello crew')")
+        .wait_for(
+            "the message",
+            "return document.querySelector('#messages')?.textContent.includes('Hello crew')",
+        )
         .await;
     browser.click("#messages .thread-link").await;
     browser.type_into("#post-message textarea", "And a reply in the thread").await;
@@ -124,12 +133,16 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
     let (status, channels) = hub.get("/api/channels", None).await;
     assert_eq!(status, 200);
     let general = channels["channels"][0]["id"].as_str().unwrap().to_string();
-    let (status, _) =
-        hub.post(&format!("/api/channels/{general}/messages"), None, json!({"content": "Posted over REST"})).await;
+    let (status, _) = hub
+        .post(&format!("/api/channels/{general}/messages"), None, json!({"content": "Posted over REST"}))
+        .await;
     assert_eq!(status, 201);
     browser.click("a[data-page=channels]").await;
     browser
-        .wait_for("the REST message", "return document.querySelector('#messages')?.textContent.includes('Posted over REST')")
+        .wait_for(
+            "the REST message",
+            "return document.querySelector('#messages')?.textContent.includes('Posted over REST')",
+        )
         .await;
     assert_eq!(browser.script("return window.__noReload === true").await, json!(true), "the page reloaded");
 
@@ -158,7 +171,9 @@ async fn dashboard_files_are_served_without_the_key_and_data_is_not() {
     for path in ["/", "/assets/app.js", "/assets/pages/tasks.js", "/assets/style.css"] {
         let response = http.get(hub.url(path)).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");
-        assert!(response.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'self'"));
+        assert!(
+            response.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'self'")
+        );
     }
     let response = http.get(hub.url("/assets/nothing.js")).send().await.unwrap();
     assert_eq!(response.status(), 404);
@@ -235,23 +250,36 @@ async fn events_stream_announces_changes_and_other_processes() {
     let agent = uuid::Uuid::new_v4().to_string();
     let (status, _) = hub.post("/api/agents", Some(&agent), json!({"name": "watcher"})).await;
     assert_eq!(status, 201);
-    events.until("the agent", |name, data| name == "change" && data["kind"] == "agent" && data["agentId"] == agent).await;
+    events
+        .until("the agent", |name, data| {
+            name == "change" && data["kind"] == "agent" && data["agentId"] == agent
+        })
+        .await;
     let (_, task) = hub.post("/api/tasks", None, json!({"task": "watch me"})).await;
     let task_id = task["id"].as_str().unwrap().to_string();
-    events.until("the task", |name, data| name == "change" && data["kind"] == "task" && data["taskId"] == task_id).await;
+    events
+        .until("the task", |name, data| {
+            name == "change" && data["kind"] == "task" && data["taskId"] == task_id
+        })
+        .await;
     let (_, channels) = hub.get("/api/channels", None).await;
     let general = channels["channels"][0]["id"].as_str().unwrap().to_string();
-    let (status, _) = hub.post(&format!("/api/channels/{general}/messages"), None, json!({"content": "hi"})).await;
+    let (status, _) =
+        hub.post(&format!("/api/channels/{general}/messages"), None, json!({"content": "hi"})).await;
     assert_eq!(status, 201);
     events
-        .until("the message", |name, data| name == "change" && data["kind"] == "channelMessage" && data["channelId"] == general)
+        .until("the message", |name, data| {
+            name == "change" && data["kind"] == "channelMessage" && data["channelId"] == general
+        })
         .await;
 
     // A second process on the same SQLite file: this hub's stream says something changed.
     let other = Hub::start(&database, Some(KEY));
     let (status, _) = other.post("/api/tasks", None, json!({"task": "made elsewhere"})).await;
     assert_eq!(status, 201);
-    events.until("the other process's change", |name, data| name == "change" && data["kind"] == "external").await;
+    events
+        .until("the other process's change", |name, data| name == "change" && data["kind"] == "external")
+        .await;
 }
 
 #[tokio::test]
@@ -262,6 +290,8 @@ async fn events_stream_ends_when_the_hub_stops() {
     assert_eq!(events.next().await.0, "ready");
     // An open dashboard must not hold a graceful shutdown.
     assert!(hub.terminate(), "the hub stops cleanly with a stream open");
-    let rest = tokio::time::timeout(Duration::from_secs(10), events.response.chunk()).await.expect("the stream ends");
+    let rest = tokio::time::timeout(Duration::from_secs(10), events.response.chunk())
+        .await
+        .expect("the stream ends");
     assert!(matches!(rest, Ok(None) | Err(_)), "{rest:?}");
 }

@@ -65,7 +65,7 @@ impl Browser {
                 "binary": chromium,
                 // Root in CI needs --no-sandbox; a fixed size makes screenshots comparable.
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                         "--window-size=1400,1000", "--no-first-run", "--no-default-browser-check"],
+                         "--window-size=1400,1800", "--no-first-run", "--no-default-browser-check"],
             },
         }}});
         let session = browser.command(reqwest::Method::POST, "/session", Some(capabilities)).await;
@@ -75,11 +75,18 @@ impl Browser {
     }
 
     async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        self.try_command(method.clone(), path, body).await.unwrap_or_else(|error| panic!("WebDriver {method} {path}: {error}"))
+        self.try_command(method.clone(), path, body)
+            .await
+            .unwrap_or_else(|error| panic!("WebDriver {method} {path}: {error}"))
     }
 
     /// The command's value, or WebDriver's error code and message.
-    async fn try_command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, String> {
+    async fn try_command(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(body) = body {
             request = request.json(&body);
@@ -96,11 +103,19 @@ impl Browser {
     /// Find `css` and act on it; a live re-render between the two makes the element
     /// stale, so find it again.
     async fn on_element(&self, css: &str, action: &str, body: Value) {
-        self.wait_for(&format!("{css} to be shown"), &format!("return !!document.querySelector({css:?})")).await;
+        self.wait_for(&format!("{css} to be shown"), &format!("return !!document.querySelector({css:?})"))
+            .await;
         let mut last_error = String::new();
         for _ in 0..50 {
             let element = self.element(css).await;
-            match self.try_command(reqwest::Method::POST, &format!("/element/{element}/{action}"), Some(body.clone())).await {
+            match self
+                .try_command(
+                    reqwest::Method::POST,
+                    &format!("/element/{element}/{action}"),
+                    Some(body.clone()),
+                )
+                .await
+            {
                 Ok(_) => return,
                 Err(error) if error.contains("stale element") => last_error = error,
                 Err(error) => panic!("WebDriver {action} on {css}: {error}"),
@@ -116,12 +131,14 @@ impl Browser {
 
     /// Run JavaScript in the page and return what it returns.
     pub async fn script(&self, script: &str) -> Value {
-        self.command(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []}))).await
+        self.command(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []})))
+            .await
     }
 
     async fn element(&self, css: &str) -> String {
-        let found =
-            self.command(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css}))).await;
+        let found = self
+            .command(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css})))
+            .await;
         found[ELEMENT_KEY].as_str().unwrap_or_else(|| panic!("no element {css}: {found}")).to_string()
     }
 
