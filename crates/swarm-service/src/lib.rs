@@ -84,6 +84,11 @@ pub enum Change {
     Inbox {
         agent_id: AgentId,
     },
+    /// A runner sent session log lines or a cost for this task (the task itself did not
+    /// change).
+    SessionOutput {
+        task_id: TaskId,
+    },
     /// A message was posted in a channel.
     ChannelMessage {
         channel_id: ChannelId,

@@ -29,7 +29,11 @@ function mountList(root) {
     }
   }
   load();
-  return { onChange: load };
+  return {
+    onChange(changes) {
+      if (changes.some((change) => ['agent', 'external', 'resync'].includes(change.kind))) load();
+    },
+  };
 }
 
 function mountDetail(root, id) {
@@ -116,5 +120,9 @@ function mountDetail(root, id) {
   }
 
   load();
-  return { onChange: load };
+  return {
+    onChange(changes) {
+      if (changes.some((change) => ['agent', 'task', 'external', 'resync'].includes(change.kind))) load();
+    },
+  };
 }

@@ -55,6 +55,11 @@ export function mount(root) {
   }
 
   load();
-  // Every change writes the event log, so any change is worth a re-read here.
-  return { onChange: load };
+  // Every change writes the event log, so any change is worth a re-read here, but for
+  // session output (log lines, costs), which the overview does not show.
+  return {
+    onChange(changes) {
+      if (changes.some((change) => change.kind !== 'sessionOutput')) load();
+    },
+  };
 }

@@ -90,7 +90,8 @@ function mountList(root, params) {
   load();
   return {
     onChange(changes) {
-      if (changes.some((change) => change.kind !== 'channelMessage' && change.kind !== 'inbox')) load();
+      // Not on agent changes: heartbeats would re-read the page every few seconds.
+      if (changes.some((change) => ['task', 'external', 'resync'].includes(change.kind))) load();
     },
   };
 }

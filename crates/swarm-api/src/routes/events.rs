@@ -38,6 +38,8 @@ pub enum ChangeEvent {
     Agent { agent_id: String },
     /// A message in this lead's inbox arrived or changed status.
     Inbox { agent_id: String },
+    /// A runner sent session log lines or a cost for this task.
+    SessionOutput { task_id: String },
     /// A message was posted in a channel.
     ChannelMessage { channel_id: String, message_id: String },
     /// Another process on the same database changed something; re-read what is shown.
@@ -50,6 +52,7 @@ impl From<Change> for ChangeEvent {
             Change::Task { task_id } => ChangeEvent::Task { task_id: task_id.to_string() },
             Change::Agent { agent_id } => ChangeEvent::Agent { agent_id: agent_id.to_string() },
             Change::Inbox { agent_id } => ChangeEvent::Inbox { agent_id: agent_id.to_string() },
+            Change::SessionOutput { task_id } => ChangeEvent::SessionOutput { task_id: task_id.to_string() },
             Change::ChannelMessage { channel_id, message_id } => ChangeEvent::ChannelMessage {
                 channel_id: channel_id.to_string(),
                 message_id: message_id.to_string(),

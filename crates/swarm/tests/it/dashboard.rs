@@ -262,6 +262,14 @@ async fn events_stream_announces_changes_and_other_processes() {
             name == "change" && data["kind"] == "task" && data["taskId"] == task_id
         })
         .await;
+    let lines = json!({"sessionId": "s1", "iteration": 1, "lines": ["{\"type\":\"turn.started\"}"], "taskId": task_id});
+    let (status, _) = hub.post("/api/session-logs", None, lines).await;
+    assert_eq!(status, 201);
+    events
+        .until("the session output", |name, data| {
+            name == "change" && data["kind"] == "sessionOutput" && data["taskId"] == task_id
+        })
+        .await;
     let (_, channels) = hub.get("/api/channels", None).await;
     let general = channels["channels"][0]["id"].as_str().unwrap().to_string();
     let (status, _) =
