@@ -4,6 +4,7 @@
 //! Architecture invariant: handlers extract, call one service function and convert the
 //! result. They hold no SQL and make no permission decisions.
 
+mod dashboard;
 pub mod error;
 pub mod extract;
 mod middleware;
@@ -48,6 +49,9 @@ impl std::fmt::Debug for ApiKey {
 pub struct AppState {
     pub service: Service,
     pub api_key: ApiKey,
+    /// Cancelled when the hub stops: endless responses (`GET /api/events`) end then,
+    /// so a graceful shutdown does not wait for open dashboards.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 #[derive(OpenApi)]
@@ -62,6 +66,7 @@ pub struct AppState {
         (name = "tasks", description = "Tasks and their state machine"),
         (name = "channels", description = "Agent chat: channels, messages, mentions"),
         (name = "mail", description = "Agent mail: priorities, awaiting a response, delivery"),
+        (name = "inbox", description = "The lead's inbox: Slack messages routed to the lead"),
         (name = "sessions", description = "What runners report about agent sessions"),
         (name = "system", description = "Health, stats, the event log, this document"),
     ),
@@ -81,6 +86,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let openapi = Arc::new(openapi);
     router
         .merge(routes::system::docs_router(openapi))
+        .merge(dashboard::router())
         .merge(extra)
         .fallback(middleware::not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
@@ -106,4 +112,6 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::mail::router())
         .merge(routes::sessions::router())
         .merge(routes::system::router())
+        .merge(routes::events::router())
+        .merge(routes::inbox::router())
 }

@@ -14,11 +14,13 @@ use crate::{
     error::{ApiError, error_response},
 };
 
-/// Paths anyone may read: the health check and the static docs page (which asks for
-/// the key before it fetches the API description); and Slack's signed webhook, which
-/// carries its own signature instead (CONTRACT.md, Conventions).
+/// Paths anyone may read: the health check, the static docs page (which asks for the
+/// key before it fetches the API description) and the dashboard's static files (which
+/// ask for it before they fetch data); and Slack's signed webhook, which carries its
+/// own signature instead (CONTRACT.md, Conventions).
 fn is_public(method: &Method, path: &str) -> bool {
-    (*method == Method::GET && matches!(path, "/health" | "/docs"))
+    (*method == Method::GET
+        && (matches!(path, "/health" | "/docs") || crate::dashboard::is_public_path(path)))
         || (*method == Method::POST && path == "/slack/events")
 }
 

@@ -175,6 +175,7 @@ impl Service {
             tasks,
         };
         let posted = self.store.chat_post(&message, Timestamp::now()).await?;
+        self.publish(Change::ChannelMessage { channel_id: posted.channel_id, message_id: posted.id });
         // A `/task` task is pending for a mentioned agent: the wakes below cover it.
         for task in &message.tasks {
             self.publish(Change::Task { task_id: task.id });

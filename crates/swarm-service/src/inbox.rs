@@ -76,6 +76,7 @@ impl Service {
     ) -> ServiceResult<InboxMessage> {
         let message = NewInboxMessage::parse(lead, content, slack, matched_text)?;
         let message = self.store.inbox_create(&message, Timestamp::now()).await?;
+        self.inbox_changed(lead);
         self.wake(&[Wake::Agent(lead)]).await;
         Ok(message)
     }
@@ -91,19 +92,33 @@ impl Service {
         Ok(message)
     }
 
-    /// The caller's inbox, oldest first.
+    /// An inbox, oldest first: the caller's own (an agent may name only itself), or for
+    /// the operator (the dashboard) the named agent's, by default the lead's.
     pub async fn inbox_list(
         &self,
         caller: Caller,
+        agent: Option<AgentId>,
         statuses: Vec<InboxStatus>,
         limit: Option<i64>,
     ) -> ServiceResult<Vec<InboxMessage>> {
-        let agent = caller.require_agent()?;
         let limit = limit.unwrap_or(25);
         if !(1..=INBOX_PAGE_MAX).contains(&limit) {
             return Err(ServiceError::Invalid(format!("limit must be between 1 and {INBOX_PAGE_MAX}")));
         }
-        Ok(self.store.inbox_list(agent, &statuses, limit).await?)
+        let owner = match (caller, agent) {
+            (Caller::Agent(me), Some(named)) if named != me => {
+                return Err(ServiceError::Forbidden("an agent reads only its own inbox".into()));
+            }
+            (Caller::Agent(me), _) => me,
+            (Caller::Operator, Some(named)) => named,
+            (Caller::Operator, None) => {
+                match self.store.agent_list().await?.into_iter().find(|agent| agent.is_lead) {
+                    Some(lead) => lead.id,
+                    None => return Ok(Vec::new()),
+                }
+            }
+        };
+        Ok(self.store.inbox_list(owner, &statuses, limit).await?)
     }
 
     /// Post in the thread of an inbox message (its owner) or of a task (its assignee or
@@ -150,7 +165,11 @@ impl Service {
         if let ReplyTarget::InboxMessage(id) = target {
             let change = InboxChange::Responded { response_text: text };
             // A second reply to an answered message still posts; its status stays.
-            self.store.inbox_apply(id, &change, Timestamp::now()).await?;
+            if let Applied::Changed { after, .. } =
+                self.store.inbox_apply(id, &change, Timestamp::now()).await?
+            {
+                self.inbox_changed(after.agent_id);
+            }
         }
         Ok(ts)
     }
@@ -196,6 +215,7 @@ impl Service {
             }
             Applied::NotFound => return Err(unknown_message(request.inbox_message_id)),
         };
+        self.inbox_changed(message.agent_id);
         let task = self.task_get(new_task.id).await?;
         self.task_changed(&task, None).await;
         Ok(Delegated { message, task, target })
@@ -289,7 +309,7 @@ impl Service {
     }
 
     pub(crate) fn inbox_changed(&self, lead: AgentId) {
-        self.publish(Change::Agent { agent_id: lead });
+        self.publish(Change::Inbox { agent_id: lead });
     }
 }
 

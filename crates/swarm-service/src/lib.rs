@@ -21,7 +21,7 @@ mod wake;
 use std::sync::Arc;
 
 use swarm_domain::{
-    id::{AgentId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, TaskId},
     lease::LeasePolicy,
     poll::Wake,
     task::{Task, TaskStatus},
@@ -69,11 +69,36 @@ impl Caller {
     }
 }
 
-/// What changed, published after the change committed.
+/// What changed, published after the change committed. Small on purpose: a listener
+/// (a parked poll, the dashboard's `GET /api/events`) re-reads what it shows; the
+/// database stays the truth. Every change also writes the event log, so a view of it
+/// refreshes on any change. A new kind of state publishes one new variant here with one
+/// `publish` call after its commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    Task { task_id: TaskId },
-    Agent { agent_id: AgentId },
+    Task {
+        task_id: TaskId,
+    },
+    Agent {
+        agent_id: AgentId,
+    },
+    /// A message in this lead's inbox arrived or changed status.
+    Inbox {
+        agent_id: AgentId,
+    },
+    /// A runner sent session log lines or a cost for this task (the task itself did not
+    /// change).
+    SessionOutput {
+        task_id: TaskId,
+    },
+    /// A message was posted in a channel.
+    ChannelMessage {
+        channel_id: ChannelId,
+        message_id: ChatMessageId,
+    },
+    /// Another process (a second replica, `swarm mcp` on the same SQLite file) changed
+    /// the database; what changed is not known here, so everything may have.
+    External,
 }
 
 #[derive(Clone)]

@@ -46,6 +46,7 @@ impl Service {
         }
         for lead in &report.inbox_returned_to {
             tracing::warn!(%lead, "an inbox message's lease ran out: it is unread again");
+            self.inbox_changed(*lead);
             wakes.push(Wake::Agent(*lead));
         }
         for agent in &report.mentions_returned_to {
@@ -90,10 +91,16 @@ impl Service {
             })
         };
         let waker = {
-            let waiters = self.waiters.clone();
+            let service = self.clone();
             tokio::spawn(async move {
                 while let Some(wake) = external.recv().await {
-                    waiters.wake(wake);
+                    service.waiters.wake(wake);
+                    // Live views learn only that something changed: the wake names an
+                    // audience, not the rows. A burst of wakes is one refetch for them.
+                    while let Ok(wake) = external.try_recv() {
+                        service.waiters.wake(wake);
+                    }
+                    service.publish(Change::External);
                 }
             })
         };

@@ -9,7 +9,7 @@ use swarm_domain::{
 };
 use swarm_store::{EventFilter, SessionCostFilter};
 
-use crate::{Service, ServiceError, ServiceResult};
+use crate::{Change, Service, ServiceError, ServiceResult};
 
 pub const LIST_LIMIT_DEFAULT: i64 = 100;
 pub const LIST_LIMIT_MAX: i64 = 1000;
@@ -37,7 +37,11 @@ impl Service {
         if let Some(task_id) = logs.task_id {
             self.task_get(task_id).await?;
         }
-        Ok(self.store.session_logs_append(&logs, Timestamp::now()).await?)
+        let stored = self.store.session_logs_append(&logs, Timestamp::now()).await?;
+        if let Some(task_id) = logs.task_id {
+            self.publish(Change::SessionOutput { task_id });
+        }
+        Ok(stored)
     }
 
     pub async fn session_logs_for_task(&self, task_id: TaskId) -> ServiceResult<Vec<SessionLog>> {
@@ -51,7 +55,11 @@ impl Service {
         if let Some(task_id) = cost.task_id {
             self.task_get(task_id).await?;
         }
-        Ok(self.store.session_cost_insert(&cost, Timestamp::now()).await?)
+        let recorded = self.store.session_cost_insert(&cost, Timestamp::now()).await?;
+        if let Some(task_id) = cost.task_id {
+            self.publish(Change::SessionOutput { task_id });
+        }
+        Ok(recorded)
     }
 
     pub async fn session_cost_list(

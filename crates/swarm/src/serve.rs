@@ -188,12 +188,14 @@ pub fn hub_app(
     mcp_options: HttpOptions,
     slack_routes: Option<axum::Router<AppState>>,
 ) -> axum::Router {
+    // One token ends MCP's waiting requests and the dashboard's event streams at shutdown.
+    let shutdown = mcp_options.shutdown.clone();
     let mut extra =
         axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
     if let Some(slack_routes) = slack_routes {
         extra = extra.merge(slack_routes);
     }
-    swarm_api::router_with(AppState { service, api_key }, extra)
+    swarm_api::router_with(AppState { service, api_key, shutdown }, extra)
 }
 
 /// Loopback plus the address the hub binds, unless told otherwise.

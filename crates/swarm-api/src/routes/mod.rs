@@ -3,6 +3,8 @@
 
 pub mod agents;
 pub mod channels;
+pub mod events;
+pub mod inbox;
 pub mod mail;
 pub mod poll;
 pub mod sessions;

@@ -58,6 +58,11 @@ async fn every_route_survives_hostile_input(database: Database) {
     let agent_headers = [Some(agent.as_str()), Some("not-a-uuid"), None];
     let mut n_requests = 0;
     for (template, operations) in &paths {
+        // An endless text/event-stream: any request it accepts never ends, by design.
+        // dashboard.rs checks its auth, and its stream, on its own.
+        if template == "/api/events" {
+            continue;
+        }
         for method in operations.as_object().unwrap().keys() {
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             for id in ids {

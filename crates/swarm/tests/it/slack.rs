@@ -130,6 +130,22 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert_eq!(delegated["inboxMessage"]["status"], "delegated");
     let task_id = task["id"].as_str().unwrap().to_string();
 
+    // GET /api/inbox (the dashboard's view): the operator sees the lead's inbox by default;
+    // an agent sees only its own.
+    let (status, inbox) = hub.get("/api/inbox?limit=10", None).await;
+    assert_eq!(status, 200, "{inbox}");
+    let statuses: Vec<&str> =
+        inbox["messages"].as_array().unwrap().iter().map(|m| m["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["responded", "delegated"], "{inbox}");
+    assert_eq!(inbox["messages"][1]["delegatedToTaskId"], task_id.as_str());
+    let (_, open) = hub.get("/api/inbox?status=unread,processing", None).await;
+    assert_eq!(open["messages"], json!([]), "{open}");
+    let (status, _) = hub.get(&format!("/api/inbox?agentId={lead}"), Some(&worker)).await;
+    assert_eq!(status, 403);
+    let (status, own) = hub.get("/api/inbox", Some(&lead)).await;
+    assert_eq!(status, 200);
+    assert_eq!(own["messages"].as_array().unwrap().len(), 2);
+
     // The worker finishes; its output reaches the thread once, as mrkdwn, as the worker.
     let assigned = poll(&hub, &worker, 10).await;
     assert_eq!(assigned["taskId"], task_id.as_str());

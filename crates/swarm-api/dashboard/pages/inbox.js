@@ -1,0 +1,53 @@
+// The lead's inbox: Slack messages routed to the lead, and what became of each
+// (answered in the thread, delegated as a task). The lead acts on them itself.
+
+import { api, withQuery } from '../api.js';
+import { agentLink, agentsById, ago, badge, errorBox, fill, h, table, taskLink } from '../ui.js';
+
+const LIMIT = 100;
+const OPEN = 'unread,processing';
+
+export function mount(root, route) {
+  const showAll = route.params.get('all') === '1';
+  const body = h('div', { id: 'inbox-messages' });
+  fill(root,
+    h('h1', {}, 'Lead inbox'),
+    h('p', { class: 'filters' },
+      showAll ? h('a', { href: '#/inbox' }, 'Show open only') : h('a', { href: '#/inbox?all=1' }, 'Show all (answered, delegated)')),
+    body);
+
+  async function load() {
+    try {
+      const { agents } = await api('/api/agents');
+      const byId = agentsById(agents);
+      const lead = agents.find((agent) => agent.isLead);
+      if (!lead) {
+        fill(body, h('p', { class: 'empty' }, 'No lead has joined: Slack messages for the lead wait for one (swarm lead).'));
+        return;
+      }
+      const { messages } = await api(withQuery('/api/inbox', { agentId: lead.id, status: showAll ? '' : OPEN, limit: LIMIT }));
+      fill(body,
+        h('p', { class: 'muted' }, 'Inbox of ', agentLink(lead.id, byId), showAll ? '' : ': messages still open, oldest first'),
+        table([
+          ['Received', (message) => ago(message.createdAt)],
+          ['Status', (message) => badge(message.status)],
+          ['From', (message) => message.slackUserId || ''],
+          ['Message', (message) => h('div', { class: 'prose' }, message.content)],
+          ['Outcome', (message) => [
+            message.delegatedToTaskId ? ['delegated: ', taskLink(message.delegatedToTaskId)] : '',
+            message.responseText ? h('div', { class: 'muted' }, `answered: ${message.responseText}`) : '',
+            message.matchedText ? h('div', { class: 'muted' }, message.matchedText) : '',
+          ]],
+        ], messages, { empty: showAll ? 'The inbox is empty.' : 'Nothing open: every message was answered or delegated.' }));
+    } catch (error) {
+      fill(body, errorBox(error));
+    }
+  }
+
+  load();
+  return {
+    onChange(changes) {
+      if (changes.some((change) => ['inbox', 'agent', 'external', 'resync'].includes(change.kind))) load();
+    },
+  };
+}

@@ -1,0 +1,102 @@
+// One task: its fields, output, history, cost and session log.
+
+import { api } from '../api.js';
+import { agentLink, agentsById, ago, badge, errorBox, FINISHED, fill, form, h, table } from '../ui.js';
+import { renderSessionLog } from '../session-log.js';
+
+export function mountTask(root, id) {
+  const header = h('div');
+  const outcome = h('div');
+  const actions = h('div');
+  const cost = h('div', { id: 'task-cost' });
+  const history = h('div', { id: 'task-history' });
+  const log = h('div', { id: 'session-log' });
+  fill(root, header, outcome, actions, h('h2', {}, 'Cost'), cost, h('h2', {}, 'Session log'), log, h('h2', {}, 'History'), history);
+  let shownStatus = null;
+  let shownLines = -1;
+
+  async function load() {
+    try {
+      const path = `/api/tasks/${encodeURIComponent(id)}`;
+      const [task, sessionLogs, costs, agents] = await Promise.all([
+        api(path),
+        api(`${path}/session-logs`),
+        api(`/api/session-costs?taskId=${encodeURIComponent(id)}`),
+        api('/api/agents'),
+      ]);
+      const byId = agentsById(agents.agents);
+      fill(header,
+        h('p', { class: 'crumbs' }, h('a', { href: '#/tasks' }, 'Tasks'), ' / ', h('code', {}, id)),
+        h('h1', { class: 'task-title' }, badge(task.status), ' ', h('span', { id: 'task-text' }, task.task)),
+        h('dl', { class: 'facts' },
+          h('dt', {}, 'Agent'), h('dd', {}, agentLink(task.agentId, byId)),
+          task.offeredTo ? [h('dt', {}, 'Offered to'), h('dd', {}, agentLink(task.offeredTo, byId))] : '',
+          h('dt', {}, 'Created by'), h('dd', {}, task.creatorAgentId ? agentLink(task.creatorAgentId, byId) : 'the operator'),
+          h('dt', {}, 'Source'), h('dd', {}, task.source),
+          h('dt', {}, 'Priority'), h('dd', {}, task.priority),
+          task.tags?.length ? [h('dt', {}, 'Tags'), h('dd', {}, task.tags.join(', '))] : '',
+          task.dependsOn?.length ? [h('dt', {}, 'Depends on'), h('dd', {}, task.dependsOn.map((dep) => h('a', { href: `#/tasks/${dep}` }, dep.slice(0, 8), ' ')))] : '',
+          h('dt', {}, 'Created'), h('dd', {}, ago(task.createdAt)),
+          h('dt', {}, 'Updated'), h('dd', {}, ago(task.lastUpdatedAt)),
+          task.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, ago(task.finishedAt))] : ''));
+      fill(outcome,
+        task.progress ? h('div', { class: 'note' }, h('h3', {}, 'Progress'), h('pre', {}, task.progress)) : '',
+        task.output ? h('div', { class: 'note ok' }, h('h3', {}, 'Output'), h('pre', { id: 'task-output' }, task.output)) : '',
+        task.failureReason ? h('div', { class: 'note bad' }, h('h3', {}, 'Failure'), h('pre', {}, task.failureReason)) : '');
+      if (shownStatus !== task.status) {
+        shownStatus = task.status;
+        fill(actions, FINISHED.includes(task.status) ? '' : cancelForm(id, load));
+      }
+      fill(cost, costSummary(costs.costs));
+      // Re-render the log only when it grew: keeps open <details> open while live.
+      if (sessionLogs.logs.length !== shownLines) {
+        shownLines = sessionLogs.logs.length;
+        fill(log, renderSessionLog(sessionLogs.logs));
+      }
+      fill(history, table([
+        ['When', (event) => ago(event.createdAt)],
+        ['Event', (event) => event.eventType],
+        ['Change', (event) => [event.oldValue, event.newValue].filter(Boolean).join(' → ')],
+        ['By', (event) => agentLink(event.agentId, byId)],
+      ], task.logs, { empty: 'No history.' }));
+    } catch (error) {
+      fill(header, errorBox(error));
+    }
+  }
+
+  load();
+  return {
+    onChange(changes) {
+      if (changes.some((change) => change.taskId === id || change.kind === 'resync' || change.kind === 'external')) load();
+    },
+  };
+}
+
+function cancelForm(id, reload) {
+  return form({ class: 'inline', id: 'cancel-task' }, [
+    h('input', { name: 'reason', placeholder: 'reason (optional)' }),
+    h('button', { type: 'submit', class: 'danger' }, 'Cancel task'),
+  ], async (data) => {
+    const reason = String(data.get('reason') || '').trim();
+    await api(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST', body: reason ? { reason } : {} });
+    await reload();
+  });
+}
+
+function costSummary(costs) {
+  if (!costs.length) return h('p', { class: 'empty' }, 'No cost reported.');
+  const sum = (field) => costs.reduce((total, cost) => total + (cost[field] || 0), 0);
+  const usd = sum('totalCostUsd');
+  return h('div', {},
+    h('p', { class: 'cost' }, h('strong', {}, `$${usd.toFixed(4)}`),
+      ` over ${costs.length} run(s): ${sum('inputTokens')} input, ${sum('outputTokens')} output, ${sum('cacheReadTokens')} cache-read tokens, ${sum('numTurns')} turn(s)`),
+    table([
+      ['Session', (cost) => h('code', {}, cost.sessionId)],
+      ['Model', (cost) => cost.model || ''],
+      ['USD', (cost) => cost.totalCostUsd.toFixed(4)],
+      ['Tokens in / out', (cost) => `${cost.inputTokens ?? '-'} / ${cost.outputTokens ?? '-'}`],
+      ['Duration', (cost) => (cost.durationMs == null ? '' : `${(cost.durationMs / 1000).toFixed(1)} s`)],
+      ['Error', (cost) => (cost.isError ? 'yes' : '')],
+      ['When', (cost) => ago(cost.createdAt)],
+    ], costs));
+}

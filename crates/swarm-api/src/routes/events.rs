@@ -1,0 +1,112 @@
+//! `GET /api/events`: the service's change notifications as server-sent events, for
+//! live views (the dashboard). Each event names what changed; the client re-reads it
+//! through the ordinary endpoints, so the stream carries no data a client could not
+//! read anyway, and nothing is lost by a client that falls behind: it is told to
+//! `resync` (re-read everything), never cut off.
+
+use std::{convert::Infallible, time::Duration};
+
+use axum::{
+    extract::State,
+    response::sse::{Event, KeepAlive, Sse},
+};
+use futures_util::stream::{self, Stream};
+use serde::Serialize;
+use swarm_service::Change;
+use tokio::sync::broadcast::{Receiver, error::RecvError};
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{AppState, error::ErrorResponses};
+
+/// Comments this often keep proxies and the browser from closing an idle stream, and
+/// let the server notice a client that went away.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(events_stream))
+}
+
+/// The `data` of a `change` event.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum ChangeEvent {
+    /// A task was created or changed (status, progress, text ...).
+    Task { task_id: String },
+    /// An agent registered or changed (status, heartbeat, name, profile, mentions).
+    Agent { agent_id: String },
+    /// A message in this lead's inbox arrived or changed status.
+    Inbox { agent_id: String },
+    /// A runner sent session log lines or a cost for this task.
+    SessionOutput { task_id: String },
+    /// A message was posted in a channel.
+    ChannelMessage { channel_id: String, message_id: String },
+    /// Another process on the same database changed something; re-read what is shown.
+    External,
+}
+
+impl From<Change> for ChangeEvent {
+    fn from(change: Change) -> Self {
+        match change {
+            Change::Task { task_id } => ChangeEvent::Task { task_id: task_id.to_string() },
+            Change::Agent { agent_id } => ChangeEvent::Agent { agent_id: agent_id.to_string() },
+            Change::Inbox { agent_id } => ChangeEvent::Inbox { agent_id: agent_id.to_string() },
+            Change::SessionOutput { task_id } => ChangeEvent::SessionOutput { task_id: task_id.to_string() },
+            Change::ChannelMessage { channel_id, message_id } => ChangeEvent::ChannelMessage {
+                channel_id: channel_id.to_string(),
+                message_id: message_id.to_string(),
+            },
+            Change::External => ChangeEvent::External,
+        }
+    }
+}
+
+/// Live changes, as `text/event-stream`. First a `ready` event (the stream is
+/// subscribed: re-read now, and every later change will be announced), then one
+/// `change` event per committed change (`data`: a JSON [`ChangeEvent`]), `resync` when
+/// this client fell behind and missed some (re-read everything), and a comment every
+/// 15 s. The stream never ends on its own; it ends when the hub shuts down.
+#[utoipa::path(get, path = "/api/events", tag = "system",
+    responses(
+        (status = 200, description = "An endless stream of server-sent events: `ready`, `change` (data: ChangeEvent), `resync`",
+            content_type = "text/event-stream", body = ChangeEvent),
+        ErrorResponses,
+    ))]
+async fn events_stream(State(state): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changes = state.service.subscribe();
+    Sse::new(change_events(changes, state.shutdown.clone())).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+}
+
+enum Phase {
+    Greeting,
+    Streaming,
+}
+
+fn change_events(
+    changes: Receiver<Change>,
+    shutdown: CancellationToken,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold((Phase::Greeting, changes, shutdown), |(phase, mut changes, shutdown)| async move {
+        if let Phase::Greeting = phase {
+            let ready = Event::default().event("ready").data("{}");
+            return Some((Ok(ready), (Phase::Streaming, changes, shutdown)));
+        }
+        let received = tokio::select! {
+            () = shutdown.cancelled() => return None,
+            received = changes.recv() => received,
+        };
+        let event = match received {
+            Ok(change) => {
+                let data = serde_json::to_string(&ChangeEvent::from(change)).unwrap_or_else(|_| "{}".into());
+                Event::default().event("change").data(data)
+            }
+            Err(RecvError::Lagged(missed)) => {
+                Event::default().event("resync").data(format!("{{\"missed\":{missed}}}"))
+            }
+            // The service is gone: the hub is stopping.
+            Err(RecvError::Closed) => return None,
+        };
+        Some((Ok(event), (Phase::Streaming, changes, shutdown)))
+    })
+}

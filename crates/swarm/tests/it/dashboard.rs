@@ -1,0 +1,305 @@
+//! The dashboard (issue 9): its pages in headless Chromium against a real hub and a real
+//! runner, and the change stream `GET /api/events` over plain HTTP. Screenshots of every
+//! page go to `target/dashboard-screenshots/`.
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    hub::{Hub, sqlite_file},
+    runner::{Runner, RunnerSetup},
+    webdriver::Browser,
+};
+
+const KEY: &str = "dashboard-test-key";
+
+fn screenshots_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("dashboard-screenshots")
+}
+
+#[tokio::test]
+async fn dashboard_drives_a_live_swarm_in_a_browser() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let shots = screenshots_dir();
+
+    // A wrong key is refused with the hub's 401, and the data stays hidden.
+    browser.goto(&hub.url("/")).await;
+    browser.wait_for("the login form", "return !document.getElementById('login').hidden").await;
+    browser.screenshot(&shots, "login").await;
+    browser.type_into("#login-key", "not-the-key").await;
+    browser.click("#login-form button[type=submit]").await;
+    let refusal =
+        browser.wait_for("the refusal", "return document.getElementById('login-error').textContent").await;
+    assert!(refusal.as_str().unwrap().contains("401"), "{refusal}");
+    assert_eq!(browser.script("return document.getElementById('view').hidden").await, json!(true));
+    browser.screenshot(&shots, "login-refused").await;
+
+    // The right key opens the overview, live.
+    browser.type_into("#login-key", KEY).await;
+    browser.click("#login-form button[type=submit]").await;
+    browser.wait_for("the overview", "return document.querySelector('#page-overview #task-counts a')").await;
+    browser
+        .wait_for("the live stream", "return document.getElementById('live').dataset.state === 'live'")
+        .await;
+    // Set once; a reload would lose it. Everything below must happen without one.
+    browser.script("window.__noReload = true; return null").await;
+
+    // A worker joins: the overview shows it without a reload.
+    let worker =
+        Runner::start(&hub, RunnerSetup::worker(dir.path()).env("API_KEY", KEY).env("AGENT_NAME", "ada"));
+    browser
+        .wait_for(
+            "the worker on the overview",
+            "return document.querySelector('#overview-agents')?.textContent.includes('ada')",
+        )
+        .await;
+    browser.screenshot(&shots, "overview").await;
+
+    // A task created from the page is picked up and completed by the runner, and the list
+    // follows it live.
+    browser.click("a[data-page=tasks]").await;
+    browser.type_into("#create-task textarea[name=task]", "Write the release notes from the dashboard").await;
+    browser.click("#create-task button[type=submit]").await;
+    let task_id = browser
+        .wait_for(
+            "the task completed in the list",
+            "const row = [...document.querySelectorAll('tr.task-row')]
+                .find(r => r.textContent.includes('release notes from the dashboard'));
+             return row && row.dataset.status === 'completed' ? row.dataset.taskId : null",
+        )
+        .await;
+    let task_id = task_id.as_str().unwrap().to_string();
+    assert_eq!(browser.script("return window.__noReload === true").await, json!(true), "the page reloaded");
+    browser.screenshot(&shots, "tasks").await;
+    let (_, task) = hub.get(&format!("/api/tasks/{task_id}"), None).await;
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["source"], "api");
+
+    // Its detail: output, cost and the session log, rendered.
+    browser.click(&format!("tr[data-task-id='{task_id}'] a.task-link")).await;
+    browser.wait_for("the session log", "return document.querySelector('#session-log .entry.result')").await;
+    let log = browser.text("#session-log").await.unwrap();
+    assert!(log.contains("started"), "the init line is rendered: {log}");
+    assert!(!log.contains("\"type\""), "no raw stream-json for known lines: {log}");
+    let cost = browser.text("#task-cost").await.unwrap();
+    assert!(cost.contains("$0.0125"), "{cost}");
+    browser.screenshot(&shots, "task").await;
+
+    // The agent's page: rename it from the page.
+    browser.click("a[data-page=agents]").await;
+    browser.click("#page-agents table a[href^='#/agents/']").await;
+    browser.type_into("#rename-form input[name=name]", "ada-renamed").await;
+    browser.click("#rename-form button[type=submit]").await;
+    browser
+        .wait_for(
+            "the new name",
+            "return document.querySelector('#page-agents h1')?.textContent.includes('ada-renamed')",
+        )
+        .await;
+    browser.screenshot(&shots, "agent").await;
+
+    // The lead inbox (empty without Slack) and channels: post as a person, reply in a thread.
+    browser.click("a[data-page=inbox]").await;
+    browser.wait_for("the inbox", "return document.querySelector('#inbox-messages p')").await;
+    browser.screenshot(&shots, "inbox").await;
+    browser.click("a[data-page=channels]").await;
+    browser.type_into("#post-message textarea", "Hello crew, from a person").await;
+    browser.click("#post-message button[type=submit]").await;
+    browser
+        .wait_for(
+            "the message",
+            "return document.querySelector('#messages')?.textContent.includes('Hello crew')",
+        )
+        .await;
+    browser.click("#messages .thread-link").await;
+    browser.type_into("#post-message textarea", "And a reply in the thread").await;
+    browser.click("#post-message button[type=submit]").await;
+    browser
+        .wait_for("the reply", "return document.querySelector('#messages.thread')?.textContent.includes('a reply in the thread')")
+        .await;
+    browser.screenshot(&shots, "channels").await;
+    // A message posted by someone else appears without a reload.
+    let (status, channels) = hub.get("/api/channels", None).await;
+    assert_eq!(status, 200);
+    let general = channels["channels"][0]["id"].as_str().unwrap().to_string();
+    let (status, _) = hub
+        .post(&format!("/api/channels/{general}/messages"), None, json!({"content": "Posted over REST"}))
+        .await;
+    assert_eq!(status, 201);
+    browser.click("a[data-page=channels]").await;
+    browser
+        .wait_for(
+            "the REST message",
+            "return document.querySelector('#messages')?.textContent.includes('Posted over REST')",
+        )
+        .await;
+    assert_eq!(browser.script("return window.__noReload === true").await, json!(true), "the page reloaded");
+
+    drop(worker);
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn dashboard_needs_no_key_on_an_open_hub() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    browser.goto(&hub.url("/#/tasks")).await;
+    browser.wait_for("the tasks page", "return document.querySelector('#page-tasks #create-task')").await;
+    assert_eq!(browser.script("return document.getElementById('login').hidden").await, json!(true));
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn dashboard_files_are_served_without_the_key_and_data_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let http = reqwest::Client::new();
+    for path in ["/", "/assets/app.js", "/assets/pages/tasks.js", "/assets/style.css"] {
+        let response = http.get(hub.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(
+            response.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'self'")
+        );
+    }
+    let response = http.get(hub.url("/assets/nothing.js")).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    for path in ["/api/events", "/api/inbox", "/api/stats"] {
+        let response = http.get(hub.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 401, "{path}");
+    }
+}
+
+/// Reads server-sent events off a streaming response.
+struct EventReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl EventReader {
+    async fn open(hub: &Hub) -> EventReader {
+        let response = hub.request(reqwest::Method::GET, "/api/events", None).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        EventReader { response, buffer: String::new() }
+    }
+
+    /// The next event as (name, data), skipping comments.
+    async fn next(&mut self) -> (String, Value) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut name = String::from("message");
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(value) = line.strip_prefix("event:") {
+                        name = value.trim().to_string();
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push_str(value.trim());
+                    }
+                }
+                if data.is_empty() && name == "message" {
+                    continue;
+                }
+                return (name, serde_json::from_str(&data).unwrap_or(Value::String(data)));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let chunk = tokio::time::timeout(left, self.response.chunk())
+                .await
+                .expect("an event within 30 s")
+                .unwrap()
+                .expect("the stream stays open");
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+
+    /// Skip events until one satisfies `matches`.
+    async fn until(&mut self, what: &str, matches: impl Fn(&str, &Value) -> bool) -> Value {
+        for _ in 0..1000 {
+            let (name, data) = self.next().await;
+            if matches(&name, &data) {
+                return data;
+            }
+        }
+        panic!("no event for {what}");
+    }
+}
+
+#[tokio::test]
+async fn events_stream_announces_changes_and_other_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = sqlite_file(dir.path());
+    let hub = Hub::start(&database, Some(KEY));
+    let mut events = EventReader::open(&hub).await;
+    assert_eq!(events.next().await.0, "ready");
+
+    let agent = uuid::Uuid::new_v4().to_string();
+    let (status, _) = hub.post("/api/agents", Some(&agent), json!({"name": "watcher"})).await;
+    assert_eq!(status, 201);
+    events
+        .until("the agent", |name, data| {
+            name == "change" && data["kind"] == "agent" && data["agentId"] == agent
+        })
+        .await;
+    let (_, task) = hub.post("/api/tasks", None, json!({"task": "watch me"})).await;
+    let task_id = task["id"].as_str().unwrap().to_string();
+    events
+        .until("the task", |name, data| {
+            name == "change" && data["kind"] == "task" && data["taskId"] == task_id
+        })
+        .await;
+    let lines = json!({"sessionId": "s1", "iteration": 1, "lines": ["{\"type\":\"turn.started\"}"], "taskId": task_id});
+    let (status, _) = hub.post("/api/session-logs", None, lines).await;
+    assert_eq!(status, 201);
+    events
+        .until("the session output", |name, data| {
+            name == "change" && data["kind"] == "sessionOutput" && data["taskId"] == task_id
+        })
+        .await;
+    let (_, channels) = hub.get("/api/channels", None).await;
+    let general = channels["channels"][0]["id"].as_str().unwrap().to_string();
+    let (status, _) =
+        hub.post(&format!("/api/channels/{general}/messages"), None, json!({"content": "hi"})).await;
+    assert_eq!(status, 201);
+    events
+        .until("the message", |name, data| {
+            name == "change" && data["kind"] == "channelMessage" && data["channelId"] == general
+        })
+        .await;
+
+    // A second process on the same SQLite file: this hub's stream says something changed.
+    let other = Hub::start(&database, Some(KEY));
+    let (status, _) = other.post("/api/tasks", None, json!({"task": "made elsewhere"})).await;
+    assert_eq!(status, 201);
+    events
+        .until("the other process's change", |name, data| name == "change" && data["kind"] == "external")
+        .await;
+}
+
+#[tokio::test]
+async fn events_stream_ends_when_the_hub_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let mut events = EventReader::open(&hub).await;
+    assert_eq!(events.next().await.0, "ready");
+    // An open dashboard must not hold a graceful shutdown.
+    assert!(hub.terminate(), "the hub stops cleanly with a stream open");
+    let rest = tokio::time::timeout(Duration::from_secs(10), events.response.chunk())
+        .await
+        .expect("the stream ends");
+    assert!(matches!(rest, Ok(None) | Err(_)), "{rest:?}");
+}
