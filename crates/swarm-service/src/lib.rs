@@ -21,7 +21,7 @@ mod wake;
 use std::sync::Arc;
 
 use swarm_domain::{
-    id::{AgentId, ChannelId, ChatMessageId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, MailId, TaskId},
     lease::LeasePolicy,
     poll::Wake,
     task::{Task, TaskStatus},
@@ -95,6 +95,10 @@ pub enum Change {
     ChannelMessage {
         channel_id: ChannelId,
         message_id: ChatMessageId,
+    },
+    /// Mail was sent, claimed, delivered or answered.
+    Mail {
+        mail_id: MailId,
     },
     /// Another process (a second replica, `swarm mcp` on the same SQLite file) changed
     /// the database; what changed is not known here, so everything may have.

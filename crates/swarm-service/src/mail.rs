@@ -111,7 +111,9 @@ impl Service {
             in_reply_to: Some(original.id),
         };
         let reply = self.append_mail(NewMail::parse(me.id, original.from_agent_id, draft)?).await?;
-        self.publish(Change::Agent { agent_id: original.from_agent_id });
+        // The original was delivered and answered in the same transaction.
+        self.publish(Change::Mail { mail_id: original.id });
+        self.publish(Change::Agent { agent_id: me.id });
         Ok(reply)
     }
 
@@ -167,6 +169,9 @@ impl Service {
         };
         let delivery = MailDelivery { ids: request.ids, priorities, limit };
         let delivered = self.store.mail_deliver(me.id, &delivery, Timestamp::now()).await?;
+        for mail in &delivered {
+            self.publish(Change::Mail { mail_id: mail.id });
+        }
         if !delivered.is_empty() {
             self.publish(Change::Agent { agent_id: me.id });
         }
@@ -192,6 +197,7 @@ impl Service {
 
     async fn append_mail(&self, mail: NewMail) -> ServiceResult<Mail> {
         let sent = self.store.mail_send(&mail, Timestamp::now()).await?;
+        self.publish(Change::Mail { mail_id: sent.id });
         self.publish(Change::Agent { agent_id: sent.to_agent_id });
         if sent.priority == MailPriority::Urgent {
             self.wake(&[Wake::Agent(sent.to_agent_id)]).await;

@@ -164,8 +164,8 @@ impl Service {
                 }
             }
             Trigger::UrgentMail { mail, .. } => {
-                if let Some(mail) = mail.first() {
-                    self.publish(Change::Agent { agent_id: mail.to_agent_id });
+                for piece in mail {
+                    self.publish(Change::Mail { mail_id: piece.id });
                 }
             }
             Trigger::UnreadMentions { .. } | Trigger::PoolTasksAvailable { .. } => {}

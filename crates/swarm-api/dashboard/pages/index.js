@@ -9,4 +9,5 @@ export const pages = [
   { name: 'tasks', title: 'Tasks', module: './tasks.js' },
   { name: 'inbox', title: 'Inbox', module: './inbox.js' },
   { name: 'channels', title: 'Channels', module: './channels.js' },
+  { name: 'mail', title: 'Mail', module: './mail.js' },
 ];

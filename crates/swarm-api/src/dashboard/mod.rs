@@ -33,6 +33,7 @@ const ASSETS: &[(&str, &str)] = &[
     ("pages/task.js", include_str!("../../dashboard/pages/task.js")),
     ("pages/inbox.js", include_str!("../../dashboard/pages/inbox.js")),
     ("pages/channels.js", include_str!("../../dashboard/pages/channels.js")),
+    ("pages/mail.js", include_str!("../../dashboard/pages/mail.js")),
 ];
 
 const INDEX_HTML: &str = include_str!("../../dashboard/index.html");

@@ -42,6 +42,8 @@ pub enum ChangeEvent {
     SessionOutput { task_id: String },
     /// A message was posted in a channel.
     ChannelMessage { channel_id: String, message_id: String },
+    /// Mail was sent, claimed, delivered or answered.
+    Mail { mail_id: String },
     /// Another process on the same database changed something; re-read what is shown.
     External,
 }
@@ -57,6 +59,7 @@ impl From<Change> for ChangeEvent {
                 channel_id: channel_id.to_string(),
                 message_id: message_id.to_string(),
             },
+            Change::Mail { mail_id } => ChangeEvent::Mail { mail_id: mail_id.to_string() },
             Change::External => ChangeEvent::External,
         }
     }

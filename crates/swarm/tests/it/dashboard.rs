@@ -144,6 +144,38 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
             "return document.querySelector('#messages')?.textContent.includes('Posted over REST')",
         )
         .await;
+
+    // Mail: a help request appears, waiting; the answer arrives live and ends the waiting.
+    let (asker, lead) = (uuid::Uuid::new_v4().to_string(), uuid::Uuid::new_v4().to_string());
+    for (id, name, is_lead) in [(&asker, "asker", false), (&lead, "boss", true)] {
+        let (status, _) = hub.post("/api/agents", Some(id), json!({"name": name, "isLead": is_lead})).await;
+        assert_eq!(status, 201);
+    }
+    let (status, ask) = hub
+        .post(
+            "/api/mail",
+            Some(&asker),
+            json!({"to": "coordinator", "type": "help_request", "priority": "urgent", "awaitingResponse": true,
+                   "subject": "Blocked on the schema", "body": "Which column type?"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{ask}");
+    browser.click("a[data-page=mail]").await;
+    browser
+        .wait_for("the waiting mail", "return document.querySelector('#mail-list tr.mail-waiting')?.textContent.includes('Blocked on the schema')")
+        .await;
+    let id = ask["id"].as_str().unwrap();
+    let (status, _) =
+        hub.post(&format!("/api/mail/{id}/reply"), Some(&lead), json!({"body": "Use text."})).await;
+    assert_eq!(status, 201);
+    browser
+        .wait_for(
+            "the answer, live",
+            "return document.querySelector('#mail-list')?.textContent.includes('Re: Blocked on the schema') \
+             && !document.querySelector('#mail-list tr.mail-waiting')",
+        )
+        .await;
+    browser.screenshot(&shots, "mail").await;
     assert_eq!(browser.script("return window.__noReload === true").await, json!(true), "the page reloaded");
 
     drop(worker);
