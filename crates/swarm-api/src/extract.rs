@@ -114,7 +114,7 @@ pub fn split_list(text: Option<&str>) -> Vec<String> {
     .unwrap_or_default()
 }
 
-/// The runner process calling (`X-Runner-ID`), when present and not empty: the holder of
+/// The runner process calling (`X-Runner-ID`), when present: the holder of
 /// the lead-side claims its polls take and its pings extend.
 pub struct RunnerHeader(pub Option<RunnerId>);
 
@@ -127,11 +127,8 @@ impl<S: Send + Sync> FromRequestParts<S> for RunnerHeader {
         let Some(value) = parts.headers.get(RUNNER_ID_HEADER) else {
             return Ok(RunnerHeader(None));
         };
-        let invalid = || ApiError::BadRequest("X-Runner-ID must be a UUID".into());
+        let invalid = || ApiError::BadRequest("X-Runner-ID must be a UUID (or leave the header out)".into());
         let text = value.to_str().map_err(|_| invalid())?.trim();
-        if text.is_empty() {
-            return Ok(RunnerHeader(None));
-        }
         RunnerId::parse(text).map(|id| RunnerHeader(Some(id))).map_err(|_| invalid())
     }
 }

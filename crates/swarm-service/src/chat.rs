@@ -150,6 +150,15 @@ impl Service {
                         .into(),
                 ));
             }
+            // The rule of send-task: the lead coordinates, it is never given work.
+            for agent in &mentions {
+                if self.store.agent_get(*agent).await?.is_some_and(|agent| agent.is_lead) {
+                    return Err(ServiceError::Invalid(format!(
+                        "a /task message gives work to workers: agent {agent} is the lead, which is never \
+                         given tasks (mention it without /task to ask it something)"
+                    )));
+                }
+            }
             for agent in &mentions {
                 let draft = TaskDraft {
                     task: text.to_string(),

@@ -56,7 +56,9 @@ pub struct MessagesQuery {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PostMessageBody {
-    #[schema(min_length = 1, max_length = 20000, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
+    /// 1 to 20,000 characters, not only spaces. (The bound is not in the schema: with the
+    /// pattern, it makes schema-driven generators too slow to be useful.)
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
     content: String,
     /// The author, when `X-Agent-ID` is not sent (both: they must agree). Neither: a person.
     agent_id: Option<AgentId>,

@@ -19,7 +19,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
-    extract::{AppJson, CallerHeader, OptionalJson},
+    extract::{AppJson, CallerHeader},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -269,12 +269,12 @@ async fn mail_get(
 /// Read your undelivered mail, which delivers it: urgent first, then oldest; `low` only
 /// with `includeLow`. What the `UserPromptSubmit` hook injects. Each piece is delivered
 /// once.
-#[utoipa::path(post, path = "/api/mail/read", tag = "mail", request_body(content = ReadMailBody, content_type = "application/json"),
+#[utoipa::path(post, path = "/api/mail/read", tag = "mail", request_body = ReadMailBody,
     responses((status = 200, body = MailDeliveredResponse), ErrorResponses))]
 async fn mail_read(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
-    OptionalJson(body): OptionalJson<ReadMailBody>,
+    AppJson(body): AppJson<ReadMailBody>,
 ) -> Result<Json<MailDeliveredResponse>, ApiError> {
     let request = DeliverMail { ids: body.mail_ids, include_low: body.include_low, limit: body.limit };
     Ok(Json(MailDeliveredResponse { mail: state.service.mail_deliver(caller, request).await? }))

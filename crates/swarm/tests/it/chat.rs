@@ -123,7 +123,7 @@ async fn a_task_message_creates_one_task_per_mentioned_agent() {
         assignees.push(task["agentId"].as_str().unwrap().to_string());
     }
     assignees.sort();
-    let mut expected = vec![one, two];
+    let mut expected = vec![one.clone(), two];
     expected.sort();
     assert_eq!(assignees, expected);
 
@@ -135,6 +135,23 @@ async fn a_task_message_creates_one_task_per_mentioned_agent() {
         )
         .await;
     assert_eq!(status, 400, "a /task message needs a mention: {body}");
+
+    // As with send-task, the swarm's lead is never given work.
+    let boss = uuid::Uuid::new_v4().to_string();
+    let (status, _) = hub.post("/api/agents", Some(&boss), json!({"name": "boss", "isLead": true})).await;
+    assert_eq!(status, 201);
+    let (_, before) = hub.get("/api/tasks", None).await;
+    let (status, body) = hub
+        .post(
+            &format!("/api/channels/{GENERAL}/messages"),
+            Some(&one),
+            json!({"content": "/task @boss @two deploy"}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("the lead"), "{body}");
+    let (_, after) = hub.get("/api/tasks", None).await;
+    assert_eq!(before["total"], after["total"], "no task was created");
 }
 
 #[tokio::test]
