@@ -117,6 +117,8 @@ pub struct RescueReport {
     pub inbox_returned_to: Vec<AgentId>,
     /// Agents whose claimed channels (`unread_mentions`) came back after their lease ran out.
     pub mentions_returned_to: Vec<AgentId>,
+    /// Agents whose claimed task results (`task_result`) came back after their lease ran out.
+    pub results_returned_to: Vec<AgentId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -52,6 +52,10 @@ pub enum TriggerKind {
     UnreadMentions,
     /// Finished worker tasks the lead has not been told about; claimed by `notifiedAt`.
     TasksFinished,
+    /// A task created from one of my trigger sessions finished: claimed with
+    /// `processing_since` and a lease until the runner has resumed that session with
+    /// the result and acknowledged it.
+    TaskResult,
     /// The best ready pool task, if I have capacity; claimed `unassigned` →
     /// `in_progress` for me with a lease, and reported as `task_assigned`.
     PoolTask,
@@ -62,9 +66,10 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 7] = [
+    pub const ORDER: [TriggerKind; 8] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
+        TriggerKind::TaskResult,
         TriggerKind::SlackInboxMessage,
         TriggerKind::UnreadMentions,
         TriggerKind::TasksFinished,
@@ -74,9 +79,10 @@ impl TriggerKind {
 
     pub fn audience(&self) -> Audience {
         match self {
-            TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::UnreadMentions => {
-                Audience::Anyone
-            }
+            TriggerKind::TaskOffered
+            | TriggerKind::TaskAssigned
+            | TriggerKind::TaskResult
+            | TriggerKind::UnreadMentions => Audience::Anyone,
             TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished => Audience::LeadOnly,
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
         }
@@ -96,6 +102,7 @@ impl TriggerKind {
             TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
+            | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
     }
@@ -126,6 +133,7 @@ impl TriggerKind {
             TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
+            | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
     }
@@ -180,6 +188,16 @@ pub enum Trigger {
         count: usize,
         tasks: Vec<Task>,
     },
+    /// A task my trigger session created has finished (ours): resume that session
+    /// (`sessionId`, when one was recorded) with the result.
+    TaskResult {
+        task_id: TaskId,
+        task: Task,
+        parent_task_id: TaskId,
+        trigger_name: String,
+        session_key: String,
+        session_id: Option<String>,
+    },
     PoolTasksAvailable {
         count: i64,
     },
@@ -193,6 +211,7 @@ impl Trigger {
             Trigger::SlackInboxMessage { .. } => "slack_inbox_message",
             Trigger::UnreadMentions { .. } => "unread_mentions",
             Trigger::TasksFinished { .. } => "tasks_finished",
+            Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }
     }

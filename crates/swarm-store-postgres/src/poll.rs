@@ -50,7 +50,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -59,7 +59,10 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                 EXISTS (SELECT 1 FROM tasks t WHERE t.offered_to = a.id AND t.status = 'offered'), \
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
         ready!(),
-        "), a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
+        "), EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id \
+                   WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL \
+                     AND t.status IN ('completed', 'failed', 'cancelled')), \
+           a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
            EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0 \
                    AND r.processing_since IS NULL), \
            a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
@@ -80,6 +83,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         in_progress,
         offered,
         pending,
+        results,
         inbox,
         mentions,
         finished,
@@ -91,6 +95,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
     let found = [
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
+        (results, TriggerKind::TaskResult),
         (inbox, TriggerKind::SlackInboxMessage),
         (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
@@ -128,6 +133,7 @@ pub(crate) async fn claim(
             TriggerKind::SlackInboxMessage => crate::inbox::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::UnreadMentions => crate::chat::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
+            TriggerKind::TaskResult => crate::triggers::claim_result(&mut tx, agent, now, lease_until).await?,
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };
         if let Some(trigger) = trigger {
@@ -178,6 +184,7 @@ async fn claim_task(
         TriggerKind::SlackInboxMessage
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
+        | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
     let claimed: Option<Uuid> = sqlx::query_scalar(sql)

@@ -146,6 +146,7 @@ pub(crate) fn heartbeat(
     )?;
     crate::inbox::extend_leases(tx, id, lease_until)?;
     crate::chat::extend_leases(tx, id, lease_until)?;
+    crate::triggers::extend_leases(tx, id, lease_until)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;
     }

@@ -101,6 +101,7 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
 
     report.inbox_returned_to = crate::inbox::return_expired(tx, now)?;
     report.mentions_returned_to = crate::chat::return_expired(tx, now)?;
+    report.results_returned_to = crate::triggers::return_expired(tx, now)?;
 
     let silent: Vec<(AgentId, String)> = sql::all(
         tx,
@@ -129,7 +130,10 @@ pub(crate) fn anything_to_rescue(
     now: Timestamp,
     silent_since: Timestamp,
 ) -> StoreResult<bool> {
-    if crate::inbox::anything_expired(connection, now)? || crate::chat::anything_expired(connection, now)? {
+    if crate::inbox::anything_expired(connection, now)?
+        || crate::chat::anything_expired(connection, now)?
+        || crate::triggers::anything_expired(connection, now)?
+    {
         return Ok(true);
     }
     sql::scalar(
