@@ -155,7 +155,7 @@ impl Service {
                     self.inbox_changed(message.agent_id);
                 }
             }
-            Trigger::UnreadMentions { .. } | Trigger::PoolTasksAvailable { .. } => {}
+            Trigger::UnreadMentions { .. } | Trigger::TaskResult { .. } | Trigger::PoolTasksAvailable { .. } => {}
         }
     }
 }

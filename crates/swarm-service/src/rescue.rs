@@ -15,7 +15,7 @@ use crate::{Change, Service, ServiceResult};
 
 /// The background tasks; dropping this stops them.
 pub struct Background {
-    tasks: Vec<JoinHandle<()>>,
+    pub(crate) tasks: Vec<JoinHandle<()>>,
 }
 
 impl Drop for Background {
@@ -47,6 +47,10 @@ impl Service {
         for lead in &report.inbox_returned_to {
             tracing::warn!(%lead, "an inbox message's lease ran out: it is unread again");
             wakes.push(Wake::Agent(*lead));
+        }
+        for agent in &report.results_returned_to {
+            tracing::warn!(%agent, "a task result's lease ran out: it is offered again");
+            wakes.push(Wake::Agent(*agent));
         }
         for agent in &report.silenced {
             tracing::warn!(%agent, "agent marked offline: no heartbeat for a lease period");
