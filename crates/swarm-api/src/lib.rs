@@ -61,6 +61,7 @@ pub struct AppState {
         (name = "agents", description = "Registration, profiles, heartbeats"),
         (name = "tasks", description = "Tasks and their state machine"),
         (name = "channels", description = "Agent chat: channels, messages, mentions"),
+        (name = "triggers", description = "Cron, interval, once, webhook, github and manual triggers"),
         (name = "sessions", description = "What runners report about agent sessions"),
         (name = "system", description = "Health, stats, the event log, this document"),
     ),
@@ -102,6 +103,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::poll::router())
         .merge(routes::tasks::router())
         .merge(routes::channels::router())
+        .merge(routes::triggers::router())
         .merge(routes::sessions::router())
         .merge(routes::system::router())
 }
