@@ -12,6 +12,7 @@ mod poll;
 mod race;
 mod sqlite_only;
 mod tasks;
+mod triggers;
 mod work;
 
 use std::sync::{
