@@ -316,7 +316,8 @@ fn next_run(kind: TriggerType, timing: &Timing, after: Timestamp, run_count: i64
             Some(Timestamp::from_datetime(next.with_timezone(&Utc)))
         }
         TriggerType::Interval => Some(after.plus_millis(timing.interval_seconds? * 1000)),
-        TriggerType::Once => (run_count == 0).then_some(timing.run_at).flatten(),
+        // A slot still ahead; a past `runAt` is set as the first slot at creation only.
+        TriggerType::Once => timing.run_at.filter(|at| run_count == 0 && *at > after),
         TriggerType::Webhook | TriggerType::Github | TriggerType::Manual => None,
     }
 }

@@ -22,3 +22,4 @@ mod slack_stand_in;
 mod store;
 mod stress;
 mod support;
+mod triggers;
