@@ -22,4 +22,5 @@ mod slack_stand_in;
 mod store;
 mod stress;
 mod support;
+mod trigger_sessions;
 mod triggers;

@@ -174,7 +174,7 @@ fn path_with_stand_in_as(cli: &str, dir: &Path) -> std::ffi::OsString {
     path
 }
 
-fn records_dir(dir: &Path) -> PathBuf {
+pub(crate) fn records_dir(dir: &Path) -> PathBuf {
     dir.join("records")
 }
 
