@@ -162,7 +162,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 19] = [
+pub const WORKER_TOOLS: [&str; 24] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -182,6 +182,11 @@ pub const WORKER_TOOLS: [&str; 19] = [
     "create-channel",
     "post-message",
     "read-messages",
+    "list-schedules",
+    "create-schedule",
+    "update-schedule",
+    "delete-schedule",
+    "run-schedule-now",
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
@@ -198,6 +203,11 @@ pub fn lead_tools() -> Vec<&'static str> {
         "create-channel",
         "post-message",
         "read-messages",
+        "list-schedules",
+        "create-schedule",
+        "update-schedule",
+        "delete-schedule",
+        "run-schedule-now",
     ]);
     tools
 }
