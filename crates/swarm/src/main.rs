@@ -49,6 +49,9 @@ enum Command {
     /// List and show agents on a running hub.
     #[command(subcommand)]
     Agent(commands::AgentCommand),
+    /// List, create, fire and disable triggers (cron, interval, once, webhook, github, manual).
+    #[command(subcommand)]
+    Trigger(commands::TriggerCommand),
     /// Show agent and task counts of a running hub.
     Stats(commands::StatsArgs),
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
@@ -83,6 +86,7 @@ fn main() -> std::process::ExitCode {
             Command::Mcp(args) => mcp::run(args).await,
             Command::Task(command) => commands::run_task(command).await,
             Command::Agent(command) => commands::run_agent(command).await,
+            Command::Trigger(command) => commands::run_trigger(command).await,
             Command::Stats(args) => commands::run_stats(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,

@@ -7,6 +7,7 @@
 mod agent;
 mod output;
 mod task;
+mod trigger;
 
 use std::collections::HashMap;
 
@@ -16,6 +17,7 @@ use swarm_domain::id::AgentId;
 
 pub(crate) use agent::{AgentCommand, StatsArgs, run_agent, run_stats};
 pub(crate) use task::{TaskCommand, run_task};
+pub(crate) use trigger::{TriggerCommand, run_trigger};
 
 const DEFAULT_URL: &str = "http://localhost:3013";
 
