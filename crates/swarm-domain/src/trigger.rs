@@ -463,7 +463,9 @@ impl TriggerDraft {
             created_at: now,
             updated_at: now,
         };
+        // A disabled trigger has no next run; enabling it computes one from then.
         trigger.next_run_at = match kind {
+            _ if !trigger.enabled => None,
             TriggerType::Once => run_at,
             _ => trigger.next_run_after(now),
         };

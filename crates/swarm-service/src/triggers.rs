@@ -79,6 +79,7 @@ impl Service {
         updated.run_count = current.run_count;
         updated.last_run_at = current.last_run_at;
         updated.next_run_at = match (timing_same, updated.kind) {
+            _ if !updated.enabled => None,
             (true, _) => current.next_run_at,
             (false, TriggerType::Once) => updated.next_run_after(now).or(updated.run_at.filter(|_| current.run_count == 0)),
             (false, _) => updated.next_run_after(now),

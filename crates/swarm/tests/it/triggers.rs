@@ -300,3 +300,45 @@ async fn triggers_are_managed_over_rest_with_json_errors() {
     assert_eq!(status, 200);
     assert_eq!(hub.get("/api/triggers/by-hand", None).await.0, 404);
 }
+
+#[tokio::test]
+async fn schedule_tools_manage_cron_and_interval_triggers_over_mcp() {
+    use crate::mcp_client::{Revision, connect_http, new_agent_id, ok, refused};
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let (alice, bob) = (new_agent_id(), new_agent_id());
+    let alice_client = connect_http(&hub, Some(&alice), Revision::Initialize).await;
+    let bob_client = connect_http(&hub, Some(&bob), Revision::Initialize).await;
+    ok(&alice_client, "join-swarm", json!({"name": "alice"})).await;
+    ok(&bob_client, "join-swarm", json!({"name": "bob"})).await;
+
+    let created = ok(
+        &alice_client,
+        "create-schedule",
+        json!({"name": "standup", "cronExpression": "30 9 * * 1-5", "timezone": "America/New_York",
+               "taskTemplate": "Post the standup summary", "targetAgentId": bob, "priority": 80}),
+    )
+    .await;
+    assert_eq!(created["schedule"]["type"], "cron");
+    assert_eq!(created["schedule"]["target"], bob.as_str());
+    let id = created["schedule"]["id"].as_str().unwrap().to_string();
+    ok(&alice_client, "create-schedule", json!({"name": "tick", "intervalMs": 60000, "taskTemplate": "tick"})).await;
+    refused(&alice_client, "create-schedule", json!({"name": "x", "taskTemplate": "no timing"})).await;
+    refused(&alice_client, "create-schedule", json!({"name": "y", "intervalMs": 1500, "taskTemplate": "t"})).await;
+    let listed = ok(&bob_client, "list-schedules", json!({})).await;
+    assert_eq!(listed["schedules"].as_array().unwrap().len(), 2);
+
+    let refusal = refused(&bob_client, "update-schedule", json!({"scheduleId": "standup", "enabled": false})).await;
+    assert!(refusal.contains("creator"), "{refusal}");
+    let updated = ok(&alice_client, "update-schedule", json!({"scheduleId": id, "enabled": false})).await;
+    assert_eq!(updated["schedule"]["enabled"], false);
+    assert_eq!(updated["schedule"]["nextRunAt"], Value::Null, "a paused schedule has no next run");
+    let enabled = ok(&alice_client, "list-schedules", json!({"enabled": true})).await;
+    assert_eq!(enabled["schedules"][0]["name"], "tick");
+
+    let ran = ok(&bob_client, "run-schedule-now", json!({"scheduleId": "standup"})).await;
+    assert_eq!((ran["task"]["agentId"].as_str(), ran["task"]["source"].as_str()), (Some(bob.as_str()), Some("schedule")));
+    assert_eq!(ran["task"]["priority"], 80);
+    ok(&alice_client, "delete-schedule", json!({"scheduleId": "standup"})).await;
+    refused(&alice_client, "run-schedule-now", json!({"scheduleId": "standup"})).await;
+}
