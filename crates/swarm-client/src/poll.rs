@@ -23,7 +23,13 @@ pub enum Trigger {
     TasksFinished { tasks: Vec<Task> },
     /// `task_result` (ours): a task created from one of the caller's trigger sessions
     /// finished; resume that session (`session_id`) with the result, then say so.
-    TaskResult { task: Task, parent_task_id: swarm_domain::id::TaskId, trigger_name: String, session_key: String, session_id: Option<String> },
+    TaskResult {
+        task: Task,
+        parent_task_id: swarm_domain::id::TaskId,
+        trigger_name: String,
+        session_key: String,
+        session_id: Option<String>,
+    },
     /// `pool_tasks_available` (workers asking `?pool=notify`): nothing was claimed.
     PoolTasksAvailable { count: i64 },
     /// Any other kind: its `type` and the whole trigger object.

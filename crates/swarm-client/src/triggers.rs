@@ -55,7 +55,8 @@ impl Client {
         session_key: Option<&str>,
     ) -> Result<Task, ClientError> {
         let body = json!({"payload": payload, "sessionKey": session_key});
-        let response: FireResponse = self.post_json(&format!("/api/triggers/{}/fire", segment(name)), &body).await?;
+        let response: FireResponse =
+            self.post_json(&format!("/api/triggers/{}/fire", segment(name)), &body).await?;
         Ok(response.task)
     }
 
@@ -71,7 +72,12 @@ impl Client {
     }
 
     /// Record the agent session a run of this conversation used.
-    pub async fn set_trigger_session(&self, name: &str, key: &str, session_id: &str) -> Result<(), ClientError> {
+    pub async fn set_trigger_session(
+        &self,
+        name: &str,
+        key: &str,
+        session_id: &str,
+    ) -> Result<(), ClientError> {
         let path = format!("/api/triggers/{}/session", segment(name));
         let body = json!({"sessionKey": key, "sessionId": session_id});
         self.send(Method::PUT, &path, &[], Some(&body)).await.map(drop)

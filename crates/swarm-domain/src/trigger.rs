@@ -128,7 +128,9 @@ impl SessionMode {
         match text {
             "ephemeral" => Ok(SessionMode::Ephemeral),
             "persistent" => Ok(SessionMode::Persistent),
-            other => Err(Invalid(format!("unknown session mode {other:?} (expected ephemeral or persistent)"))),
+            other => {
+                Err(Invalid(format!("unknown session mode {other:?} (expected ephemeral or persistent)")))
+            }
         }
     }
 }
@@ -371,14 +373,21 @@ impl TriggerDraft {
 
     /// Validate into a trigger. `id`, `created_*` and the run counters are the caller's;
     /// `next_run_at` is the first slot after `now` (a `once` trigger's `runAt` itself).
-    pub fn parse(self, id: TriggerId, created_by: Option<AgentId>, now: Timestamp) -> Result<TriggerDef, Invalid> {
+    pub fn parse(
+        self,
+        id: TriggerId,
+        created_by: Option<AgentId>,
+        now: Timestamp,
+    ) -> Result<TriggerDef, Invalid> {
         let name = parse_name(&self.name)?;
         let kind = TriggerType::parse(self.kind.trim())?;
         let description = optional_text("description", self.description, DESCRIPTION_MAX_CHARS)?;
         let timezone = self.timezone.map(|zone| zone.trim().to_string()).filter(|zone| !zone.is_empty());
         let timezone = timezone.unwrap_or_else(|| "UTC".into());
         if chrono_tz::Tz::from_str(&timezone).is_err() {
-            return Err(Invalid(format!("unknown time zone {timezone:?} (use an IANA name such as Europe/Paris)")));
+            return Err(Invalid(format!(
+                "unknown time zone {timezone:?} (use an IANA name such as Europe/Paris)"
+            )));
         }
         let schedule = optional_text("schedule", self.schedule, 200)?;
         let mut interval_seconds = None;
@@ -421,7 +430,8 @@ impl TriggerDraft {
         }
         let github_bot = match kind {
             TriggerType::Github => Some(
-                optional_text("githubBot", self.github_bot, 100)?.unwrap_or_else(|| GITHUB_BOT_DEFAULT.into()),
+                optional_text("githubBot", self.github_bot, 100)?
+                    .unwrap_or_else(|| GITHUB_BOT_DEFAULT.into()),
             ),
             _ => None,
         };
@@ -603,7 +613,11 @@ mod tests {
             TriggerDraft { name: "Bad Name".into(), ..draft("manual") },
             draft("cron"),
             TriggerDraft { schedule: Some("61 * * * *".into()), ..draft("cron") },
-            TriggerDraft { schedule: Some("0 * * * *".into()), timezone: Some("Mars/Base".into()), ..draft("cron") },
+            TriggerDraft {
+                schedule: Some("0 * * * *".into()),
+                timezone: Some("Mars/Base".into()),
+                ..draft("cron")
+            },
             TriggerDraft { interval_seconds: Some(1), ..draft("interval") },
             draft("once"),
             draft("webhook"),

@@ -182,7 +182,11 @@ pub(crate) async fn run(
     let mut resume = match (&work, &session) {
         (Work::TaskResult { session_id, .. }, _) => session_id.clone(),
         (_, Some((name, key))) => context.client.trigger_session(name, key).await.unwrap_or_else(|err| {
-            context.view.warn("session_lookup_failed", &format!("{label}: cannot look up its session: {err}"), &[]);
+            context.view.warn(
+                "session_lookup_failed",
+                &format!("{label}: cannot look up its session: {err}"),
+                &[],
+            );
             None
         }),
         (_, None) => None,
@@ -241,14 +245,22 @@ pub(crate) async fn run(
     if let (Some((name, key)), Some(session_id)) = (&session, &supervised.report.session_id)
         && let Err(err) = context.client.set_trigger_session(name, key, session_id).await
     {
-        context.view.warn("session_record_failed", &format!("{label}: cannot record its session: {err}"), &[]);
+        context.view.warn(
+            "session_record_failed",
+            &format!("{label}: cannot record its session: {err}"),
+            &[],
+        );
     }
     if let Work::TaskResult { task, .. } = &work
         && supervised.exit.success()
         && !supervised.stopped
         && let Err(err) = context.client.task_result_delivered(task.id).await
     {
-        context.view.warn("result_ack_failed", &format!("{label}: cannot acknowledge the result: {err}"), &[]);
+        context.view.warn(
+            "result_ack_failed",
+            &format!("{label}: cannot acknowledge the result: {err}"),
+            &[],
+        );
     }
     let exit = supervised.exit;
     if supervised.unshipped > 0 {

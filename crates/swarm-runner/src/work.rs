@@ -82,7 +82,9 @@ impl Work {
             Work::Task { task, .. } | Work::Resume { task } => {
                 Some((task.origin.trigger_name.clone()?, task.origin.session_key.clone()?))
             }
-            Work::TaskResult { trigger_name, session_key, .. } => Some((trigger_name.clone(), session_key.clone())),
+            Work::TaskResult { trigger_name, session_key, .. } => {
+                Some((trigger_name.clone(), session_key.clone()))
+            }
             Work::Offer { .. } | Work::Notice { .. } | Work::Loop => None,
         }
     }
@@ -142,8 +144,12 @@ fn work_prompt(task: &Task) -> String {
 /// The result of a task this session created, for it to relay to whoever asked.
 fn task_result_prompt(task: &Task, parent: TaskId) -> String {
     let outcome = match task.status {
-        TaskStatus::Completed => format!("completed. Its response:\n{}", task.output.as_deref().unwrap_or("(no output)")),
-        TaskStatus::Cancelled => format!("was cancelled: {}", task.failure_reason.as_deref().unwrap_or("(no reason)")),
+        TaskStatus::Completed => {
+            format!("completed. Its response:\n{}", task.output.as_deref().unwrap_or("(no output)"))
+        }
+        TaskStatus::Cancelled => {
+            format!("was cancelled: {}", task.failure_reason.as_deref().unwrap_or("(no reason)"))
+        }
         _ => format!("failed: {}", task.failure_reason.as_deref().unwrap_or("(no reason)")),
     };
     format!(

@@ -99,7 +99,14 @@ impl Service {
 
     pub fn with_lease_policy(store: Arc<dyn Store>, lease: LeasePolicy) -> Self {
         let (changes, _) = broadcast::channel(1024);
-        Service { store, changes, waiters: Arc::default(), lease, slack: None, clock: Arc::new(clock::SystemClock) }
+        Service {
+            store,
+            changes,
+            waiters: Arc::default(),
+            lease,
+            slack: None,
+            clock: Arc::new(clock::SystemClock),
+        }
     }
 
     /// The same service reading schedule time from `clock` (tests drive it).

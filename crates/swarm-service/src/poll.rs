@@ -155,7 +155,9 @@ impl Service {
                     self.inbox_changed(message.agent_id);
                 }
             }
-            Trigger::UnreadMentions { .. } | Trigger::TaskResult { .. } | Trigger::PoolTasksAvailable { .. } => {}
+            Trigger::UnreadMentions { .. }
+            | Trigger::TaskResult { .. }
+            | Trigger::PoolTasksAvailable { .. } => {}
         }
     }
 }

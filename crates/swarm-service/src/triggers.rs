@@ -81,7 +81,9 @@ impl Service {
         updated.next_run_at = match (timing_same, updated.kind) {
             _ if !updated.enabled => None,
             (true, _) => current.next_run_at,
-            (false, TriggerType::Once) => updated.next_run_after(now).or(updated.run_at.filter(|_| current.run_count == 0)),
+            (false, TriggerType::Once) => {
+                updated.next_run_after(now).or(updated.run_at.filter(|_| current.run_count == 0))
+            }
             (false, _) => updated.next_run_after(now),
         };
         self.store.trigger_update(&updated).await?.ok_or_else(|| unknown_trigger(name_or_id))
@@ -98,7 +100,12 @@ impl Service {
 
     /// Fire a trigger by hand (`swarm trigger fire`, `run-schedule-now`): works on any
     /// type, enabled or not, and leaves the schedule alone.
-    pub async fn trigger_fire(&self, caller: Caller, name_or_id: &str, request: FireRequest) -> ServiceResult<Task> {
+    pub async fn trigger_fire(
+        &self,
+        caller: Caller,
+        name_or_id: &str,
+        request: FireRequest,
+    ) -> ServiceResult<Task> {
         let trigger = self.trigger_find(name_or_id).await?;
         let sender = match self.caller_agent(caller).await? {
             Some(agent) => agent.name,
@@ -113,7 +120,7 @@ impl Service {
             ..Firing::default()
         };
         match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: false }).await? {
-            FireOutcome::Fired(task) => Ok(task),
+            FireOutcome::Fired(task) => Ok(*task),
             _ => Err(unknown_trigger(name_or_id)),
         }
     }
@@ -127,14 +134,17 @@ impl Service {
         for trigger in self.store.triggers_due(now, DUE_BATCH).await? {
             let Some(expected) = trigger.next_run_at else { continue };
             let next = trigger.next_run_after(now);
-            let firing = Firing { channel: "schedule".into(), sender: Some("scheduler".into()), ..Firing::default() };
+            let firing =
+                Firing { channel: "schedule".into(), sender: Some("scheduler".into()), ..Firing::default() };
             match self.fire(&trigger, &firing, FireGuard::Slot { expected, next }).await {
                 Ok(FireOutcome::Fired(task)) => {
                     tracing::info!(trigger = %trigger.name, task = %task.id, slot = %expected, "trigger fired");
-                    fired.push(task);
+                    fired.push(*task);
                 }
                 Ok(_) => {}
-                Err(error) => tracing::error!(trigger = %trigger.name, %error, "could not fire a due trigger"),
+                Err(error) => {
+                    tracing::error!(trigger = %trigger.name, %error, "could not fire a due trigger")
+                }
             }
         }
         Ok(fired)
@@ -168,7 +178,14 @@ impl Service {
         let new_task = self.firing_task(trigger, firing).await?;
         let outcome = self
             .store
-            .trigger_fire(trigger.id, guard, firing.delivery_id.as_deref(), &new_task, self.clock.now(), Timestamp::now())
+            .trigger_fire(
+                trigger.id,
+                guard,
+                firing.delivery_id.as_deref(),
+                &new_task,
+                self.clock.now(),
+                Timestamp::now(),
+            )
             .await?;
         if let FireOutcome::Fired(task) = &outcome {
             self.task_changed(task, None).await;
@@ -181,7 +198,9 @@ impl Service {
             TriggerTarget::Pool => None,
             TriggerTarget::Agent(id) => Some(id),
             // The lead of the moment; without one the work goes to the pool, not nowhere.
-            TriggerTarget::Lead => self.store.agent_list().await?.into_iter().find(|agent| agent.is_lead).map(|agent| agent.id),
+            TriggerTarget::Lead => {
+                self.store.agent_list().await?.into_iter().find(|agent| agent.is_lead).map(|agent| agent.id)
+            }
         };
         let mut origin = firing.origin.clone();
         origin.trigger_name = Some(trigger.name.clone());
@@ -210,7 +229,12 @@ impl Service {
     }
 
     /// Changes are for the trigger's creator, the lead and the operator.
-    async fn require_trigger_owner(&self, caller: Caller, trigger: &TriggerDef, verb: &str) -> ServiceResult<()> {
+    async fn require_trigger_owner(
+        &self,
+        caller: Caller,
+        trigger: &TriggerDef,
+        verb: &str,
+    ) -> ServiceResult<()> {
         match self.caller_agent(caller).await? {
             None => Ok(()),
             Some(agent) if agent.is_lead || trigger.created_by == Some(agent.id) => Ok(()),
@@ -225,15 +249,19 @@ impl Service {
 
     pub async fn trigger_session_get(&self, name: &str, key: &str) -> ServiceResult<TriggerSession> {
         let key = parse_session_key(key)?;
-        self.store
-            .trigger_session_get(name.trim(), &key)
-            .await?
-            .ok_or_else(|| ServiceError::NotFound(format!("no session recorded for trigger {name:?}, key {key:?}")))
+        self.store.trigger_session_get(name.trim(), &key).await?.ok_or_else(|| {
+            ServiceError::NotFound(format!("no session recorded for trigger {name:?}, key {key:?}"))
+        })
     }
 
     /// Record the agent session a run of this conversation used, so the next firing
     /// with the same key resumes it.
-    pub async fn trigger_session_set(&self, name: &str, key: &str, session_id: &str) -> ServiceResult<TriggerSession> {
+    pub async fn trigger_session_set(
+        &self,
+        name: &str,
+        key: &str,
+        session_id: &str,
+    ) -> ServiceResult<TriggerSession> {
         let key = parse_session_key(key)?;
         let session_id = parse_session_id(session_id)?;
         let trigger = self.trigger_get(name).await?;
@@ -253,7 +281,10 @@ impl Service {
             ..TaskFilter::default()
         };
         let (tasks, _) = self.store.task_list(&filter).await?;
-        let session = tasks.into_iter().filter(|task| task.origin.trigger_name.is_some()).max_by_key(|task| task.last_updated_at);
+        let session = tasks
+            .into_iter()
+            .filter(|task| task.origin.trigger_name.is_some())
+            .max_by_key(|task| task.last_updated_at);
         Ok(session.and_then(|task| {
             Some(NewTaskAwait {
                 agent_id: agent,

@@ -37,7 +37,7 @@ pub struct WebhookRequest {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookOutcome {
-    Fired(Task),
+    Fired(Box<Task>),
     /// Accepted and deliberately not turned into a task (a repeated delivery, a GitHub
     /// event that concerns nobody here, a disabled trigger), with why.
     Ignored(String),
@@ -46,7 +46,11 @@ pub enum WebhookOutcome {
 impl Service {
     /// Verify and fire a webhook. An unknown trigger and a bad or missing signature read
     /// the same (401) so that names cannot be probed without the secret.
-    pub async fn webhook_receive(&self, name: &str, request: WebhookRequest) -> ServiceResult<WebhookOutcome> {
+    pub async fn webhook_receive(
+        &self,
+        name: &str,
+        request: WebhookRequest,
+    ) -> ServiceResult<WebhookOutcome> {
         let trigger = match self.store.trigger_get(name.trim()).await? {
             Some(trigger) if trigger.kind.is_webhook() => trigger,
             _ => return Err(unauthorized()),
@@ -64,7 +68,9 @@ impl Service {
         };
         match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: true }).await? {
             FireOutcome::Fired(task) => Ok(WebhookOutcome::Fired(task)),
-            FireOutcome::Duplicate => Ok(WebhookOutcome::Ignored("this delivery was already received".into())),
+            FireOutcome::Duplicate => {
+                Ok(WebhookOutcome::Ignored("this delivery was already received".into()))
+            }
             FireOutcome::Disabled | FireOutcome::NotDue => {
                 Ok(WebhookOutcome::Ignored(format!("trigger {} is disabled", trigger.name)))
             }
@@ -110,7 +116,8 @@ pub fn signature_valid(secret: &str, header: &str, body: &[u8]) -> bool {
 
 /// `sha256=<hex>` of the body, as GitHub sends it.
 pub fn sign_body(secret: &str, body: &[u8]) -> String {
-    let mut mac = <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    let mut mac =
+        <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
     mac.update(body);
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
@@ -151,7 +158,10 @@ fn percent_decode(text: &str) -> String {
         match bytes[index] {
             b'+' => out.push(b' '),
             b'%' if index + 2 < bytes.len() => {
-                match std::str::from_utf8(&bytes[index + 1..index + 3]).ok().and_then(|hex| u8::from_str_radix(hex, 16).ok()) {
+                match std::str::from_utf8(&bytes[index + 1..index + 3])
+                    .ok()
+                    .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                {
                     Some(byte) => {
                         out.push(byte);
                         index += 2;
@@ -207,7 +217,8 @@ fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResul
         github_url: mapped.url,
         ..TaskOrigin::default()
     };
-    let payload = format!("{}\n\n{}", mapped.summary, serde_json::to_string_pretty(&json).unwrap_or_default());
+    let payload =
+        format!("{}\n\n{}", mapped.summary, serde_json::to_string_pretty(&json).unwrap_or_default());
     Ok(Ok(Firing {
         payload,
         sender: origin.github_author.clone(),
@@ -239,7 +250,8 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
     let number = item["number"].as_i64();
     let url = item["html_url"].as_str().map(str::to_string);
     let title = item["title"].as_str().unwrap_or_default();
-    let what = if event == "pull_request" || item.get("pull_request").is_some() { "pull request" } else { "issue" };
+    let what =
+        if event == "pull_request" || item.get("pull_request").is_some() { "pull request" } else { "issue" };
     let found = |summary: String, comment_id: Option<i64>, url: Option<String>| {
         Some(GithubEvent { summary, number, comment_id, url })
     };
@@ -247,10 +259,14 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
         ("issues" | "pull_request", "assigned") if is_bot(&json["assignee"]["login"]) => {
             found(format!("You were assigned {what} #{}: {title}", number.unwrap_or_default()), None, url)
         }
-        ("pull_request", "review_requested") if is_bot(&json["requested_reviewer"]["login"]) => {
-            found(format!("Your review was requested on pull request #{}: {title}", number.unwrap_or_default()), None, url)
-        }
-        ("issue_comment" | "pull_request_review_comment", "created") if mentions_bot(&json["comment"]["body"]) => {
+        ("pull_request", "review_requested") if is_bot(&json["requested_reviewer"]["login"]) => found(
+            format!("Your review was requested on pull request #{}: {title}", number.unwrap_or_default()),
+            None,
+            url,
+        ),
+        ("issue_comment" | "pull_request_review_comment", "created")
+            if mentions_bot(&json["comment"]["body"]) =>
+        {
             let comment = &json["comment"];
             found(
                 format!("You were mentioned on {what} #{}: {title}", number.unwrap_or_default()),
@@ -258,9 +274,11 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
                 comment["html_url"].as_str().map(str::to_string).or(url),
             )
         }
-        ("issues" | "pull_request", "opened") if mentions_bot(&item["body"]) => {
-            found(format!("You were mentioned in a new {what} #{}: {title}", number.unwrap_or_default()), None, url)
-        }
+        ("issues" | "pull_request", "opened") if mentions_bot(&item["body"]) => found(
+            format!("You were mentioned in a new {what} #{}: {title}", number.unwrap_or_default()),
+            None,
+            url,
+        ),
         ("check_run", "completed") if failed(&json["check_run"]["conclusion"]) => {
             let run = &json["check_run"];
             let pull = run["pull_requests"][0]["number"].as_i64();

@@ -48,8 +48,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store, StoreError,
-    StoreResult, TaskFilter,
+    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
+    StoreError, StoreResult, TaskFilter,
 };
 
 use crate::error::db;
@@ -370,7 +370,11 @@ impl Store for PgStore {
         triggers::fire(&self.pool, id, guard, delivery_id, task, fired_at, now).await
     }
 
-    async fn trigger_session_get(&self, trigger_name: &str, key: &str) -> StoreResult<Option<TriggerSession>> {
+    async fn trigger_session_get(
+        &self,
+        trigger_name: &str,
+        key: &str,
+    ) -> StoreResult<Option<TriggerSession>> {
         triggers::session_get(&self.pool, trigger_name, key).await
     }
 

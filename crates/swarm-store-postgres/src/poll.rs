@@ -50,7 +50,8 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
+type ViewRow =
+    (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -133,7 +134,9 @@ pub(crate) async fn claim(
             TriggerKind::SlackInboxMessage => crate::inbox::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::UnreadMentions => crate::chat::claim(&mut tx, agent, now, lease_until).await?,
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
-            TriggerKind::TaskResult => crate::triggers::claim_result(&mut tx, agent, now, lease_until).await?,
+            TriggerKind::TaskResult => {
+                crate::triggers::claim_result(&mut tx, agent, now, lease_until).await?
+            }
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };
         if let Some(trigger) = trigger {

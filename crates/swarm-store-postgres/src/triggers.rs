@@ -88,7 +88,10 @@ pub(crate) async fn get<'e>(executor: impl PgExecutor<'e>, name: &str) -> StoreR
         .map_err(db)
 }
 
-pub(crate) async fn get_by_id<'e>(executor: impl PgExecutor<'e>, id: TriggerId) -> StoreResult<Option<TriggerDef>> {
+pub(crate) async fn get_by_id<'e>(
+    executor: impl PgExecutor<'e>,
+    id: TriggerId,
+) -> StoreResult<Option<TriggerDef>> {
     sqlx::query(concat!(trigger_select!(), " WHERE id = $1"))
         .bind(id.as_uuid())
         .try_map(from_row)
@@ -227,13 +230,15 @@ pub(crate) async fn fire(
         tx.rollback().await.map_err(db)?;
         return Ok(match get_by_id(pool, id).await? {
             None => FireOutcome::NotFound,
-            Some(trigger) if trigger.enabled && matches!(guard, FireGuard::Slot { .. }) => FireOutcome::NotDue,
+            Some(trigger) if trigger.enabled && matches!(guard, FireGuard::Slot { .. }) => {
+                FireOutcome::NotDue
+            }
             Some(_) => FireOutcome::Disabled,
         });
     }
     let created = insert_task(&mut tx, task, now).await?;
     tx.commit().await.map_err(db)?;
-    Ok(FireOutcome::Fired(created))
+    Ok(FireOutcome::Fired(Box::new(created)))
 }
 
 async fn insert_task(tx: &mut PgConnection, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
@@ -313,7 +318,10 @@ pub(crate) async fn create_awaited(
     Ok(created)
 }
 
-pub(crate) async fn await_get<'e>(executor: impl PgExecutor<'e>, task_id: TaskId) -> StoreResult<Option<TaskAwait>> {
+pub(crate) async fn await_get<'e>(
+    executor: impl PgExecutor<'e>,
+    task_id: TaskId,
+) -> StoreResult<Option<TaskAwait>> {
     sqlx::query(concat!(await_select!(), " WHERE task_id = $1"))
         .bind(task_id.as_uuid())
         .try_map(await_from_row)
@@ -322,7 +330,12 @@ pub(crate) async fn await_get<'e>(executor: impl PgExecutor<'e>, task_id: TaskId
         .map_err(db)
 }
 
-pub(crate) async fn await_deliver(pool: &PgPool, task_id: TaskId, agent: AgentId, now: Timestamp) -> StoreResult<bool> {
+pub(crate) async fn await_deliver(
+    pool: &PgPool,
+    task_id: TaskId,
+    agent: AgentId,
+    now: Timestamp,
+) -> StoreResult<bool> {
     let updated = sqlx::query(
         "UPDATE task_awaits SET delivered_at = $3, processing_since = NULL, lease_expires_at = NULL \
          WHERE task_id = $1 AND agent_id = $2 AND delivered_at IS NULL",
@@ -377,7 +390,11 @@ pub(crate) async fn claim_result(
     }))
 }
 
-pub(crate) async fn extend_leases(tx: &mut PgConnection, agent: AgentId, lease_until: Timestamp) -> StoreResult<()> {
+pub(crate) async fn extend_leases(
+    tx: &mut PgConnection,
+    agent: AgentId,
+    lease_until: Timestamp,
+) -> StoreResult<()> {
     sqlx::query(
         "UPDATE task_awaits SET lease_expires_at = $1 \
          WHERE agent_id = $2 AND processing_since IS NOT NULL AND delivered_at IS NULL",

@@ -48,8 +48,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store, StoreError,
-    StoreResult, TaskFilter,
+    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
+    StoreError, StoreResult, TaskFilter,
 };
 
 use crate::database::{BUSY_TIMEOUT, Database};
@@ -389,7 +389,11 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn trigger_session_get(&self, trigger_name: &str, key: &str) -> StoreResult<Option<TriggerSession>> {
+    async fn trigger_session_get(
+        &self,
+        trigger_name: &str,
+        key: &str,
+    ) -> StoreResult<Option<TriggerSession>> {
         self.database.read(|connection| triggers::session_get(connection, trigger_name, key))
     }
 

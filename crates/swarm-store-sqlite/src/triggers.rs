@@ -17,7 +17,8 @@ use crate::{
     sql, tasks,
 };
 
-const SELECT_TRIGGER: &str = "SELECT id, name, description, type, schedule, timezone, interval_seconds, run_at,
+const SELECT_TRIGGER: &str =
+    "SELECT id, name, description, type, schedule, timezone, interval_seconds, run_at,
         webhook_secret, webhook_public, github_bot, target, prompt, task_type, tags, priority,
         session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at
     FROM triggers";
@@ -191,10 +192,14 @@ pub(crate) fn fire(
             params![id.to_string(), delivery, now.unix_millis()],
         )?;
     }
-    Ok(FireOutcome::Fired(tasks::create(tx, task, now)?))
+    Ok(FireOutcome::Fired(Box::new(tasks::create(tx, task, now)?)))
 }
 
-pub(crate) fn session_get(connection: &Connection, name: &str, key: &str) -> StoreResult<Option<TriggerSession>> {
+pub(crate) fn session_get(
+    connection: &Connection,
+    name: &str,
+    key: &str,
+) -> StoreResult<Option<TriggerSession>> {
     sql::optional(
         connection,
         "SELECT trigger_name, session_key, session_id, updated_at FROM trigger_sessions
@@ -241,18 +246,28 @@ pub(crate) fn create_awaited(
     );
     match inserted {
         Ok(_) => Ok(created),
-        Err(error) if is_foreign_key_violation(&error) => Err(StoreError::MissingReference(
-            "the awaiting agent or its trigger task does not exist".into(),
-        )),
+        Err(error) if is_foreign_key_violation(&error) => {
+            Err(StoreError::MissingReference("the awaiting agent or its trigger task does not exist".into()))
+        }
         Err(error) => Err(db(error)),
     }
 }
 
 pub(crate) fn await_get(connection: &Connection, task_id: TaskId) -> StoreResult<Option<TaskAwait>> {
-    sql::optional(connection, &format!("{SELECT_AWAIT} WHERE task_id = ?"), [task_id.to_string()], await_from_row)
+    sql::optional(
+        connection,
+        &format!("{SELECT_AWAIT} WHERE task_id = ?"),
+        [task_id.to_string()],
+        await_from_row,
+    )
 }
 
-pub(crate) fn await_deliver(tx: &Connection, task_id: TaskId, agent: AgentId, now: Timestamp) -> StoreResult<bool> {
+pub(crate) fn await_deliver(
+    tx: &Connection,
+    task_id: TaskId,
+    agent: AgentId,
+    now: Timestamp,
+) -> StoreResult<bool> {
     let updated = sql::execute(
         tx,
         "UPDATE task_awaits SET delivered_at = ?3, processing_since = NULL, lease_expires_at = NULL

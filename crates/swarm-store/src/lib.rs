@@ -105,7 +105,7 @@ pub enum FireGuard {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FireOutcome {
-    Fired(Task),
+    Fired(Box<Task>),
     /// The slot was taken (another hub fired it) or moved; nothing changed.
     NotDue,
     Disabled,
@@ -349,7 +349,8 @@ pub trait Store: Send + Sync + 'static {
         fired_at: Timestamp,
         now: Timestamp,
     ) -> StoreResult<FireOutcome>;
-    async fn trigger_session_get(&self, trigger_name: &str, key: &str) -> StoreResult<Option<TriggerSession>>;
+    async fn trigger_session_get(&self, trigger_name: &str, key: &str)
+    -> StoreResult<Option<TriggerSession>>;
     /// Record (insert or replace) the agent session of one conversation.
     async fn trigger_session_set(
         &self,

@@ -257,9 +257,12 @@ async fn work_on_task(args: &StandInArgs, task_id: &str, text: &str) -> anyhow::
         return delegate(task_id, text).await;
     }
     if let Some(agent) = args.escalate_to.as_deref().filter(|agent| !agent.is_empty()) {
-        let sent = call_tool("send-task", json!({"agentId": agent, "task": format!("Please handle: {text}")})).await?;
+        let sent =
+            call_tool("send-task", json!({"agentId": agent, "task": format!("Please handle: {text}")}))
+                .await?;
         let output = format!("escalated as task {}", sent["task"]["id"].as_str().unwrap_or("?"));
-        call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output})).await?;
+        call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output}))
+            .await?;
         return Ok(output);
     }
     let told_to_fail =

@@ -349,8 +349,12 @@ async fn webhooks_receive(
         sender: header("x-sender"),
     };
     let response = match state.service.webhook_receive(&name, request).await? {
-        WebhookOutcome::Fired(task) => WebhookResponse { accepted: true, task_id: Some(task.id), ignored: None },
-        WebhookOutcome::Ignored(reason) => WebhookResponse { accepted: true, task_id: None, ignored: Some(reason) },
+        WebhookOutcome::Fired(task) => {
+            WebhookResponse { accepted: true, task_id: Some(task.id), ignored: None }
+        }
+        WebhookOutcome::Ignored(reason) => {
+            WebhookResponse { accepted: true, task_id: None, ignored: Some(reason) }
+        }
     };
     Ok((StatusCode::ACCEPTED, Json(response)))
 }

@@ -19,7 +19,14 @@ pub use inbox::InboxRole;
 
 /// The tools of the hub, served over HTTP and stdio alike.
 pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
-    vec![agents::group(), tasks::group(), poll::group(), slack::group(), chat::group(), triggers::schedule_group()]
+    vec![
+        agents::group(),
+        tasks::group(),
+        poll::group(),
+        slack::group(),
+        chat::group(),
+        triggers::schedule_group(),
+    ]
 }
 
 /// The hub's tools plus the Inbox-MCP names for one session role (stdio only).

@@ -170,7 +170,9 @@ impl ScheduleFields {
         };
         let kind = match (kind, &self.cron_expression, interval_seconds) {
             (None, _, _) => String::new(),
-            (Some(_), Some(_), Some(_)) => return Err(invalid("give cronExpression or intervalMs, not both")),
+            (Some(_), Some(_), Some(_)) => {
+                return Err(invalid("give cronExpression or intervalMs, not both"));
+            }
             (Some(_), Some(_), None) => "cron".into(),
             (Some(_), None, Some(_)) => "interval".into(),
             (Some(_), None, None) => return Err(invalid("a schedule needs cronExpression or intervalMs")),
@@ -209,7 +211,8 @@ async fn create_schedule(call: ToolCall, args: CreateScheduleArguments) -> Outco
     let draft = args.fields.draft(args.name, Some("schedule"))?;
     let trigger = call.service.trigger_create(call.caller(), draft).await?;
     let when = trigger.next_run_at.map(|at| at.to_string()).unwrap_or_else(|| "never".into());
-    Ok(Reply::ok(format!("schedule {} created; next run {when}", trigger.name)).with("schedule", view(&trigger)))
+    Ok(Reply::ok(format!("schedule {} created; next run {when}", trigger.name))
+        .with("schedule", view(&trigger)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -262,7 +265,11 @@ async fn run_schedule_now(call: ToolCall, args: ScheduleIdArguments) -> Outcome 
 async fn schedule(call: &ToolCall, id_or_name: &str) -> Result<TriggerDef, Reply> {
     let trigger = call.service.trigger_find(id_or_name).await?;
     if !SCHEDULE_TYPES.contains(&trigger.kind) {
-        return Err(invalid(format!("{} is a {} trigger, not a schedule", trigger.name, trigger.kind.as_str())));
+        return Err(invalid(format!(
+            "{} is a {} trigger, not a schedule",
+            trigger.name,
+            trigger.kind.as_str()
+        )));
     }
     Ok(trigger)
 }
@@ -317,10 +324,11 @@ impl TriggerFields {
         // The channel has no column of its own: a trigger's tasks say where they came from.
         let _ = self.channel;
         let run_at = match self.run_at {
-            Some(text) => Some(
-                serde_json::from_value::<Timestamp>(Value::String(text.clone()))
-                    .map_err(|_| invalid(format!("run_at must be a time like 2026-01-20T10:00:00Z, got {text:?}")))?,
-            ),
+            Some(text) => {
+                Some(serde_json::from_value::<Timestamp>(Value::String(text.clone())).map_err(|_| {
+                    invalid(format!("run_at must be a time like 2026-01-20T10:00:00Z, got {text:?}"))
+                })?)
+            }
             None => None,
         };
         Ok(TriggerDraft {
@@ -355,7 +363,8 @@ struct TriggerCreateArguments {
 }
 
 async fn trigger_create(call: ToolCall, args: TriggerCreateArguments) -> Outcome {
-    let trigger = call.service.trigger_create(call.caller(), args.fields.draft(args.name, args.kind)?).await?;
+    let trigger =
+        call.service.trigger_create(call.caller(), args.fields.draft(args.name, args.kind)?).await?;
     Ok(Reply::ok(format!("trigger {} created", trigger.name)).with("trigger", view(&trigger)))
 }
 
@@ -380,5 +389,6 @@ struct TriggerNameArguments {
 
 async fn trigger_delete(call: ToolCall, args: TriggerNameArguments) -> Outcome {
     let deleted = call.service.trigger_delete(call.caller(), &args.name).await?;
-    Ok(Reply::ok(format!("trigger {} deleted with its sessions", deleted.name)).with("trigger", view(&deleted)))
+    Ok(Reply::ok(format!("trigger {} deleted with its sessions", deleted.name))
+        .with("trigger", view(&deleted)))
 }

@@ -19,7 +19,7 @@ pub(crate) enum TriggerCommand {
     ///   swarm trigger create nightly --type cron --schedule "0 2 * * *" --timezone Europe/Paris --prompt "Review yesterday's merges"
     ///   swarm trigger create alerts --type webhook --secret "$SECRET" --prompt "Alert: {{payload}}" --target lead
     ///   swarm trigger create github --type github --secret "$GH_SECRET" --github-bot my-bot --session persistent
-    Create(TriggerCreateArgs),
+    Create(Box<TriggerCreateArgs>),
     /// Fire a trigger now (any type, even disabled); prints the task it created
     Fire(TriggerFireArgs),
     /// Disable a trigger (or enable it again with --enable)
@@ -125,7 +125,7 @@ pub(crate) struct TriggerDisableArgs {
 pub(crate) async fn run_trigger(command: TriggerCommand) -> anyhow::Result<()> {
     match command {
         TriggerCommand::List(args) => trigger_list(args).await,
-        TriggerCommand::Create(args) => trigger_create(args).await,
+        TriggerCommand::Create(args) => trigger_create(*args).await,
         TriggerCommand::Fire(args) => trigger_fire(args).await,
         TriggerCommand::Disable(args) => trigger_disable(args).await,
     }
@@ -214,7 +214,8 @@ async fn trigger_create(args: TriggerCreateArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&created);
     }
-    let mut text = format!("created trigger {} ({})\n", created["name"].as_str().unwrap_or_default(), when(&created));
+    let mut text =
+        format!("created trigger {} ({})\n", created["name"].as_str().unwrap_or_default(), when(&created));
     if let Some(next) = created["nextRunAt"].as_str() {
         text.push_str(&format!("next run: {next}\n"));
     }

@@ -156,14 +156,35 @@ async fn trigger_commands_create_list_fire_and_disable() {
     let created = stdout_json(&swarm(
         &url,
         Some(KEY),
-        &["trigger", "create", "nightly", "--type", "cron", "--schedule", "0 2 * * *", "--timezone",
-          "Europe/Paris", "--prompt", "Review {{payload}}", "--tag", "nightly", "--json"],
+        &[
+            "trigger",
+            "create",
+            "nightly",
+            "--type",
+            "cron",
+            "--schedule",
+            "0 2 * * *",
+            "--timezone",
+            "Europe/Paris",
+            "--prompt",
+            "Review {{payload}}",
+            "--tag",
+            "nightly",
+            "--json",
+        ],
     ));
-    assert_eq!((created["name"].as_str(), created["timezone"].as_str()), (Some("nightly"), Some("Europe/Paris")));
+    assert_eq!(
+        (created["name"].as_str(), created["timezone"].as_str()),
+        (Some("nightly"), Some("Europe/Paris"))
+    );
     let listed = swarm(&url, Some(KEY), &["trigger", "list"]);
     let table = String::from_utf8_lossy(&listed.stdout);
     assert!(table.contains("nightly") && table.contains("0 2 * * * (Europe/Paris)"), "{table}");
-    let fired = stdout_json(&swarm(&url, Some(KEY), &["trigger", "fire", "nightly", "--payload", "the merges", "--json"]));
+    let fired = stdout_json(&swarm(
+        &url,
+        Some(KEY),
+        &["trigger", "fire", "nightly", "--payload", "the merges", "--json"],
+    ));
     assert_eq!(fired["task"], "Review the merges");
     assert_eq!(fired["triggerName"], "nightly");
     let disabled = stdout_json(&swarm(&url, Some(KEY), &["trigger", "disable", "nightly", "--json"]));

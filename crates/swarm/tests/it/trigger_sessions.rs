@@ -22,7 +22,8 @@ fn starts(dir: &Path) -> Vec<Value> {
         .filter(|entry| entry.path().extension().is_some_and(|extension| extension == "start"))
         .filter_map(|entry| serde_json::from_str(&std::fs::read_to_string(entry.path()).ok()?).ok())
         .collect();
-    found.sort_by_key(|record: &Value| record["at"].as_str().unwrap_or_default().parse::<u128>().unwrap_or(0));
+    found
+        .sort_by_key(|record: &Value| record["at"].as_str().unwrap_or_default().parse::<u128>().unwrap_or(0));
     found
 }
 
@@ -82,14 +83,22 @@ async fn a_persistent_trigger_session_escalates_and_is_resumed_with_the_result()
     })
     .await;
     assert_eq!(runs[0]["prompt"], format!("/work-on-task {first}"));
-    assert!(runs[0]["text"].as_str().unwrap().contains("Message from customer@example.com on webhook: my invoice is wrong"));
+    assert!(
+        runs[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Message from customer@example.com on webhook: my invoice is wrong")
+    );
     let escalated = {
         let (_, task) = hub.get(&format!("/api/tasks/{first}"), None).await;
         assert_eq!(task["status"], "completed", "{task}");
         task["output"].as_str().unwrap().strip_prefix("escalated as task ").unwrap().to_string()
     };
     let (_, worker_task) = hub.get(&format!("/api/tasks/{escalated}"), None).await;
-    assert_eq!((worker_task["agentId"].as_str(), worker_task["status"].as_str()), (Some(worker_id.as_str()), Some("completed")));
+    assert_eq!(
+        (worker_task["agentId"].as_str(), worker_task["status"].as_str()),
+        (Some(worker_id.as_str()), Some("completed"))
+    );
     assert_eq!(runs[1]["prompt"], format!("/task-result {escalated}"));
     assert_eq!(runs[1]["trigger"], "task_result");
     assert!(runs[1]["text"].as_str().unwrap().contains("stand-in finished: Please handle"), "{}", runs[1]);
@@ -97,7 +106,8 @@ async fn a_persistent_trigger_session_escalates_and_is_resumed_with_the_result()
     assert_eq!(runs[1]["sessionId"], session.as_str(), "the same session was resumed");
     assert_eq!(session_of(&hub, "thread-1").await.as_deref(), Some(session.as_str()));
     // Delivered once: the result is not offered again.
-    let (status, refused) = hub.post(&format!("/api/tasks/{escalated}/result-delivered"), Some(&worker_id), json!({})).await;
+    let (status, refused) =
+        hub.post(&format!("/api/tasks/{escalated}/result-delivered"), Some(&worker_id), json!({})).await;
     assert_eq!(status, 403, "{refused}");
 
     // The next message in the same thread resumes the same session.
@@ -128,8 +138,12 @@ async fn a_persistent_trigger_session_escalates_and_is_resumed_with_the_result()
 
     // Another thread is another conversation.
     let other = webhook(&hub, "new customer", "thread-2").await;
-    let other_session = eventually("the other thread's session", || async { session_of(&hub, "thread-2").await }).await;
+    let other_session =
+        eventually("the other thread's session", || async { session_of(&hub, "thread-2").await }).await;
     assert_ne!(other_session, fresh);
     let (_, task) = hub.get(&format!("/api/tasks/{other}"), None).await;
-    assert_eq!((task["triggerName"].as_str(), task["sessionKey"].as_str()), (Some("support-inbox"), Some("thread-2")));
+    assert_eq!(
+        (task["triggerName"].as_str(), task["sessionKey"].as_str()),
+        (Some("support-inbox"), Some("thread-2"))
+    );
 }

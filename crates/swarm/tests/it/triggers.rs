@@ -30,13 +30,7 @@ fn clocked_hub(database: &Database, clock: &Path) -> Hub {
 async fn tasks_of(hub: &Hub, trigger: &str) -> Vec<Value> {
     let (status, body) = hub.get("/api/tasks?limit=100", None).await;
     assert_eq!(status, 200, "{body}");
-    body["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|task| task["triggerName"] == trigger)
-        .cloned()
-        .collect()
+    body["tasks"].as_array().unwrap().iter().filter(|task| task["triggerName"] == trigger).cloned().collect()
 }
 
 async fn create_trigger(hub: &Hub, body: Value) -> Value {
@@ -134,9 +128,11 @@ async fn interval_and_once_triggers_follow_the_clock() {
     create_trigger(&hub, json!({"name": "every-minute", "type": "interval", "intervalSeconds": 60})).await;
     create_trigger(&hub, json!({"name": "launch", "type": "once", "runAt": "2026-01-10T10:00:30Z"})).await;
     set_clock(&clock, "2026-01-10T10:00:31Z");
-    eventually("the once trigger", || async { (tasks_of(&hub, "launch").await.len() == 1).then_some(()) }).await;
+    eventually("the once trigger", || async { (tasks_of(&hub, "launch").await.len() == 1).then_some(()) })
+        .await;
     set_clock(&clock, "2026-01-10T10:01:00Z");
-    eventually("the interval", || async { (tasks_of(&hub, "every-minute").await.len() == 1).then_some(()) }).await;
+    eventually("the interval", || async { (tasks_of(&hub, "every-minute").await.len() == 1).then_some(()) })
+        .await;
     set_clock(&clock, "2026-01-10T10:05:00Z");
     settle().await;
     assert_eq!(tasks_of(&hub, "launch").await.len(), 1, "once means once");
@@ -145,7 +141,8 @@ async fn interval_and_once_triggers_follow_the_clock() {
 }
 
 async fn post_webhook(hub: &Hub, name: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, Value) {
-    let mut request = reqwest::Client::new().post(hub.url(&format!("/api/webhooks/{name}"))).body(body.to_vec());
+    let mut request =
+        reqwest::Client::new().post(hub.url(&format!("/api/webhooks/{name}"))).body(body.to_vec());
     for (header, value) in headers {
         request = request.header(*header, *value);
     }
@@ -157,7 +154,8 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     // With an API key: webhooks carry their own signature instead.
     let hub = Hub::start(&sqlite_file(dir.path()), Some("hub-key"));
-    let (status, refused) = hub.post("/api/triggers", None, json!({"name": "alerts", "type": "webhook"})).await;
+    let (status, refused) =
+        hub.post("/api/triggers", None, json!({"name": "alerts", "type": "webhook"})).await;
     assert_eq!(status, 400, "a webhook without a secret must be asked for as public: {refused}");
     let (status, created) = hub
         .post(
@@ -173,17 +171,26 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
 
     let body = br#"{"alert":"disk full","host":"db-1"}"#;
     let signature = swarm_service::sign_body("s3cret", body);
-    let headers = [("content-type", "application/json"), ("x-hub-signature-256", signature.as_str()), ("x-sender", "monitoring")];
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-hub-signature-256", signature.as_str()),
+        ("x-sender", "monitoring"),
+    ];
     let (status, accepted) = post_webhook(&hub, "alerts", body, &headers).await;
     assert_eq!(status, 202, "{accepted}");
     let task_id = accepted["taskId"].as_str().unwrap().to_string();
     let (_, task) = hub.get(&format!("/api/tasks/{task_id}"), None).await;
     assert_eq!(task["source"], "webhook");
     assert_eq!(task["tags"], json!(["ops"]));
-    assert_eq!(task["task"], "Alert from monitoring:\n{\n  \"alert\": \"disk full\",\n  \"host\": \"db-1\"\n}");
+    assert_eq!(
+        task["task"],
+        "Alert from monitoring:\n{\n  \"alert\": \"disk full\",\n  \"host\": \"db-1\"\n}"
+    );
 
     let wrong = swarm_service::sign_body("not-the-secret", body);
-    for headers in [vec![("x-hub-signature-256", wrong.as_str())], vec![], vec![("x-webhook-secret", "guess")]] {
+    for headers in
+        [vec![("x-hub-signature-256", wrong.as_str())], vec![], vec![("x-webhook-secret", "guess")]]
+    {
         let (status, error) = post_webhook(&hub, "alerts", body, &headers).await;
         assert_eq!((status, error["error"].as_str()), (401, Some("Unauthorized")), "{headers:?}");
     }
@@ -199,7 +206,9 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
         .post("/api/triggers", None, json!({"name": "open", "type": "webhook", "webhookPublic": true}))
         .await;
     assert_eq!(status, 201, "{public}");
-    let (status, _) = post_webhook(&hub, "open", b"name=a&b=c", &[("content-type", "application/x-www-form-urlencoded")]).await;
+    let (status, _) =
+        post_webhook(&hub, "open", b"name=a&b=c", &[("content-type", "application/x-www-form-urlencoded")])
+            .await;
     assert_eq!(status, 202);
 }
 
@@ -240,20 +249,35 @@ async fn github_events_for_the_bot_become_tasks_and_replays_are_ignored() {
 
     let (status, replay) = post_webhook(&hub, "github", &body, &headers).await;
     assert_eq!(status, 202);
-    assert_eq!((replay["taskId"].clone(), replay["ignored"].as_str()), (Value::Null, Some("this delivery was already received")));
+    assert_eq!(
+        (replay["taskId"].clone(), replay["ignored"].as_str()),
+        (Value::Null, Some("this delivery was already received"))
+    );
 
-    let other = serde_json::to_vec(&json!({"action": "opened", "issue": {"number": 1, "body": "no mention"}})).unwrap();
+    let other =
+        serde_json::to_vec(&json!({"action": "opened", "issue": {"number": 1, "body": "no mention"}}))
+            .unwrap();
     let other_signature = swarm_service::sign_body("gh-secret", &other);
     let (status, ignored) = post_webhook(
         &hub,
         "github",
         &other,
-        &[("x-hub-signature-256", other_signature.as_str()), ("x-github-event", "issues"), ("x-github-delivery", "delivery-2")],
+        &[
+            ("x-hub-signature-256", other_signature.as_str()),
+            ("x-github-event", "issues"),
+            ("x-github-delivery", "delivery-2"),
+        ],
     )
     .await;
     assert_eq!(status, 202);
     assert!(ignored["ignored"].as_str().unwrap().contains("does not concern @swarm-bot"), "{ignored}");
-    let (status, _) = post_webhook(&hub, "github", &body, &[("x-webhook-secret", "gh-secret"), ("x-github-event", "pull_request")]).await;
+    let (status, _) = post_webhook(
+        &hub,
+        "github",
+        &body,
+        &[("x-webhook-secret", "gh-secret"), ("x-github-event", "pull_request")],
+    )
+    .await;
     assert_eq!(status, 401, "GitHub always signs: no header secret");
     let (_, run) = hub.get("/api/triggers/github", None).await;
     assert_eq!(run["trigger"]["runCount"], 1);
@@ -279,11 +303,16 @@ async fn triggers_are_managed_over_rest_with_json_errors() {
         assert_eq!(status, 400, "{body}: {error}");
         assert!(error["error"].is_string());
     }
-    create_trigger(&hub, json!({"name": "by-hand", "type": "manual", "prompt": "Do {{payload}}", "target": "pool"})).await;
+    create_trigger(
+        &hub,
+        json!({"name": "by-hand", "type": "manual", "prompt": "Do {{payload}}", "target": "pool"}),
+    )
+    .await;
     let (status, _) = hub.post("/api/triggers", None, json!({"name": "by-hand", "type": "manual"})).await;
     assert_eq!(status, 409);
-    let (status, fired) =
-        hub.post("/api/triggers/by-hand/fire", None, json!({"payload": "the dishes", "sessionKey": "k"})).await;
+    let (status, fired) = hub
+        .post("/api/triggers/by-hand/fire", None, json!({"payload": "the dishes", "sessionKey": "k"}))
+        .await;
     assert_eq!(status, 201, "{fired}");
     assert_eq!(fired["task"]["task"], "Do the dishes");
     assert_eq!(fired["task"]["status"], "unassigned");
@@ -322,13 +351,20 @@ async fn schedule_tools_manage_cron_and_interval_triggers_over_mcp() {
     assert_eq!(created["schedule"]["type"], "cron");
     assert_eq!(created["schedule"]["target"], bob.as_str());
     let id = created["schedule"]["id"].as_str().unwrap().to_string();
-    ok(&alice_client, "create-schedule", json!({"name": "tick", "intervalMs": 60000, "taskTemplate": "tick"})).await;
+    ok(
+        &alice_client,
+        "create-schedule",
+        json!({"name": "tick", "intervalMs": 60000, "taskTemplate": "tick"}),
+    )
+    .await;
     refused(&alice_client, "create-schedule", json!({"name": "x", "taskTemplate": "no timing"})).await;
-    refused(&alice_client, "create-schedule", json!({"name": "y", "intervalMs": 1500, "taskTemplate": "t"})).await;
+    refused(&alice_client, "create-schedule", json!({"name": "y", "intervalMs": 1500, "taskTemplate": "t"}))
+        .await;
     let listed = ok(&bob_client, "list-schedules", json!({})).await;
     assert_eq!(listed["schedules"].as_array().unwrap().len(), 2);
 
-    let refusal = refused(&bob_client, "update-schedule", json!({"scheduleId": "standup", "enabled": false})).await;
+    let refusal =
+        refused(&bob_client, "update-schedule", json!({"scheduleId": "standup", "enabled": false})).await;
     assert!(refusal.contains("creator"), "{refusal}");
     let updated = ok(&alice_client, "update-schedule", json!({"scheduleId": id, "enabled": false})).await;
     assert_eq!(updated["schedule"]["enabled"], false);
@@ -337,7 +373,10 @@ async fn schedule_tools_manage_cron_and_interval_triggers_over_mcp() {
     assert_eq!(enabled["schedules"][0]["name"], "tick");
 
     let ran = ok(&bob_client, "run-schedule-now", json!({"scheduleId": "standup"})).await;
-    assert_eq!((ran["task"]["agentId"].as_str(), ran["task"]["source"].as_str()), (Some(bob.as_str()), Some("schedule")));
+    assert_eq!(
+        (ran["task"]["agentId"].as_str(), ran["task"]["source"].as_str()),
+        (Some(bob.as_str()), Some("schedule"))
+    );
     assert_eq!(ran["task"]["priority"], 80);
     ok(&alice_client, "delete-schedule", json!({"scheduleId": "standup"})).await;
     refused(&alice_client, "run-schedule-now", json!({"scheduleId": "standup"})).await;

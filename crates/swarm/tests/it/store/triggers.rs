@@ -172,8 +172,11 @@ async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Arc<dy
         trigger_name: "alerts".into(),
         session_key: "thread-1".into(),
     };
-    let child = NewTask::parse(swarm_domain::task::TaskDraft { agent_id: Some(worker), ..draft("fix it") }, Some(triage))
-        .unwrap();
+    let child = NewTask::parse(
+        swarm_domain::task::TaskDraft { agent_id: Some(worker), ..draft("fix it") },
+        Some(triage),
+    )
+    .unwrap();
     let created = fx.store.task_create_awaited(&child, &awaiting, fx.now()).await.unwrap();
     assert_eq!(created.status, TaskStatus::Pending);
     let record = fx.store.task_await_get(child.id).await.unwrap().unwrap();
@@ -191,7 +194,8 @@ async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Arc<dy
     let now = fx.now();
     let lease_until = now.plus_millis(60_000);
     let claimed = fx.store.poll_claim(triage, &kinds, now, lease_until).await.unwrap();
-    let Some((TriggerKind::TaskResult, Trigger::TaskResult { task_id, parent_task_id, session_id, .. })) = claimed
+    let Some((TriggerKind::TaskResult, Trigger::TaskResult { task_id, parent_task_id, session_id, .. })) =
+        claimed
     else {
         panic!("expected a task_result, got {claimed:?}");
     };
@@ -205,7 +209,10 @@ async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Arc<dy
     let later = lease_until.plus_millis(2);
     assert!(fx.store.poll_claim(triage, &kinds, later, later.plus_millis(60_000)).await.unwrap().is_some());
 
-    assert!(!fx.store.task_await_deliver(child.id, worker, fx.now()).await.unwrap(), "only the awaiting agent");
+    assert!(
+        !fx.store.task_await_deliver(child.id, worker, fx.now()).await.unwrap(),
+        "only the awaiting agent"
+    );
     assert!(fx.store.task_await_deliver(child.id, triage, fx.now()).await.unwrap());
     assert!(!fx.store.task_await_deliver(child.id, triage, fx.now()).await.unwrap(), "delivered once");
     let far = later.plus_millis(600_000);
