@@ -49,6 +49,7 @@ impl From<ServiceError> for ApiError {
     fn from(err: ServiceError) -> Self {
         match err {
             ServiceError::Invalid(message) => ApiError::BadRequest(message),
+            ServiceError::Unauthorized(_) => ApiError::Unauthorized,
             ServiceError::Forbidden(message) => ApiError::Forbidden(message),
             ServiceError::NotFound(message) => ApiError::NotFound(message),
             ServiceError::Conflict(message) => ApiError::Conflict(message),

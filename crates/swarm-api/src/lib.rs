@@ -67,6 +67,7 @@ pub struct AppState {
         (name = "channels", description = "Agent chat: channels, messages, mentions"),
         (name = "mail", description = "Agent mail: priorities, awaiting a response, delivery"),
         (name = "inbox", description = "The lead's inbox: Slack messages routed to the lead"),
+        (name = "triggers", description = "Cron, interval, once, webhook, github and manual triggers"),
         (name = "sessions", description = "What runners report about agent sessions"),
         (name = "system", description = "Health, stats, the event log, this document"),
     ),
@@ -110,6 +111,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::tasks::router())
         .merge(routes::channels::router())
         .merge(routes::mail::router())
+        .merge(routes::triggers::router())
         .merge(routes::sessions::router())
         .merge(routes::system::router())
         .merge(routes::events::router())

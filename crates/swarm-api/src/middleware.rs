@@ -17,11 +17,11 @@ use crate::{
 /// Paths anyone may read: the health check, the static docs page (which asks for the
 /// key before it fetches the API description) and the dashboard's static files (which
 /// ask for it before they fetch data); and Slack's signed webhook, which carries its
-/// own signature instead (CONTRACT.md, Conventions).
+/// own signature instead (CONTRACT.md, Conventions), as do triggers' webhooks.
 fn is_public(method: &Method, path: &str) -> bool {
     (*method == Method::GET
         && (matches!(path, "/health" | "/docs") || crate::dashboard::is_public_path(path)))
-        || (*method == Method::POST && path == "/slack/events")
+        || (*method == Method::POST && (path == "/slack/events" || path.starts_with("/api/webhooks/")))
 }
 
 pub async fn require_api_key(State(state): State<AppState>, request: Request, next: Next) -> Response {

@@ -7,6 +7,7 @@
 
 mod poll;
 mod sessions;
+mod triggers;
 
 use std::time::Duration;
 

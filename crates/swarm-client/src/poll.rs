@@ -21,6 +21,15 @@ pub enum Trigger {
     TaskAssigned { task: Task },
     /// `tasks_finished` (leads): finished worker tasks the lead had not been told about.
     TasksFinished { tasks: Vec<Task> },
+    /// `task_result` (ours): a task created from one of the caller's trigger sessions
+    /// finished; resume that session (`session_id`) with the result, then say so.
+    TaskResult {
+        task: Task,
+        parent_task_id: swarm_domain::id::TaskId,
+        trigger_name: String,
+        session_key: String,
+        session_id: Option<String>,
+    },
     /// `pool_tasks_available` (workers asking `?pool=notify`): nothing was claimed.
     PoolTasksAvailable { count: i64 },
     /// Any other kind: its `type` and the whole trigger object.
@@ -34,6 +43,7 @@ impl Trigger {
             Trigger::TaskOffered { .. } => "task_offered",
             Trigger::TaskAssigned { .. } => "task_assigned",
             Trigger::TasksFinished { .. } => "tasks_finished",
+            Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
             Trigger::Other { kind, .. } => kind,
         }
@@ -59,6 +69,15 @@ impl Trigger {
             tasks: Vec<Task>,
         }
         #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct ResultFields {
+            task: Task,
+            parent_task_id: swarm_domain::id::TaskId,
+            trigger_name: String,
+            session_key: String,
+            session_id: Option<String>,
+        }
+        #[derive(Deserialize)]
         struct CountFields {
             count: i64,
         }
@@ -77,6 +96,16 @@ impl Trigger {
             "tasks_finished" => Trigger::TasksFinished {
                 tasks: FinishedFields::deserialize(&body).map_err(|err| fields(&kind, err))?.tasks,
             },
+            "task_result" => {
+                let fields = ResultFields::deserialize(&body).map_err(|err| fields(&kind, err))?;
+                Trigger::TaskResult {
+                    task: fields.task,
+                    parent_task_id: fields.parent_task_id,
+                    trigger_name: fields.trigger_name,
+                    session_key: fields.session_key,
+                    session_id: fields.session_id,
+                }
+            }
             "pool_tasks_available" => Trigger::PoolTasksAvailable {
                 count: CountFields::deserialize(&body).map_err(|err| fields(&kind, err))?.count,
             },

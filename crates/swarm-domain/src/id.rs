@@ -78,6 +78,11 @@ uuid_id!(
     ChatMessageId,
     "message id"
 );
+uuid_id!(
+    /// The id of a trigger (cron, interval, once, webhook, github, manual).
+    TriggerId,
+    "trigger id"
+);
 
 impl ChannelId {
     /// The `general` channel, created by the first migration of chat and always there.

@@ -119,6 +119,8 @@ pub struct RescueReport {
     pub mentions_returned_to: Vec<AgentId>,
     /// Agents whose claimed urgent mail went back to `unread`, once per piece.
     pub mail_returned_to: Vec<AgentId>,
+    /// Agents whose claimed task results (`task_result`) came back after their lease ran out.
+    pub results_returned_to: Vec<AgentId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,6 +15,7 @@ pub mod session;
 pub mod stats;
 pub mod task;
 pub mod time;
+pub mod trigger;
 
 use std::fmt;
 

@@ -56,6 +56,10 @@ pub enum TriggerKind {
     UnreadMentions,
     /// Finished worker tasks the lead has not been told about; claimed by `notifiedAt`.
     TasksFinished,
+    /// A task created from one of my trigger sessions finished: claimed with
+    /// `processing_since` and a lease until the runner has resumed that session with
+    /// the result and acknowledged it.
+    TaskResult,
     /// The best ready pool task, if I have capacity; claimed `unassigned` →
     /// `in_progress` for me with a lease, and reported as `task_assigned`.
     PoolTask,
@@ -66,10 +70,11 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 8] = [
+    pub const ORDER: [TriggerKind; 9] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
         TriggerKind::UrgentMail,
+        TriggerKind::TaskResult,
         TriggerKind::SlackInboxMessage,
         TriggerKind::UnreadMentions,
         TriggerKind::TasksFinished,
@@ -82,6 +87,7 @@ impl TriggerKind {
             TriggerKind::TaskOffered
             | TriggerKind::TaskAssigned
             | TriggerKind::UrgentMail
+            | TriggerKind::TaskResult
             | TriggerKind::UnreadMentions => Audience::Anyone,
             TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished => Audience::LeadOnly,
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
@@ -103,6 +109,7 @@ impl TriggerKind {
             | TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
+            | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
     }
@@ -134,6 +141,7 @@ impl TriggerKind {
             | TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
+            | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
     }
@@ -193,6 +201,16 @@ pub enum Trigger {
         count: usize,
         tasks: Vec<Task>,
     },
+    /// A task my trigger session created has finished (ours): resume that session
+    /// (`sessionId`, when one was recorded) with the result.
+    TaskResult {
+        task_id: TaskId,
+        task: Task,
+        parent_task_id: TaskId,
+        trigger_name: String,
+        session_key: String,
+        session_id: Option<String>,
+    },
     PoolTasksAvailable {
         count: i64,
     },
@@ -207,6 +225,7 @@ impl Trigger {
             Trigger::SlackInboxMessage { .. } => "slack_inbox_message",
             Trigger::UnreadMentions { .. } => "unread_mentions",
             Trigger::TasksFinished { .. } => "tasks_finished",
+            Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }
     }

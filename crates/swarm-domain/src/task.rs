@@ -108,6 +108,11 @@ pub struct TaskOrigin {
     pub github_comment_id: Option<i64>,
     pub github_author: Option<String>,
     pub github_url: Option<String>,
+    /// The trigger whose firing created the task (ours).
+    pub trigger_name: Option<String>,
+    /// The conversation of that trigger the task belongs to: its agent session is
+    /// resumed for the task (ours).
+    pub session_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -176,8 +176,23 @@ pub(crate) async fn run(
         task_id: task_id.map(|id| id.to_string()),
         yolo: config.yolo,
     };
+    // A trigger conversation resumes its agent session; a result resumes the session
+    // that awaited it.
+    let session = work.session();
+    let mut resume = match (&work, &session) {
+        (Work::TaskResult { session_id, .. }, _) => session_id.clone(),
+        (_, Some((name, key))) => context.client.trigger_session(name, key).await.unwrap_or_else(|err| {
+            context.view.warn(
+                "session_lookup_failed",
+                &format!("{label}: cannot look up its session: {err}"),
+                &[],
+            );
+            None
+        }),
+        (_, None) => None,
+    };
     let spawned = match RunLog::create(&context.session_dir, &metadata).await {
-        Ok(log) => spawn_agent(&context, &work, &prompt).map(|child| (log, child)),
+        Ok(log) => spawn_agent(&context, &work, &prompt, resume.as_deref()).map(|child| (log, child)),
         Err(err) => Err(format!("{err:#}")),
     };
     let (log, child) = match spawned {
@@ -206,7 +221,47 @@ pub(crate) async fn run(
     );
 
     let key = RunKey { iteration, task_id };
-    let supervised = supervise(&context, child, log, &key, &stop).await;
+    let mut supervised = supervise(&context, child, log, &key, &stop).await;
+    if let Some(session) = resume.take()
+        && !supervised.stopped
+        && !supervised.exit.success()
+        && supervised.report.session_id.is_none()
+    {
+        // The agent CLI could not resume the session (expired, another machine's):
+        // the conversation goes on in a new one.
+        context.view.warn(
+            "resume_failed",
+            &format!("{label}: could not resume session {session}; starting a new one"),
+            &[("sessionId", json!(session))],
+        );
+        let retried = match RunLog::create(&context.session_dir, &metadata).await {
+            Ok(log) => spawn_agent(&context, &work, &prompt, None).map(|child| (log, child)),
+            Err(err) => Err(format!("{err:#}")),
+        };
+        if let Ok((log, child)) = retried {
+            supervised = supervise(&context, child, log, &key, &stop).await;
+        }
+    }
+    if let (Some((name, key)), Some(session_id)) = (&session, &supervised.report.session_id)
+        && let Err(err) = context.client.set_trigger_session(name, key, session_id).await
+    {
+        context.view.warn(
+            "session_record_failed",
+            &format!("{label}: cannot record its session: {err}"),
+            &[],
+        );
+    }
+    if let Work::TaskResult { task, .. } = &work
+        && supervised.exit.success()
+        && !supervised.stopped
+        && let Err(err) = context.client.task_result_delivered(task.id).await
+    {
+        context.view.warn(
+            "result_ack_failed",
+            &format!("{label}: cannot acknowledge the result: {err}"),
+            &[],
+        );
+    }
     let exit = supervised.exit;
     if supervised.unshipped > 0 {
         context.view.warn(
@@ -247,14 +302,19 @@ async fn hand_back(context: &Context, work: &Work) -> Outcome {
     match work {
         Work::Task { task, .. } | Work::Resume { task } => pause_task(context, task.id).await,
         Work::Offer { .. } => Outcome::Left(TaskStatus::Reviewing),
-        Work::Notice { .. } | Work::Loop => Outcome::NoTask,
+        Work::Notice { .. } | Work::TaskResult { .. } | Work::Loop => Outcome::NoTask,
     }
 }
 
-fn spawn_agent(context: &Context, work: &Work, prompt: &str) -> Result<tokio::process::Child, String> {
+fn spawn_agent(
+    context: &Context,
+    work: &Work,
+    prompt: &str,
+    resume: Option<&str>,
+) -> Result<tokio::process::Child, String> {
     let config = &context.config;
     let invocation =
-        Invocation { prompt, system_prompt: &context.system_prompt, agent_args: &config.agent_args };
+        Invocation { prompt, system_prompt: &context.system_prompt, agent_args: &config.agent_args, resume };
     let mut command = config.harness.command(&invocation);
     command.env("MCP_BASE_URL", &config.hub_url).env("AGENT_ID", config.agent_id.to_string());
     match &config.api_key {

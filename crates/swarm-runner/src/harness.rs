@@ -23,6 +23,8 @@ pub(crate) struct Invocation<'a> {
     pub prompt: &'a str,
     pub system_prompt: &'a str,
     pub agent_args: &'a [String],
+    /// The agent session to resume (a persistent trigger's conversation).
+    pub resume: Option<&'a str>,
 }
 
 impl Harness {
@@ -52,8 +54,12 @@ impl Harness {
                     "--dangerously-skip-permissions",
                     "--permission-mode",
                     "bypassPermissions",
-                    "-p",
                 ]);
+                if let Some(session) = run.resume {
+                    args.push("--resume".into());
+                    args.push(session.to_string());
+                }
+                args.push("-p".into());
                 args.push(run.prompt.to_string());
                 args.extend(run.agent_args.iter().cloned());
                 args.push("--append-system-prompt".into());
@@ -90,6 +96,11 @@ impl Harness {
         if let Harness::Command { .. } = self {
             // A program has no flag for it; it may read it here.
             command.env("SWARM_SYSTEM_PROMPT", run.system_prompt);
+            // Nor for a session to resume.
+            match run.resume {
+                Some(session) => command.env("SWARM_RESUME_SESSION", session),
+                None => command.env_remove("SWARM_RESUME_SESSION"),
+            };
         }
         crate::process::detach_and_bind(&mut command);
         command
@@ -192,7 +203,7 @@ mod tests {
     use super::*;
 
     fn run<'a>(agent_args: &'a [String]) -> Invocation<'a> {
-        Invocation { prompt: "/work-on-task 1", system_prompt: "be good", agent_args }
+        Invocation { prompt: "/work-on-task 1", system_prompt: "be good", agent_args, resume: None }
     }
 
     #[test]

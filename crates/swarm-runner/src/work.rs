@@ -24,6 +24,15 @@ pub(crate) enum Work {
     /// A trigger that is about no single task (finished tasks for the lead, pool news,
     /// kinds of a newer hub). It gets no `TASK_ID`.
     Notice { kind: String, prompt: String },
+    /// A task one of this agent's trigger sessions created finished: resume that
+    /// session with the result. It gets no `TASK_ID`.
+    TaskResult {
+        task: Task,
+        parent_task_id: TaskId,
+        trigger_name: String,
+        session_key: String,
+        session_id: Option<String>,
+    },
     /// `--ai-loop`: the agent polls by itself with the default prompt.
     Loop,
 }
@@ -45,6 +54,9 @@ impl Work {
             Trigger::TasksFinished { tasks } => {
                 Work::Notice { kind: "tasks_finished".into(), prompt: tasks_finished_prompt(&tasks) }
             }
+            Trigger::TaskResult { task, parent_task_id, trigger_name, session_key, session_id } => {
+                Work::TaskResult { task, parent_task_id, trigger_name, session_key, session_id }
+            }
             Trigger::PoolTasksAvailable { count } => {
                 Work::Notice { kind: "pool_tasks_available".into(), prompt: pool_prompt(count) }
             }
@@ -59,7 +71,21 @@ impl Work {
     pub fn task(&self) -> Option<&Task> {
         match self {
             Work::Task { task, .. } | Work::Resume { task } | Work::Offer { task } => Some(task),
-            Work::Notice { .. } | Work::Loop => None,
+            Work::Notice { .. } | Work::TaskResult { .. } | Work::Loop => None,
+        }
+    }
+
+    /// The trigger conversation this run belongs to (trigger name, session key): its
+    /// agent session is resumed, and the session it used is recorded for the next run.
+    pub fn session(&self) -> Option<(String, String)> {
+        match self {
+            Work::Task { task, .. } | Work::Resume { task } => {
+                Some((task.origin.trigger_name.clone()?, task.origin.session_key.clone()?))
+            }
+            Work::TaskResult { trigger_name, session_key, .. } => {
+                Some((trigger_name.clone(), session_key.clone()))
+            }
+            Work::Offer { .. } | Work::Notice { .. } | Work::Loop => None,
         }
     }
 
@@ -75,6 +101,7 @@ impl Work {
             Work::Resume { .. } => "task_resumed",
             Work::Offer { .. } => "task_offered",
             Work::Notice { kind, .. } => kind,
+            Work::TaskResult { .. } => "task_result",
             Work::Loop => "ai_loop",
         }
     }
@@ -94,6 +121,7 @@ impl Work {
             Work::Task { task, .. } | Work::Resume { task } => work_prompt(task),
             Work::Offer { task } => offer_prompt(task),
             Work::Notice { prompt, .. } => prompt.clone(),
+            Work::TaskResult { task, parent_task_id, .. } => task_result_prompt(task, *parent_task_id),
             Work::Loop => default_prompt.to_string(),
         }
     }
@@ -110,6 +138,25 @@ fn work_prompt(task: &Task) -> String {
          (taskId {id}): status \"completed\" with your output, or \"failed\" with a failureReason.",
         id = task.id,
         text = task.task.trim(),
+    )
+}
+
+/// The result of a task this session created, for it to relay to whoever asked.
+fn task_result_prompt(task: &Task, parent: TaskId) -> String {
+    let outcome = match task.status {
+        TaskStatus::Completed => {
+            format!("completed. Its response:\n{}", task.output.as_deref().unwrap_or("(no output)"))
+        }
+        TaskStatus::Cancelled => {
+            format!("was cancelled: {}", task.failure_reason.as_deref().unwrap_or("(no reason)"))
+        }
+        _ => format!("failed: {}", task.failure_reason.as_deref().unwrap_or("(no reason)")),
+    };
+    format!(
+        "/task-result {id}\n\nThe task you created while working on {parent} ({text}) {outcome}\n\nRelay \
+         this result to whoever asked, then stop.",
+        id = task.id,
+        text = clip(task.task.trim(), SUMMARY_TASK_CHARS),
     )
 }
 

@@ -68,6 +68,7 @@ impl Service {
             depends_on: request.depends_on,
             origin: TaskOrigin::default(),
         };
-        self.task_create(caller, draft).await
+        // From a trigger session, the session awaits the result.
+        self.task_create_from_session(caller, draft).await
     }
 }

@@ -9,6 +9,9 @@ pub type ServiceResult<T> = Result<T, ServiceError>;
 pub enum ServiceError {
     #[error("{0}")]
     Invalid(String),
+    /// A request that must prove who sent it (a webhook's signature) did not.
+    #[error("{0}")]
+    Unauthorized(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]

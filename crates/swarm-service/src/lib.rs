@@ -6,6 +6,7 @@
 
 mod agents;
 mod chat;
+pub mod clock;
 mod delegation;
 mod error;
 mod inbox;
@@ -16,7 +17,9 @@ mod rescue;
 mod sessions;
 pub mod slack_api;
 mod tasks;
+mod triggers;
 mod wake;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -42,6 +45,8 @@ pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
+pub use triggers::{FireRequest, SCHEDULER_TICK};
+pub use webhooks::{WebhookOutcome, WebhookRequest, sign_body};
 
 /// Who is asking. `Agent` comes from `X-Agent-ID`; `Operator` is a person or script
 /// holding the API key without naming an agent (the CLI, the dashboard). An operator
@@ -113,6 +118,8 @@ pub struct Service {
     lease: LeasePolicy,
     /// Slack's Web API, when the hub has Slack credentials.
     slack: Option<Arc<dyn slack_api::SlackApi>>,
+    /// Where schedules read the time: the system clock, or a test's.
+    clock: Arc<dyn clock::Clock>,
 }
 
 impl Service {
@@ -123,7 +130,20 @@ impl Service {
 
     pub fn with_lease_policy(store: Arc<dyn Store>, lease: LeasePolicy) -> Self {
         let (changes, _) = broadcast::channel(1024);
-        Service { store, changes, waiters: Arc::default(), lease, slack: None }
+        Service {
+            store,
+            changes,
+            waiters: Arc::default(),
+            lease,
+            slack: None,
+            clock: Arc::new(clock::SystemClock),
+        }
+    }
+
+    /// The same service reading schedule time from `clock` (tests drive it).
+    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub fn lease_policy(&self) -> LeasePolicy {
@@ -156,7 +176,19 @@ impl Service {
             }),
             _ => false,
         };
-        self.wake(&Wake::after_task_change(task, previous_assignee, has_dependents)).await;
+        let mut wakes = Wake::after_task_change(task, previous_assignee, has_dependents);
+        if task.status.is_finished() {
+            // A trigger session may await this result.
+            match self.store.task_await_get(task.id).await {
+                Ok(Some(awaiting)) => wakes.push(Wake::Agent(awaiting.agent_id)),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "could not look for an awaiting session; waking every poll");
+                    wakes.push(Wake::Everyone);
+                }
+            }
+        }
+        self.wake(&wakes).await;
     }
 
     async fn wake(&self, wakes: &[Wake]) {

@@ -168,7 +168,9 @@ impl Service {
                     self.publish(Change::Mail { mail_id: piece.id });
                 }
             }
-            Trigger::UnreadMentions { .. } | Trigger::PoolTasksAvailable { .. } => {}
+            Trigger::UnreadMentions { .. }
+            | Trigger::TaskResult { .. }
+            | Trigger::PoolTasksAvailable { .. } => {}
         }
     }
 }

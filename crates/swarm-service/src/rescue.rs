@@ -15,7 +15,7 @@ use crate::{Change, Service, ServiceResult};
 
 /// The background tasks; dropping this stops them.
 pub struct Background {
-    tasks: Vec<JoinHandle<()>>,
+    pub(crate) tasks: Vec<JoinHandle<()>>,
 }
 
 impl Drop for Background {
@@ -55,6 +55,10 @@ impl Service {
         }
         for agent in &report.mail_returned_to {
             tracing::warn!(%agent, "a claim on urgent mail ran out: it is unread again");
+            wakes.push(Wake::Agent(*agent));
+        }
+        for agent in &report.results_returned_to {
+            tracing::warn!(%agent, "a task result's lease ran out: it is offered again");
             wakes.push(Wake::Agent(*agent));
         }
         for agent in &report.silenced {

@@ -182,6 +182,7 @@ pub(crate) async fn heartbeat(
     crate::inbox::extend_leases(&mut tx, id, lease_until, runner).await?;
     crate::chat::extend_leases(&mut tx, id, lease_until, runner).await?;
     crate::mail::extend_leases(&mut tx, id, lease_until, runner).await?;
+    crate::triggers::extend_leases(&mut tx, id, lease_until).await?;
     // An offline lead coming back is a registration in disguise: take the registration
     // lock first (the order `register` uses: lock, then row) so two leads cannot both be
     // active. Heartbeats of everyone else never touch that lock.

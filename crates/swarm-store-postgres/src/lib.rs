@@ -24,6 +24,7 @@ mod rows;
 mod sessions;
 mod stats;
 mod tasks;
+mod triggers;
 
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -46,9 +47,11 @@ use swarm_domain::{
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
+    trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, PollView, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
+    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
+    StoreError, StoreResult, TaskFilter,
 };
 
 use crate::error::db;
@@ -354,6 +357,81 @@ impl Store for PgStore {
 
     async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts> {
         mail::counts(&self.pool, agent).await
+    }
+
+    async fn trigger_create(&self, trigger: &TriggerDef) -> StoreResult<TriggerDef> {
+        triggers::create(&self.pool, trigger).await
+    }
+
+    async fn trigger_get(&self, name: &str) -> StoreResult<Option<TriggerDef>> {
+        triggers::get(&self.pool, name).await
+    }
+
+    async fn trigger_get_by_id(&self, id: TriggerId) -> StoreResult<Option<TriggerDef>> {
+        triggers::get_by_id(&self.pool, id).await
+    }
+
+    async fn trigger_list(&self) -> StoreResult<Vec<TriggerDef>> {
+        triggers::list(&self.pool).await
+    }
+
+    async fn trigger_update(&self, trigger: &TriggerDef) -> StoreResult<Option<TriggerDef>> {
+        triggers::update(&self.pool, trigger).await
+    }
+
+    async fn trigger_delete(&self, id: TriggerId) -> StoreResult<bool> {
+        triggers::delete(&self.pool, id).await
+    }
+
+    async fn triggers_due(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<TriggerDef>> {
+        triggers::due(&self.pool, now, limit).await
+    }
+
+    async fn trigger_fire(
+        &self,
+        id: TriggerId,
+        guard: FireGuard,
+        delivery_id: Option<&str>,
+        task: &NewTask,
+        fired_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<FireOutcome> {
+        triggers::fire(&self.pool, id, guard, delivery_id, task, fired_at, now).await
+    }
+
+    async fn trigger_session_get(
+        &self,
+        trigger_name: &str,
+        key: &str,
+    ) -> StoreResult<Option<TriggerSession>> {
+        triggers::session_get(&self.pool, trigger_name, key).await
+    }
+
+    async fn trigger_session_set(
+        &self,
+        trigger_name: &str,
+        key: &str,
+        session_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<TriggerSession> {
+        triggers::session_set(&self.pool, trigger_name, key, session_id, now).await
+    }
+
+    async fn task_create_awaited(
+        &self,
+        task: &NewTask,
+        awaiting: &NewTaskAwait,
+        now: Timestamp,
+    ) -> StoreResult<Task> {
+        triggers::create_awaited(&self.pool, task, awaiting, now).await
+    }
+
+    async fn task_await_get(&self, task_id: TaskId) -> StoreResult<Option<TaskAwait>> {
+        triggers::await_get(&self.pool, task_id).await
+    }
+
+    async fn task_await_deliver(&self, task_id: TaskId, agent: AgentId, now: Timestamp) -> StoreResult<bool> {
+        triggers::await_deliver(&self.pool, task_id, agent, now).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

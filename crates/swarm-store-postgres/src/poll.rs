@@ -51,7 +51,7 @@ macro_rules! has_capacity {
 }
 
 type ViewRow =
-    (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool);
+    (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -62,6 +62,9 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         ready!(),
         "), EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread' \
                    AND m.priority_rank = 0), \
+           EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id \
+                   WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL \
+                     AND t.status IN ('completed', 'failed', 'cancelled')), \
            a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
            EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0 \
                    AND r.processing_since IS NULL), \
@@ -84,6 +87,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         offered,
         pending,
         urgent_mail,
+        results,
         inbox,
         mentions,
         finished,
@@ -96,6 +100,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
         (urgent_mail, TriggerKind::UrgentMail),
+        (results, TriggerKind::TaskResult),
         (inbox, TriggerKind::SlackInboxMessage),
         (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
@@ -139,6 +144,9 @@ pub(crate) async fn claim(
                 crate::chat::claim(&mut tx, agent, now, lease_until, runner).await?
             }
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
+            TriggerKind::TaskResult => {
+                crate::triggers::claim_result(&mut tx, agent, now, lease_until).await?
+            }
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };
         if let Some(trigger) = trigger {
@@ -190,6 +198,7 @@ async fn claim_task(
         | TriggerKind::UrgentMail
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
+        | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
     let claimed: Option<Uuid> = sqlx::query_scalar(sql)

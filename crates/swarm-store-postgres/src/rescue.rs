@@ -35,8 +35,16 @@ pub(crate) async fn rescue(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) 
     let inbox_returned_to = crate::inbox::return_expired(pool, now).await?;
     let mentions_returned_to = crate::chat::return_expired(pool, now).await?;
     let mail_returned_to = crate::mail::return_expired(pool, now).await?;
+    let results_returned_to = crate::triggers::return_expired(pool, now).await?;
     let silenced = silence_agents(pool, policy, now).await?;
-    Ok(RescueReport { expired, silenced, inbox_returned_to, mentions_returned_to, mail_returned_to })
+    Ok(RescueReport {
+        expired,
+        silenced,
+        inbox_returned_to,
+        mentions_returned_to,
+        mail_returned_to,
+        results_returned_to,
+    })
 }
 
 async fn expire_leases(

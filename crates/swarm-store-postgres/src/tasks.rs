@@ -150,9 +150,9 @@ pub(crate) async fn insert(
                             priority, offered_to, offered_at, created_at, last_updated_at, \
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id, \
                             mention_channel_id, github_repo, github_event_type, github_number, \
-                            github_comment_id, github_author, github_url) \
+                            github_comment_id, github_author, github_url, trigger_name, session_key) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22)",
+                 $18, $19, $20, $21, $22, $23, $24)",
     )
     .bind(task.id.as_uuid())
     .bind(task.agent_id.map(|id| id.as_uuid()))
@@ -176,6 +176,8 @@ pub(crate) async fn insert(
     .bind(origin.github_comment_id)
     .bind(origin.github_author.as_deref())
     .bind(origin.github_url.as_deref())
+    .bind(origin.trigger_name.as_deref())
+    .bind(origin.session_key.as_deref())
     .execute(&mut *conn)
     .await?;
 

@@ -148,6 +148,7 @@ pub(crate) fn heartbeat(
     crate::inbox::extend_leases(tx, id, lease_until, runner)?;
     crate::chat::extend_leases(tx, id, lease_until, runner)?;
     crate::mail::extend_leases(tx, id, lease_until, runner)?;
+    crate::triggers::extend_leases(tx, id, lease_until)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;
     }

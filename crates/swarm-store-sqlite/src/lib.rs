@@ -24,6 +24,7 @@ mod sessions;
 mod sql;
 mod tasks;
 mod transitions;
+mod triggers;
 
 use std::{path::Path, sync::Arc};
 
@@ -37,7 +38,7 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -46,9 +47,11 @@ use swarm_domain::{
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
+    trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, PollView, SessionCostFilter, Store, StoreError, StoreResult, TaskFilter,
+    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
+    StoreError, StoreResult, TaskFilter,
 };
 
 use crate::database::{BUSY_TIMEOUT, Database};
@@ -374,6 +377,89 @@ impl Store for SqliteStore {
 
     async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts> {
         self.database.read(|connection| mail::counts(connection, agent))
+    }
+
+    async fn trigger_create(&self, trigger: &TriggerDef) -> StoreResult<TriggerDef> {
+        let trigger = trigger.clone();
+        self.database.write(move |tx| triggers::create(tx, &trigger)).await
+    }
+
+    async fn trigger_get(&self, name: &str) -> StoreResult<Option<TriggerDef>> {
+        self.database.read(|connection| triggers::get(connection, name))
+    }
+
+    async fn trigger_get_by_id(&self, id: TriggerId) -> StoreResult<Option<TriggerDef>> {
+        self.database.read(|connection| triggers::get_by_id(connection, id))
+    }
+
+    async fn trigger_list(&self) -> StoreResult<Vec<TriggerDef>> {
+        self.database.read_snapshot(triggers::list).await
+    }
+
+    async fn trigger_update(&self, trigger: &TriggerDef) -> StoreResult<Option<TriggerDef>> {
+        let trigger = trigger.clone();
+        self.database.write(move |tx| triggers::update(tx, &trigger)).await
+    }
+
+    async fn trigger_delete(&self, id: TriggerId) -> StoreResult<bool> {
+        self.database.write(move |tx| triggers::delete(tx, id)).await
+    }
+
+    async fn triggers_due(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<TriggerDef>> {
+        self.database.read_snapshot(move |snapshot| triggers::due(snapshot, now, limit)).await
+    }
+
+    async fn trigger_fire(
+        &self,
+        id: TriggerId,
+        guard: FireGuard,
+        delivery_id: Option<&str>,
+        task: &NewTask,
+        fired_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<FireOutcome> {
+        let task = task.clone();
+        let delivery_id = delivery_id.map(str::to_string);
+        self.database
+            .write(move |tx| triggers::fire(tx, id, guard, delivery_id.as_deref(), &task, fired_at, now))
+            .await
+    }
+
+    async fn trigger_session_get(
+        &self,
+        trigger_name: &str,
+        key: &str,
+    ) -> StoreResult<Option<TriggerSession>> {
+        self.database.read(|connection| triggers::session_get(connection, trigger_name, key))
+    }
+
+    async fn trigger_session_set(
+        &self,
+        trigger_name: &str,
+        key: &str,
+        session_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<TriggerSession> {
+        let (name, key, session_id) = (trigger_name.to_string(), key.to_string(), session_id.to_string());
+        self.database.write(move |tx| triggers::session_set(tx, &name, &key, &session_id, now)).await
+    }
+
+    async fn task_create_awaited(
+        &self,
+        task: &NewTask,
+        awaiting: &NewTaskAwait,
+        now: Timestamp,
+    ) -> StoreResult<Task> {
+        let (task, awaiting) = (task.clone(), awaiting.clone());
+        self.database.write(move |tx| triggers::create_awaited(tx, &task, &awaiting, now)).await
+    }
+
+    async fn task_await_get(&self, task_id: TaskId) -> StoreResult<Option<TaskAwait>> {
+        self.database.read(|connection| triggers::await_get(connection, task_id))
+    }
+
+    async fn task_await_deliver(&self, task_id: TaskId, agent: AgentId, now: Timestamp) -> StoreResult<bool> {
+        self.database.write(move |tx| triggers::await_deliver(tx, task_id, agent, now)).await
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {

@@ -43,7 +43,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool, bool, bool);
 
 pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sql::optional(
@@ -58,6 +58,9 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             ") AS pending,
                 EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread'
                                                AND m.priority_rank = 0) AS urgent_mail,
+                EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id
+                        WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL
+                          AND t.status IN ('completed', 'failed', 'cancelled')) AS results,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM inbox_messages m
                                           WHERE m.agent_id = a.id AND m.status = 'unread') AS inbox,
                 EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0
@@ -81,6 +84,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 get_bool(row, "offered")?,
                 get_bool(row, "pending")?,
                 get_bool(row, "urgent_mail")?,
+                get_bool(row, "results")?,
                 get_bool(row, "inbox")?,
                 get_bool(row, "mentions")?,
                 get_bool(row, "finished")?,
@@ -97,6 +101,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
         offered,
         pending,
         urgent_mail,
+        results,
         inbox,
         mentions,
         finished,
@@ -110,6 +115,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
         (offered, TriggerKind::TaskOffered),
         (pending, TriggerKind::TaskAssigned),
         (urgent_mail, TriggerKind::UrgentMail),
+        (results, TriggerKind::TaskResult),
         (inbox, TriggerKind::SlackInboxMessage),
         (mentions, TriggerKind::UnreadMentions),
         (finished, TriggerKind::TasksFinished),
@@ -145,6 +151,7 @@ pub(crate) fn claim(
             TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
+            TriggerKind::TaskResult => crate::triggers::claim_result(tx, agent, now, lease_until)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
         if let Some(trigger) = trigger {
@@ -196,6 +203,7 @@ fn claim_task(
         | TriggerKind::SlackInboxMessage
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
+        | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
     let claimed = sql::optional(

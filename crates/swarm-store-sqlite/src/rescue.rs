@@ -102,6 +102,7 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
     report.inbox_returned_to = crate::inbox::return_expired(tx, now)?;
     report.mentions_returned_to = crate::chat::return_expired(tx, now)?;
     report.mail_returned_to = crate::mail::return_expired(tx, now)?;
+    report.results_returned_to = crate::triggers::return_expired(tx, now)?;
 
     let silent: Vec<(AgentId, String)> = sql::all(
         tx,
@@ -133,6 +134,7 @@ pub(crate) fn anything_to_rescue(
     if crate::inbox::anything_expired(connection, now)?
         || crate::chat::anything_expired(connection, now)?
         || crate::mail::anything_expired(connection, now)?
+        || crate::triggers::anything_expired(connection, now)?
     {
         return Ok(true);
     }

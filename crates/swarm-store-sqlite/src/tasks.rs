@@ -24,6 +24,7 @@ macro_rules! select_task {
                 t.progress, t.notified_at, t.lease_expires_at, t.lease_losses, t.slack_channel_id, t.slack_thread_ts, t.slack_user_id,
                 t.mention_message_id, t.mention_channel_id, t.github_repo, t.github_event_type,
                 t.github_number, t.github_comment_id, t.github_author, t.github_url,
+                t.trigger_name, t.session_key,
                 (SELECT json_group_array(g.tag ORDER BY g.position)
                  FROM task_tags g WHERE g.task_id = t.id) AS tags,
                 (SELECT json_group_array(d.depends_on_task_id ORDER BY d.position)
@@ -159,9 +160,9 @@ fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<(
                             priority, offered_to, offered_at, created_at, last_updated_at,
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id,
                             mention_channel_id, github_repo, github_event_type, github_number,
-                            github_comment_id, github_author, github_url)
+                            github_comment_id, github_author, github_url, trigger_name, session_key)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20, ?21, ?22)",
+                 ?19, ?20, ?21, ?22, ?23, ?24)",
     )?
     .execute(params![
         task.id.to_string(),
@@ -186,6 +187,8 @@ fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<(
         origin.github_comment_id,
         origin.github_author,
         origin.github_url,
+        origin.trigger_name,
+        origin.session_key,
     ])?;
 
     // OR IGNORE: a repeated tag or dependency is kept once, at its first position.
@@ -267,6 +270,8 @@ fn from_row(row: &Row<'_>) -> StoreResult<Task> {
         github_comment_id: column.take("github_comment_id")?,
         github_author: column.take("github_author")?,
         github_url: column.take("github_url")?,
+        trigger_name: column.take("trigger_name")?,
+        session_key: column.take("session_key")?,
     };
     let tags = column.strings("tags")?;
     let depends_on = column

@@ -14,7 +14,7 @@ use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -23,6 +23,7 @@ use swarm_domain::{
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange, TaskStatus},
     time::Timestamp,
+    trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -89,6 +90,38 @@ pub struct SessionCostFilter {
     pub task_id: Option<TaskId>,
     pub agent_id: Option<AgentId>,
     pub limit: i64,
+}
+
+/// How a firing is claimed: a scheduler's firing of a slot, or an event (webhook,
+/// manual) that fires whenever it comes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FireGuard {
+    /// Fires only while `next_run_at` is still `expected` (and the trigger enabled),
+    /// moving it to `next`: of several hubs that saw the slot due, one fires it.
+    Slot { expected: Timestamp, next: Option<Timestamp> },
+    /// Fires whenever the trigger exists (and is enabled, when asked); the schedule is
+    /// left alone.
+    Event { require_enabled: bool },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FireOutcome {
+    Fired(Box<Task>),
+    /// The slot was taken (another hub fired it) or moved; nothing changed.
+    NotDue,
+    Disabled,
+    /// The delivery id was seen before; nothing changed.
+    Duplicate,
+    NotFound,
+}
+
+/// A task created from a trigger session, and who awaits its result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTaskAwait {
+    pub agent_id: AgentId,
+    pub parent_task_id: TaskId,
+    pub trigger_name: String,
+    pub session_key: String,
 }
 
 /// What a poll reads first, in one query, to learn whether there is anything to claim:
@@ -335,6 +368,56 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Vec<Mail>>;
     /// The agent's undelivered mail by priority and its mail awaiting a response.
     async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts>;
+
+    // ----- triggers -----
+
+    /// Insert a trigger. A taken name is `Conflict`.
+    async fn trigger_create(&self, trigger: &TriggerDef) -> StoreResult<TriggerDef>;
+    async fn trigger_get(&self, name: &str) -> StoreResult<Option<TriggerDef>>;
+    async fn trigger_get_by_id(&self, id: TriggerId) -> StoreResult<Option<TriggerDef>>;
+    /// Every trigger, by name.
+    async fn trigger_list(&self) -> StoreResult<Vec<TriggerDef>>;
+    /// Replace the definition of `trigger.id` (everything but the id, name, type, run
+    /// counters and creation), `next_run_at` included. `None` when it does not exist.
+    async fn trigger_update(&self, trigger: &TriggerDef) -> StoreResult<Option<TriggerDef>>;
+    /// Delete the trigger, its sessions and its delivery marks, in one transaction.
+    async fn trigger_delete(&self, id: TriggerId) -> StoreResult<bool>;
+    /// Enabled triggers whose `next_run_at` is at or before `now`, earliest first.
+    async fn triggers_due(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<TriggerDef>>;
+    /// Fire the trigger in one transaction: the guard ([`FireGuard`]) as one `UPDATE`
+    /// that also sets `last_run_at = fired_at` and bumps `run_count`; the delivery mark
+    /// when `delivery_id` is given (a repeated one is [`FireOutcome::Duplicate`]); and
+    /// `task`, created as by `task_create` at `now`. A false guard creates nothing.
+    async fn trigger_fire(
+        &self,
+        id: TriggerId,
+        guard: FireGuard,
+        delivery_id: Option<&str>,
+        task: &NewTask,
+        fired_at: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<FireOutcome>;
+    async fn trigger_session_get(&self, trigger_name: &str, key: &str)
+    -> StoreResult<Option<TriggerSession>>;
+    /// Record (insert or replace) the agent session of one conversation.
+    async fn trigger_session_set(
+        &self,
+        trigger_name: &str,
+        key: &str,
+        session_id: &str,
+        now: Timestamp,
+    ) -> StoreResult<TriggerSession>;
+    /// Create `task` (as `task_create`) and record who awaits it, in one transaction.
+    async fn task_create_awaited(
+        &self,
+        task: &NewTask,
+        awaiting: &NewTaskAwait,
+        now: Timestamp,
+    ) -> StoreResult<Task>;
+    async fn task_await_get(&self, task_id: TaskId) -> StoreResult<Option<TaskAwait>>;
+    /// The runner resumed the awaiting session with the result: `delivered_at` set,
+    /// guarded by `agent` being the awaiting agent and by it not being delivered yet.
+    async fn task_await_deliver(&self, task_id: TaskId, agent: AgentId, now: Timestamp) -> StoreResult<bool>;
 
     // ----- event log, sessions, stats -----
 

@@ -52,6 +52,9 @@ enum Command {
     /// Agent mail on a running hub: `swarm mail log <agent>` prints an agent's history as JSONL.
     #[command(subcommand)]
     Mail(commands::MailCommand),
+    /// List, create, fire and disable triggers (cron, interval, once, webhook, github, manual).
+    #[command(subcommand)]
+    Trigger(commands::TriggerCommand),
     /// Show agent and task counts of a running hub.
     Stats(commands::StatsArgs),
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
@@ -87,6 +90,7 @@ fn main() -> std::process::ExitCode {
             Command::Task(command) => commands::run_task(command).await,
             Command::Agent(command) => commands::run_agent(command).await,
             Command::Mail(command) => commands::run_mail(command).await,
+            Command::Trigger(command) => commands::run_trigger(command).await,
             Command::Stats(args) => commands::run_stats(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,

@@ -48,6 +48,14 @@ pub struct ServeArgs {
     mcp_allowed_hosts: Option<String>,
     #[command(flatten)]
     slack: SlackArgs,
+    /// Milliseconds between two passes of the scheduler (tests shorten it).
+    #[arg(long, env = "SWARM_SCHEDULER_TICK_MS", default_value_t = 1000, hide = true,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    scheduler_tick_ms: u64,
+    /// Read the scheduler's time from this file (RFC 3339) instead of the system clock:
+    /// for tests that move time forward without waiting.
+    #[arg(long, env = "SWARM_TEST_CLOCK_FILE", hide = true)]
+    test_clock_file: Option<PathBuf>,
 }
 
 /// Slack: the bridge starts when a bot token is set, with Socket Mode (app token) and/or
@@ -118,7 +126,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         period: Duration::from_secs(args.lease_seconds),
         max_losses: i32::try_from(args.max_lease_losses).unwrap_or(i32::MAX),
     };
-    let service = Service::with_lease_policy(store, lease);
+    let mut service = Service::with_lease_policy(store, lease);
+    if let Some(path) = &args.test_clock_file {
+        tracing::warn!(path = %path.display(), "the scheduler reads its time from a file (test clock)");
+        service = service.with_clock(Arc::new(swarm_service::clock::FileClock::new(path.clone())));
+    }
     let (service, slack) = match args.slack.config() {
         Some(config) => {
             let socket_mode = config.app_token.is_some();
@@ -135,6 +147,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     // Runs until dropped at the end of `run`.
     let _background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
+    let _scheduler = service.start_scheduler(Duration::from_millis(args.scheduler_tick_ms));
     let mcp_shutdown = CancellationToken::new();
     let mcp_options = HttpOptions {
         allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),

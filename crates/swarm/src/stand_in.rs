@@ -19,7 +19,15 @@
 //!   answers each listed message in its thread with `slack-reply`.
 //! - chat mentions, urgent mail, asking the coordinator for help, and Claude Code's
 //!   hooks: see [`talk`].
+//! - `/work-on-task <id>` with `--escalate-to <agent>`: files the task's text for that
+//!   agent with `send-task` (a trigger session escalating), then completes its own task.
+//! - `/task-result <id>` (a result resumed into the session that awaited it): relays it.
 //! - anything else: nothing.
+//!
+//! Sessions: a new run gets a new session id, remembered as a file in `<record dir>/sessions`;
+//! `--resume <id>` (Claude's flag) or `SWARM_RESUME_SESSION` (any program) continues a
+//! known session under the same id, and fails like Claude (exit 1, no output) for an
+//! unknown one.
 //!
 //! Every option can also be set through the environment (`STAND_IN_*`), which is how
 //! tests set them for the runs a runner starts.
@@ -64,6 +72,9 @@ pub struct StandInArgs {
     /// format spoken.
     #[arg(long = "as", env = "STAND_IN_AS", value_enum, default_value = "cmd")]
     speak_as: Cli,
+    /// Escalate every task to this agent with `send-task` instead of doing it.
+    #[arg(long, env = "STAND_IN_ESCALATE_TO", value_name = "AGENT_ID")]
+    escalate_to: Option<String>,
     /// Arguments as an agent CLI gets them; the last one is the prompt (for `--as claude`,
     /// the one after `-p`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
@@ -169,11 +180,32 @@ enum Behaviour {
 
 pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     let prompt = args.speak_as.prompt(&args.args)?;
-    let session_id = format!("stand-in-{}", std::process::id());
     let first_line = prompt.lines().next().unwrap_or_default().to_string();
+    let resume = args
+        .args
+        .iter()
+        .position(|arg| arg == "--resume")
+        .and_then(|at| args.args.get(at + 1).cloned())
+        .or_else(|| std::env::var("SWARM_RESUME_SESSION").ok().filter(|id| !id.is_empty()));
+    let sessions = args.record_dir.as_ref().map(|dir| dir.join("sessions"));
+    let session_id = match (&resume, &sessions) {
+        (Some(id), Some(dir)) if dir.join(id).exists() => id.clone(),
+        (Some(id), _) => {
+            eprintln!("No conversation found with session ID: {id}");
+            std::process::exit(1);
+        }
+        (None, _) => {
+            let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+            format!("stand-in-{}-{nanos}", std::process::id())
+        }
+    };
+    if let Some(dir) = &sessions {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join(&session_id), &first_line)?;
+    }
 
     if let Some(dir) = &args.record_dir {
-        record(dir, "start", &first_line)?;
+        record(dir, "start", &first_line, &session_id, &prompt)?;
     }
     args.speak_as.started(&session_id);
     if args.speak_as == Cli::Claude {
@@ -206,6 +238,7 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
         "/review-offered-task" => {
             message(call_tool("task-action", json!({"action": "accept", "taskId": task_id})).await?)
         }
+        "/task-result" => format!("relayed the result of task {task_id} to whoever asked"),
         _ if first_line.ends_with("inbox message(s) from Slack:") => answer_inbox(&prompt).await?,
         _ if first_line.ends_with("unread mention(s) in chat channels:") => {
             talk::answer_mentions(&prompt).await?
@@ -224,7 +257,7 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     }
     args.speak_as.finished(&session_id, &answer, is_error);
     if let Some(dir) = &args.record_dir {
-        record(dir, "end", &first_line)?;
+        record(dir, "end", &first_line, &session_id, &answer)?;
     }
     if is_error {
         std::process::exit(args.exit_code);
@@ -240,6 +273,15 @@ async fn work_on_task(args: &StandInArgs, task_id: &str, text: &str) -> anyhow::
     }
     if let Some(question) = text.trim().strip_prefix(talk::ASK_MARKER) {
         return talk::ask_for_help(task_id, question.trim()).await;
+    }
+    if let Some(agent) = args.escalate_to.as_deref().filter(|agent| !agent.is_empty()) {
+        let sent =
+            call_tool("send-task", json!({"agentId": agent, "task": format!("Please handle: {text}")}))
+                .await?;
+        let output = format!("escalated as task {}", sent["task"]["id"].as_str().unwrap_or("?"));
+        call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output}))
+            .await?;
+        return Ok(output);
     }
     let told_to_fail =
         args.fail_when.as_deref().is_some_and(|marker| !marker.is_empty() && text.contains(marker));
@@ -337,7 +379,7 @@ async fn call_tool(name: &str, arguments: Value) -> anyhow::Result<Value> {
     Ok(content)
 }
 
-fn record(dir: &Path, what: &str, first_line: &str) -> anyhow::Result<()> {
+fn record(dir: &Path, what: &str, first_line: &str, session_id: &str, text: &str) -> anyhow::Result<()> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
     let entry = json!({
         "pid": std::process::id(),
@@ -346,6 +388,9 @@ fn record(dir: &Path, what: &str, first_line: &str) -> anyhow::Result<()> {
         "agentId": std::env::var("AGENT_ID").ok(),
         "taskIdEnv": std::env::var("TASK_ID").ok(),
         "trigger": std::env::var("SWARM_TRIGGER").ok(),
+        "sessionId": session_id,
+        // The whole prompt at the start, the answer at the end.
+        "text": text,
     });
     let path = dir.join(format!("{}.{what}", std::process::id()));
     std::fs::write(&path, entry.to_string()).with_context(|| format!("cannot write {}", path.display()))

@@ -179,7 +179,8 @@ async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> 
         tags: vec!["inbox".into(), format!("trigger:{trigger}")],
         ..TaskDraft::default()
     };
-    let task = call.service.task_create(call.caller(), draft).await?;
+    // The session that files it awaits it: its result comes back as `task_result`.
+    let task = call.service.task_create_from_session(call.caller(), draft).await?;
     Ok(Reply::ok(format!("task {} filed", task.id)).with("task", message(&task)))
 }
 

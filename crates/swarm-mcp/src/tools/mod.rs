@@ -8,6 +8,7 @@ mod mail;
 mod poll;
 mod slack;
 mod tasks;
+mod triggers;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
@@ -19,13 +20,22 @@ pub use inbox::InboxRole;
 
 /// The tools of the hub, served over HTTP and stdio alike.
 pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
-    vec![agents::group(), tasks::group(), poll::group(), slack::group(), chat::group(), mail::group()]
+    vec![
+        agents::group(),
+        tasks::group(),
+        poll::group(),
+        slack::group(),
+        chat::group(),
+        mail::group(),
+        triggers::schedule_group(),
+    ]
 }
 
 /// The hub's tools plus the Inbox-MCP names for one session role (stdio only).
 pub fn stdio_groups(inbox_role: &InboxRole) -> Vec<Vec<ToolSpec>> {
     let mut groups = hub_groups();
     groups.push(inbox::group(inbox_role));
+    groups.push(triggers::inbox_group());
     groups
 }
 

@@ -8,6 +8,7 @@ mod agent;
 mod mail;
 mod output;
 mod task;
+mod trigger;
 
 use std::collections::HashMap;
 
@@ -18,6 +19,7 @@ use swarm_domain::id::AgentId;
 pub(crate) use agent::{AgentCommand, StatsArgs, run_agent, run_stats};
 pub(crate) use mail::{MailCommand, run_mail};
 pub(crate) use task::{TaskCommand, run_task};
+pub(crate) use trigger::{TriggerCommand, run_trigger};
 
 const DEFAULT_URL: &str = "http://localhost:3013";
 

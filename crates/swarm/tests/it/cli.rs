@@ -147,3 +147,54 @@ fn help_lists_every_command_and_flag() {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
 }
+
+#[tokio::test]
+async fn trigger_commands_create_list_fire_and_disable() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let url = hub.base_url.clone();
+    let created = stdout_json(&swarm(
+        &url,
+        Some(KEY),
+        &[
+            "trigger",
+            "create",
+            "nightly",
+            "--type",
+            "cron",
+            "--schedule",
+            "0 2 * * *",
+            "--timezone",
+            "Europe/Paris",
+            "--prompt",
+            "Review {{payload}}",
+            "--tag",
+            "nightly",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        (created["name"].as_str(), created["timezone"].as_str()),
+        (Some("nightly"), Some("Europe/Paris"))
+    );
+    let listed = swarm(&url, Some(KEY), &["trigger", "list"]);
+    let table = String::from_utf8_lossy(&listed.stdout);
+    assert!(table.contains("nightly") && table.contains("0 2 * * * (Europe/Paris)"), "{table}");
+    let fired = stdout_json(&swarm(
+        &url,
+        Some(KEY),
+        &["trigger", "fire", "nightly", "--payload", "the merges", "--json"],
+    ));
+    assert_eq!(fired["task"], "Review the merges");
+    assert_eq!(fired["triggerName"], "nightly");
+    let disabled = stdout_json(&swarm(&url, Some(KEY), &["trigger", "disable", "nightly", "--json"]));
+    assert_eq!(disabled["enabled"], false);
+    let listed = stdout_json(&swarm(&url, Some(KEY), &["trigger", "list", "--type", "cron", "--json"]));
+    assert_eq!(listed["triggers"][0]["runCount"], 1);
+
+    let refused = swarm(&url, Some(KEY), &["trigger", "create", "hook", "--type", "webhook"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("webhookPublic"));
+    let missing = swarm(&url, Some(KEY), &["trigger", "fire", "nope"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("swarm trigger list"));
+}

@@ -25,4 +25,6 @@ mod store;
 mod stress;
 mod support;
 mod talk_runners;
+mod trigger_sessions;
+mod triggers;
 mod webdriver;

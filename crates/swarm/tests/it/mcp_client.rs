@@ -162,7 +162,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 24] = [
+pub const WORKER_TOOLS: [&str; 29] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -187,6 +187,11 @@ pub const WORKER_TOOLS: [&str; 24] = [
     "read-mail",
     "list-mail",
     "unread-mail-count",
+    "list-schedules",
+    "create-schedule",
+    "update-schedule",
+    "delete-schedule",
+    "run-schedule-now",
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
@@ -208,6 +213,11 @@ pub fn lead_tools() -> Vec<&'static str> {
         "read-mail",
         "list-mail",
         "unread-mail-count",
+        "list-schedules",
+        "create-schedule",
+        "update-schedule",
+        "delete-schedule",
+        "run-schedule-now",
     ]);
     tools
 }

@@ -12,9 +12,27 @@ use crate::{
     support,
 };
 
-const INBOX_WORKER_TOOLS: [&str; 5] =
-    ["get_next_task", "task_complete", "task_list", "task_get", "inbox_stats"];
-const INBOX_TRIGGER_TOOLS: [&str; 4] = ["task_create", "task_get", "task_update", "task_cancel"];
+const INBOX_WORKER_TOOLS: [&str; 9] = [
+    "get_next_task",
+    "task_complete",
+    "task_list",
+    "task_get",
+    "inbox_stats",
+    "trigger_list",
+    "trigger_create",
+    "trigger_update",
+    "trigger_delete",
+];
+const INBOX_TRIGGER_TOOLS: [&str; 8] = [
+    "task_create",
+    "task_get",
+    "task_update",
+    "task_cancel",
+    "trigger_list",
+    "trigger_create",
+    "trigger_update",
+    "trigger_delete",
+];
 
 fn names(groups: &[&[&str]]) -> Vec<String> {
     groups.iter().flat_map(|group| group.iter().map(|name| name.to_string())).collect()

@@ -13,6 +13,7 @@ mod poll;
 mod race;
 mod sqlite_only;
 mod tasks;
+mod triggers;
 mod work;
 
 use std::sync::{

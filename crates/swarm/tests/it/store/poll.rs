@@ -433,6 +433,7 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
             | Trigger::SlackInboxMessage { .. }
             | Trigger::UnreadMentions { .. }
             | Trigger::TasksFinished { .. }
+            | Trigger::TaskResult { .. }
             | Trigger::PoolTasksAvailable { .. } => {}
         }
     }

@@ -42,6 +42,8 @@ async fn create_round_trips_every_field(store: Arc<dyn Store>) {
         github_comment_id: Some(9_000_000_001),
         github_author: Some("octocat".into()),
         github_url: Some("https://github.com/swarm/swarm/issues/17".into()),
+        trigger_name: Some("nightly".into()),
+        session_key: Some("pr-17".into()),
     };
     let new = NewTask::parse(
         TaskDraft {

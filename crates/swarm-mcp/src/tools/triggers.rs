@@ -1,0 +1,394 @@
+//! Triggers over MCP. The reference's schedule tools (`list-schedules`,
+//! `create-schedule`, `update-schedule`, `delete-schedule`, `run-schedule-now`) see the
+//! `cron` and `interval` triggers, with the reference's input names; the Inbox-MCP
+//! tools of `seeds/inbox-mcp.md` (`trigger_list`, `trigger_create`, `trigger_update`,
+//! `trigger_delete`, stdio) manage every type. Both call the service functions the
+//! REST endpoints call. The tools whose arguments share a flattened field set accept
+//! (and ignore) unknown fields: serde cannot deny them through `flatten`.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use swarm_domain::{
+    time::Timestamp,
+    trigger::{TriggerDef, TriggerDraft, TriggerType},
+};
+use swarm_service::FireRequest;
+
+use crate::{
+    context::ToolCall,
+    registry::{Audience, ToolSpec},
+    reply::{Outcome, Reply},
+};
+
+const SCHEDULE_TYPES: [TriggerType; 2] = [TriggerType::Cron, TriggerType::Interval];
+
+/// The schedule tools, on every transport.
+pub fn schedule_group() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "list-schedules",
+            "The schedules (cron and interval triggers): when each runs next, how often it ran. \
+             Filters: enabled, name (substring).",
+            Audience::Agents,
+            list_schedules,
+        )
+        .read_only(),
+        ToolSpec::new(
+            "create-schedule",
+            "Create a schedule that files a task from taskTemplate: cronExpression (5 or 6 fields, \
+             in timezone, default UTC) or intervalMs (at least 10000). targetAgentId assigns the \
+             task; without it the task goes to the pool.",
+            Audience::Agents,
+            create_schedule,
+        ),
+        ToolSpec::new(
+            "update-schedule",
+            "Change a schedule (scheduleId: its id or name): only the fields given. enabled false \
+             pauses it. Its creator or the lead only.",
+            Audience::Agents,
+            update_schedule,
+        ),
+        ToolSpec::new(
+            "delete-schedule",
+            "Delete a schedule (scheduleId: its id or name). Its creator or the lead only.",
+            Audience::Agents,
+            delete_schedule,
+        ),
+        ToolSpec::new(
+            "run-schedule-now",
+            "File a schedule's task now (scheduleId: its id or name), without moving its next run.",
+            Audience::Agents,
+            run_schedule_now,
+        ),
+    ]
+}
+
+/// The Inbox-MCP trigger tools (stdio), shared by trigger and worker sessions.
+pub fn inbox_group() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "trigger_list",
+            "Inbox: every trigger (cron, interval, once, webhook, github, manual), or those of one type.",
+            Audience::Anyone,
+            trigger_list,
+        )
+        .read_only(),
+        ToolSpec::new(
+            "trigger_create",
+            "Inbox: create a trigger. name is a slug; type cron (schedule, timezone), interval \
+             (interval_seconds), once (run_at), webhook (webhook_secret, or webhook_public true), \
+             github (webhook_secret) or manual. prompt may use {{payload}}, {{sender}}, {{channel}}, \
+             {{trigger_name}}. session_mode persistent resumes one agent session per conversation.",
+            Audience::Anyone,
+            trigger_create,
+        ),
+        ToolSpec::new(
+            "trigger_update",
+            "Inbox: change a trigger by name: only the fields given; enabled false pauses it.",
+            Audience::Anyone,
+            trigger_update,
+        ),
+        ToolSpec::new(
+            "trigger_delete",
+            "Inbox: delete a trigger by name, with its sessions.",
+            Audience::Anyone,
+            trigger_delete,
+        ),
+    ]
+}
+
+/// A trigger as tools show it: no secret, where a webhook is called.
+fn view(trigger: &TriggerDef) -> Value {
+    let mut value = serde_json::to_value(trigger).unwrap_or_default();
+    value["hasWebhookSecret"] = json!(trigger.has_webhook_secret());
+    if trigger.kind.is_webhook() {
+        value["webhookUrl"] = json!(format!("/api/webhooks/{}", trigger.name));
+        value["auth"] = json!(if trigger.webhook_public {
+            "public: no signature needed".to_string()
+        } else if trigger.kind == TriggerType::Github {
+            "X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body with the secret>".to_string()
+        } else {
+            "X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>, or X-Webhook-Secret: <secret>".to_string()
+        });
+    }
+    value
+}
+
+fn invalid(message: impl Into<String>) -> Reply {
+    Reply::refused(message)
+}
+
+// ----- schedules -----
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ListSchedulesArguments {
+    enabled: Option<bool>,
+    /// Part of the name.
+    name: Option<String>,
+}
+
+async fn list_schedules(call: ToolCall, args: ListSchedulesArguments) -> Outcome {
+    let mut schedules = call.service.trigger_list(&SCHEDULE_TYPES).await?;
+    schedules.retain(|trigger| args.enabled.is_none_or(|enabled| trigger.enabled == enabled));
+    if let Some(part) = args.name.as_deref().map(str::trim).filter(|part| !part.is_empty()) {
+        schedules.retain(|trigger| trigger.name.contains(part));
+    }
+    let views: Vec<Value> = schedules.iter().map(view).collect();
+    Ok(Reply::ok(format!("{} schedule(s)", views.len())).with("schedules", views))
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ScheduleFields {
+    /// The text of each task it files; `{{trigger_name}}` names the schedule.
+    task_template: Option<String>,
+    /// 5 or 6 fields, e.g. `0 9 * * 1-5`.
+    cron_expression: Option<String>,
+    /// Milliseconds between runs (at least 10000).
+    interval_ms: Option<i64>,
+    /// IANA time zone of the cron expression (default UTC).
+    timezone: Option<String>,
+    description: Option<String>,
+    /// Assign each task to this agent (a UUID); without it, the pool.
+    target_agent_id: Option<String>,
+    task_type: Option<String>,
+    tags: Option<Vec<String>>,
+    priority: Option<i64>,
+    enabled: Option<bool>,
+}
+
+impl ScheduleFields {
+    fn draft(self, name: String, kind: Option<&str>) -> Result<TriggerDraft, Reply> {
+        let interval_seconds = match self.interval_ms {
+            Some(ms) if ms <= 0 || ms % 1000 != 0 => {
+                return Err(invalid("intervalMs must be a positive whole number of seconds (in ms)"));
+            }
+            Some(ms) => Some(ms / 1000),
+            None => None,
+        };
+        let kind = match (kind, &self.cron_expression, interval_seconds) {
+            (None, _, _) => String::new(),
+            (Some(_), Some(_), Some(_)) => {
+                return Err(invalid("give cronExpression or intervalMs, not both"));
+            }
+            (Some(_), Some(_), None) => "cron".into(),
+            (Some(_), None, Some(_)) => "interval".into(),
+            (Some(_), None, None) => return Err(invalid("a schedule needs cronExpression or intervalMs")),
+        };
+        Ok(TriggerDraft {
+            name,
+            kind,
+            description: self.description,
+            schedule: self.cron_expression,
+            timezone: self.timezone,
+            interval_seconds,
+            target: self.target_agent_id,
+            prompt: self.task_template,
+            task_type: self.task_type,
+            tags: self.tags,
+            priority: self.priority,
+            enabled: self.enabled,
+            ..TriggerDraft::default()
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct CreateScheduleArguments {
+    /// A slug: lowercase letters, digits, - and _.
+    name: String,
+    #[serde(flatten)]
+    fields: ScheduleFields,
+}
+
+async fn create_schedule(call: ToolCall, args: CreateScheduleArguments) -> Outcome {
+    if args.fields.task_template.as_deref().is_none_or(|text| text.trim().is_empty()) {
+        return Err(invalid("taskTemplate is required: the text of the tasks it files"));
+    }
+    let draft = args.fields.draft(args.name, Some("schedule"))?;
+    let trigger = call.service.trigger_create(call.caller(), draft).await?;
+    let when = trigger.next_run_at.map(|at| at.to_string()).unwrap_or_else(|| "never".into());
+    Ok(Reply::ok(format!("schedule {} created; next run {when}", trigger.name))
+        .with("schedule", view(&trigger)))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct UpdateScheduleArguments {
+    /// The schedule's id or name.
+    schedule_id: String,
+    #[serde(flatten)]
+    fields: ScheduleFields,
+}
+
+async fn update_schedule(call: ToolCall, args: UpdateScheduleArguments) -> Outcome {
+    let current = schedule(&call, &args.schedule_id).await?;
+    let mut draft = args.fields.draft(String::new(), None)?;
+    // The reference switches kinds by which field is given; a trigger keeps its type.
+    if draft.schedule.is_some() && current.kind != TriggerType::Cron
+        || draft.interval_seconds.is_some() && current.kind != TriggerType::Interval
+    {
+        return Err(invalid(format!(
+            "{} is a {} schedule: delete it and create another to change its kind",
+            current.name,
+            current.kind.as_str()
+        )));
+    }
+    draft.kind = current.kind.as_str().into();
+    let trigger = call.service.trigger_update(call.caller(), &current.name, draft).await?;
+    Ok(Reply::ok(format!("schedule {} updated", trigger.name)).with("schedule", view(&trigger)))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ScheduleIdArguments {
+    /// The schedule's id or name.
+    schedule_id: String,
+}
+
+async fn delete_schedule(call: ToolCall, args: ScheduleIdArguments) -> Outcome {
+    let current = schedule(&call, &args.schedule_id).await?;
+    let deleted = call.service.trigger_delete(call.caller(), &current.name).await?;
+    Ok(Reply::ok(format!("schedule {} deleted", deleted.name)).with("schedule", view(&deleted)))
+}
+
+async fn run_schedule_now(call: ToolCall, args: ScheduleIdArguments) -> Outcome {
+    let current = schedule(&call, &args.schedule_id).await?;
+    let task = call.service.trigger_fire(call.caller(), &current.name, FireRequest::default()).await?;
+    Ok(Reply::ok(format!("schedule {} ran: task {}", current.name, task.id)).with("task", task))
+}
+
+/// A cron or interval trigger by id or name; other types are not schedules.
+async fn schedule(call: &ToolCall, id_or_name: &str) -> Result<TriggerDef, Reply> {
+    let trigger = call.service.trigger_find(id_or_name).await?;
+    if !SCHEDULE_TYPES.contains(&trigger.kind) {
+        return Err(invalid(format!(
+            "{} is a {} trigger, not a schedule",
+            trigger.name,
+            trigger.kind.as_str()
+        )));
+    }
+    Ok(trigger)
+}
+
+// ----- Inbox-MCP -----
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TriggerListArguments {
+    /// cron, interval, once, webhook, github or manual.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+}
+
+async fn trigger_list(call: ToolCall, args: TriggerListArguments) -> Outcome {
+    let kinds = match args.kind.as_deref().map(str::trim).filter(|kind| !kind.is_empty()) {
+        Some(kind) => vec![TriggerType::parse(kind).map_err(|error| invalid(error.0))?],
+        None => Vec::new(),
+    };
+    let triggers: Vec<Value> = call.service.trigger_list(&kinds).await?.iter().map(view).collect();
+    Ok(Reply::ok(format!("{} trigger(s)", triggers.len())).with("triggers", triggers))
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+struct TriggerFields {
+    description: Option<String>,
+    /// The seed's inbox channel; tasks carry their trigger's type as source instead.
+    channel: Option<String>,
+    /// cron: the expression.
+    schedule: Option<String>,
+    /// cron: IANA time zone (default UTC).
+    timezone: Option<String>,
+    /// interval: seconds between firings.
+    interval_seconds: Option<i64>,
+    /// once: when (RFC 3339, e.g. 2026-01-20T10:00:00Z).
+    run_at: Option<String>,
+    webhook_secret: Option<String>,
+    /// webhook: accept unsigned requests.
+    webhook_public: Option<bool>,
+    /// github: the bot login whose events count.
+    github_bot: Option<String>,
+    /// pool (default), lead, or an agent id.
+    target: Option<String>,
+    prompt: Option<String>,
+    /// ephemeral (default) or persistent.
+    session_mode: Option<String>,
+    enabled: Option<bool>,
+}
+
+impl TriggerFields {
+    fn draft(self, name: String, kind: String) -> Result<TriggerDraft, Reply> {
+        // The channel has no column of its own: a trigger's tasks say where they came from.
+        let _ = self.channel;
+        let run_at = match self.run_at {
+            Some(text) => {
+                Some(serde_json::from_value::<Timestamp>(Value::String(text.clone())).map_err(|_| {
+                    invalid(format!("run_at must be a time like 2026-01-20T10:00:00Z, got {text:?}"))
+                })?)
+            }
+            None => None,
+        };
+        Ok(TriggerDraft {
+            name,
+            kind,
+            description: self.description,
+            schedule: self.schedule,
+            timezone: self.timezone,
+            interval_seconds: self.interval_seconds,
+            run_at,
+            webhook_secret: self.webhook_secret,
+            webhook_public: self.webhook_public,
+            github_bot: self.github_bot,
+            target: self.target,
+            prompt: self.prompt,
+            session_mode: self.session_mode,
+            enabled: self.enabled,
+            ..TriggerDraft::default()
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct TriggerCreateArguments {
+    /// Unique slug (lowercase, digits, - and _).
+    name: String,
+    /// cron, interval, once, webhook, github or manual.
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(flatten)]
+    fields: TriggerFields,
+}
+
+async fn trigger_create(call: ToolCall, args: TriggerCreateArguments) -> Outcome {
+    let trigger =
+        call.service.trigger_create(call.caller(), args.fields.draft(args.name, args.kind)?).await?;
+    Ok(Reply::ok(format!("trigger {} created", trigger.name)).with("trigger", view(&trigger)))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct TriggerUpdateArguments {
+    name: String,
+    #[serde(flatten)]
+    fields: TriggerFields,
+}
+
+async fn trigger_update(call: ToolCall, args: TriggerUpdateArguments) -> Outcome {
+    let draft = args.fields.draft(String::new(), String::new())?;
+    let trigger = call.service.trigger_update(call.caller(), &args.name, draft).await?;
+    Ok(Reply::ok(format!("trigger {} updated", trigger.name)).with("trigger", view(&trigger)))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TriggerNameArguments {
+    name: String,
+}
+
+async fn trigger_delete(call: ToolCall, args: TriggerNameArguments) -> Outcome {
+    let deleted = call.service.trigger_delete(call.caller(), &args.name).await?;
+    Ok(Reply::ok(format!("trigger {} deleted with its sessions", deleted.name))
+        .with("trigger", view(&deleted)))
+}

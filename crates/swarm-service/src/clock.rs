@@ -1,0 +1,43 @@
+//! Where the scheduler reads the time. Production uses the system clock; tests give
+//! the hub a file holding the time (`swarm serve` hidden option), so a cron test moves
+//! time forward by writing a file instead of sleeping through real minutes.
+
+use std::path::PathBuf;
+
+use swarm_domain::time::Timestamp;
+
+pub trait Clock: Send + Sync + 'static {
+    fn now(&self) -> Timestamp;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::now()
+    }
+}
+
+/// The time written in a file (RFC 3339), read at every call. An unreadable file
+/// reads as the system time, so a test that has not written it yet sees real time.
+#[derive(Debug, Clone)]
+pub struct FileClock {
+    path: PathBuf,
+}
+
+impl FileClock {
+    pub fn new(path: PathBuf) -> Self {
+        FileClock { path }
+    }
+}
+
+impl Clock for FileClock {
+    fn now(&self) -> Timestamp {
+        std::fs::read_to_string(&self.path)
+            .ok()
+            .and_then(|text| chrono::DateTime::parse_from_rfc3339(text.trim()).ok())
+            .map(|at| Timestamp::from_datetime(at.with_timezone(&chrono::Utc)))
+            .unwrap_or_else(Timestamp::now)
+    }
+}

@@ -1,0 +1,331 @@
+//! Triggers: managing them, firing them (by the scheduler, a webhook or by hand), the
+//! agent sessions of persistent triggers, and the tasks a trigger session awaits.
+
+use std::time::Duration;
+
+use swarm_domain::{
+    id::{AgentId, TaskId, TriggerId},
+    task::{NewTask, Task, TaskDraft, TaskStatus},
+    time::Timestamp,
+    trigger::{
+        Firing, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget, TriggerType,
+        parse_session_id, parse_session_key,
+    },
+};
+use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, TaskFilter};
+
+use crate::{Background, Caller, Service, ServiceError, ServiceResult};
+
+/// How often `swarm serve` looks for due triggers.
+pub const SCHEDULER_TICK: Duration = Duration::from_secs(1);
+/// Due triggers fired per tick, at most.
+const DUE_BATCH: i64 = 100;
+
+/// A manual firing.
+#[derive(Debug, Clone, Default)]
+pub struct FireRequest {
+    pub payload: Option<String>,
+    pub session_key: Option<String>,
+}
+
+impl Service {
+    pub async fn trigger_create(&self, caller: Caller, draft: TriggerDraft) -> ServiceResult<TriggerDef> {
+        let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
+        let trigger = draft.parse(TriggerId::new_v7(), creator, self.clock.now())?;
+        self.check_target(&trigger).await?;
+        Ok(self.store.trigger_create(&trigger).await?)
+    }
+
+    pub async fn trigger_get(&self, name: &str) -> ServiceResult<TriggerDef> {
+        self.store.trigger_get(name.trim()).await?.ok_or_else(|| unknown_trigger(name))
+    }
+
+    /// A trigger by name, or by id (the reference's schedules are addressed by id).
+    pub async fn trigger_find(&self, name_or_id: &str) -> ServiceResult<TriggerDef> {
+        if let Ok(id) = TriggerId::parse(name_or_id)
+            && let Some(trigger) = self.store.trigger_get_by_id(id).await?
+        {
+            return Ok(trigger);
+        }
+        self.trigger_get(name_or_id).await
+    }
+
+    /// Every trigger by name, of the given types (all when empty).
+    pub async fn trigger_list(&self, kinds: &[TriggerType]) -> ServiceResult<Vec<TriggerDef>> {
+        let mut triggers = self.store.trigger_list().await?;
+        triggers.retain(|trigger| kinds.is_empty() || kinds.contains(&trigger.kind));
+        Ok(triggers)
+    }
+
+    /// Change the fields `changes` sets; the schedule's next slot is recomputed from now
+    /// when the timing or `enabled` changed.
+    pub async fn trigger_update(
+        &self,
+        caller: Caller,
+        name_or_id: &str,
+        changes: TriggerDraft,
+    ) -> ServiceResult<TriggerDef> {
+        let current = self.trigger_find(name_or_id).await?;
+        self.require_trigger_owner(caller, &current, "change").await?;
+        let now = self.clock.now();
+        let mut updated = changes.apply_to(&current).parse(current.id, current.created_by, now)?;
+        self.check_target(&updated).await?;
+        let timing_same = updated.schedule == current.schedule
+            && updated.timezone == current.timezone
+            && updated.interval_seconds == current.interval_seconds
+            && updated.run_at == current.run_at
+            && updated.enabled == current.enabled;
+        updated.created_at = current.created_at;
+        updated.run_count = current.run_count;
+        updated.last_run_at = current.last_run_at;
+        updated.next_run_at = match (timing_same, updated.kind) {
+            _ if !updated.enabled => None,
+            (true, _) => current.next_run_at,
+            (false, TriggerType::Once) => {
+                updated.next_run_after(now).or(updated.run_at.filter(|_| current.run_count == 0))
+            }
+            (false, _) => updated.next_run_after(now),
+        };
+        self.store.trigger_update(&updated).await?.ok_or_else(|| unknown_trigger(name_or_id))
+    }
+
+    pub async fn trigger_delete(&self, caller: Caller, name_or_id: &str) -> ServiceResult<TriggerDef> {
+        let current = self.trigger_find(name_or_id).await?;
+        self.require_trigger_owner(caller, &current, "delete").await?;
+        if !self.store.trigger_delete(current.id).await? {
+            return Err(unknown_trigger(name_or_id));
+        }
+        Ok(current)
+    }
+
+    /// Fire a trigger by hand (`swarm trigger fire`, `run-schedule-now`): works on any
+    /// type, enabled or not, and leaves the schedule alone.
+    pub async fn trigger_fire(
+        &self,
+        caller: Caller,
+        name_or_id: &str,
+        request: FireRequest,
+    ) -> ServiceResult<Task> {
+        let trigger = self.trigger_find(name_or_id).await?;
+        let sender = match self.caller_agent(caller).await? {
+            Some(agent) => agent.name,
+            None => "operator".into(),
+        };
+        let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
+        let firing = Firing {
+            payload: request.payload.unwrap_or_default(),
+            sender: Some(sender),
+            channel: "manual".into(),
+            session_key,
+            ..Firing::default()
+        };
+        match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: false }).await? {
+            FireOutcome::Fired(task) => Ok(*task),
+            _ => Err(unknown_trigger(name_or_id)),
+        }
+    }
+
+    /// One pass of the scheduler: every enabled trigger whose slot has come fires once,
+    /// and its next slot is the first after now (missed slots collapse into this one).
+    /// Returns the tasks this process created; a slot another hub took is skipped.
+    pub async fn scheduler_tick(&self) -> ServiceResult<Vec<Task>> {
+        let now = self.clock.now();
+        let mut fired = Vec::new();
+        for trigger in self.store.triggers_due(now, DUE_BATCH).await? {
+            let Some(expected) = trigger.next_run_at else { continue };
+            let next = trigger.next_run_after(now);
+            let firing =
+                Firing { channel: "schedule".into(), sender: Some("scheduler".into()), ..Firing::default() };
+            match self.fire(&trigger, &firing, FireGuard::Slot { expected, next }).await {
+                Ok(FireOutcome::Fired(task)) => {
+                    tracing::info!(trigger = %trigger.name, task = %task.id, slot = %expected, "trigger fired");
+                    fired.push(*task);
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::error!(trigger = %trigger.name, %error, "could not fire a due trigger")
+                }
+            }
+        }
+        Ok(fired)
+    }
+
+    /// Run the scheduler every `tick` until the returned handle is dropped. The first
+    /// pass runs at once, so slots missed while the hub was down fire at start-up.
+    pub fn start_scheduler(&self, tick: Duration) -> Background {
+        let service = self.clone();
+        let task = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(tick);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(error) = service.scheduler_tick().await {
+                    tracing::error!(%error, "the scheduler's pass failed; retrying at the next tick");
+                }
+            }
+        });
+        Background { tasks: vec![task] }
+    }
+
+    /// Turn one event into the trigger's task, in the transaction that claims the
+    /// firing, then wake whoever may take it.
+    pub(crate) async fn fire(
+        &self,
+        trigger: &TriggerDef,
+        firing: &Firing,
+        guard: FireGuard,
+    ) -> ServiceResult<FireOutcome> {
+        let new_task = self.firing_task(trigger, firing).await?;
+        let outcome = self
+            .store
+            .trigger_fire(
+                trigger.id,
+                guard,
+                firing.delivery_id.as_deref(),
+                &new_task,
+                self.clock.now(),
+                Timestamp::now(),
+            )
+            .await?;
+        if let FireOutcome::Fired(task) = &outcome {
+            self.task_changed(task, None).await;
+        }
+        Ok(outcome)
+    }
+
+    async fn firing_task(&self, trigger: &TriggerDef, firing: &Firing) -> ServiceResult<NewTask> {
+        let agent_id = match trigger.target {
+            TriggerTarget::Pool => None,
+            TriggerTarget::Agent(id) => Some(id),
+            // The lead of the moment; without one the work goes to the pool, not nowhere.
+            TriggerTarget::Lead => {
+                self.store.agent_list().await?.into_iter().find(|agent| agent.is_lead).map(|agent| agent.id)
+            }
+        };
+        let mut origin = firing.origin.clone();
+        origin.trigger_name = Some(trigger.name.clone());
+        let draft = TaskDraft {
+            task: trigger.render(firing),
+            agent_id,
+            source: Some(trigger.kind.task_source().into()),
+            task_type: trigger.task_type.clone(),
+            tags: trigger.tags.clone(),
+            priority: Some(i64::from(trigger.priority)),
+            origin,
+            ..TaskDraft::default()
+        };
+        let mut new_task = NewTask::parse(draft, trigger.created_by)?;
+        new_task.origin.session_key = Some(trigger.session_key(firing, new_task.id));
+        Ok(new_task)
+    }
+
+    async fn check_target(&self, trigger: &TriggerDef) -> ServiceResult<()> {
+        if let TriggerTarget::Agent(id) = trigger.target
+            && self.store.agent_get(id).await?.is_none()
+        {
+            return Err(ServiceError::Invalid(format!("target: agent {id} does not exist")));
+        }
+        Ok(())
+    }
+
+    /// Changes are for the trigger's creator, the lead and the operator.
+    async fn require_trigger_owner(
+        &self,
+        caller: Caller,
+        trigger: &TriggerDef,
+        verb: &str,
+    ) -> ServiceResult<()> {
+        match self.caller_agent(caller).await? {
+            None => Ok(()),
+            Some(agent) if agent.is_lead || trigger.created_by == Some(agent.id) => Ok(()),
+            Some(_) => Err(ServiceError::Forbidden(format!(
+                "only the creator of trigger {} or the lead may {verb} it",
+                trigger.name
+            ))),
+        }
+    }
+
+    // ----- sessions of persistent triggers -----
+
+    pub async fn trigger_session_get(&self, name: &str, key: &str) -> ServiceResult<TriggerSession> {
+        let key = parse_session_key(key)?;
+        self.store.trigger_session_get(name.trim(), &key).await?.ok_or_else(|| {
+            ServiceError::NotFound(format!("no session recorded for trigger {name:?}, key {key:?}"))
+        })
+    }
+
+    /// Record the agent session a run of this conversation used, so the next firing
+    /// with the same key resumes it.
+    pub async fn trigger_session_set(
+        &self,
+        name: &str,
+        key: &str,
+        session_id: &str,
+    ) -> ServiceResult<TriggerSession> {
+        let key = parse_session_key(key)?;
+        let session_id = parse_session_id(session_id)?;
+        let trigger = self.trigger_get(name).await?;
+        Ok(self.store.trigger_session_set(&trigger.name, &key, &session_id, Timestamp::now()).await?)
+    }
+
+    // ----- tasks awaited by trigger sessions -----
+
+    /// The trigger session the caller is in: its newest `in_progress` task that a
+    /// trigger created. A task it creates now is awaited by that session.
+    pub(crate) async fn awaiting_session(&self, caller: Caller) -> ServiceResult<Option<NewTaskAwait>> {
+        let Some(agent) = caller.agent_id() else { return Ok(None) };
+        let filter = TaskFilter {
+            statuses: vec![TaskStatus::InProgress],
+            agent_id: Some(agent),
+            limit: 20,
+            ..TaskFilter::default()
+        };
+        let (tasks, _) = self.store.task_list(&filter).await?;
+        let session = tasks
+            .into_iter()
+            .filter(|task| task.origin.trigger_name.is_some())
+            .max_by_key(|task| task.last_updated_at);
+        Ok(session.and_then(|task| {
+            Some(NewTaskAwait {
+                agent_id: agent,
+                parent_task_id: task.id,
+                trigger_name: task.origin.trigger_name?,
+                session_key: task.origin.session_key.unwrap_or_else(|| format!("task:{}", task.id)),
+            })
+        }))
+    }
+
+    /// Create a task; when the caller is in a trigger session, that session awaits it.
+    pub async fn task_create_from_session(&self, caller: Caller, draft: TaskDraft) -> ServiceResult<Task> {
+        let Some(awaiting) = self.awaiting_session(caller).await? else {
+            return self.task_create(caller, draft).await;
+        };
+        let new_task = NewTask::parse(draft, Some(awaiting.agent_id))?;
+        let task = self.store.task_create_awaited(&new_task, &awaiting, Timestamp::now()).await?;
+        self.task_changed(&task, None).await;
+        Ok(task)
+    }
+
+    pub async fn task_await_get(&self, task_id: TaskId) -> ServiceResult<Option<TaskAwait>> {
+        Ok(self.store.task_await_get(task_id).await?)
+    }
+
+    /// The runner resumed the awaiting session with the task's result.
+    pub async fn task_result_delivered(&self, caller: Caller, task_id: TaskId) -> ServiceResult<TaskAwait> {
+        let agent: AgentId = caller.require_agent()?;
+        let awaiting = self
+            .store
+            .task_await_get(task_id)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("nobody awaits task {task_id}")))?;
+        if awaiting.agent_id != agent {
+            return Err(ServiceError::Forbidden(format!("task {task_id} is awaited by another agent")));
+        }
+        self.store.task_await_deliver(task_id, agent, Timestamp::now()).await?;
+        Ok(self.store.task_await_get(task_id).await?.unwrap_or(awaiting))
+    }
+}
+
+fn unknown_trigger(name: &str) -> ServiceError {
+    ServiceError::NotFound(format!("no trigger named {name:?}"))
+}

@@ -1,0 +1,366 @@
+//! Webhooks: `POST /api/webhooks/<name>` authenticated by an HMAC-SHA256 of the raw
+//! body (GitHub's `X-Hub-Signature-256: sha256=<hex>`) or by a secret header, both
+//! compared in constant time; the body becomes `{{payload}}`. A `github` trigger maps
+//! GitHub's events onto tasks with the `github*` fields, and ignores a delivery id it
+//! has seen (GitHub redelivers).
+
+use hmac::{KeyInit, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+use swarm_domain::{
+    task::{Task, TaskOrigin},
+    trigger::{Firing, TriggerDef, TriggerType, parse_session_key},
+};
+use swarm_store::{FireGuard, FireOutcome};
+
+use crate::{Service, ServiceError, ServiceResult};
+
+/// One webhook request, as the HTTP adapter read it.
+#[derive(Debug, Clone, Default)]
+pub struct WebhookRequest {
+    pub body: Vec<u8>,
+    pub content_type: Option<String>,
+    /// `X-Hub-Signature-256`.
+    pub signature_256: Option<String>,
+    /// `X-Webhook-Secret`.
+    pub secret_header: Option<String>,
+    /// `X-GitHub-Event`.
+    pub github_event: Option<String>,
+    /// `X-GitHub-Delivery`.
+    pub delivery_id: Option<String>,
+    /// `X-Session-Key`: which conversation of a persistent trigger this belongs to.
+    pub session_key: Option<String>,
+    /// `X-Sender`.
+    pub sender: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookOutcome {
+    Fired(Box<Task>),
+    /// Accepted and deliberately not turned into a task (a repeated delivery, a GitHub
+    /// event that concerns nobody here, a disabled trigger), with why.
+    Ignored(String),
+}
+
+impl Service {
+    /// Verify and fire a webhook. An unknown trigger and a bad or missing signature read
+    /// the same (401) so that names cannot be probed without the secret.
+    pub async fn webhook_receive(
+        &self,
+        name: &str,
+        request: WebhookRequest,
+    ) -> ServiceResult<WebhookOutcome> {
+        let trigger = match self.store.trigger_get(name.trim()).await? {
+            Some(trigger) if trigger.kind.is_webhook() => trigger,
+            _ => return Err(unauthorized()),
+        };
+        authenticate(&trigger, &request)?;
+        if !trigger.enabled {
+            return Ok(WebhookOutcome::Ignored(format!("trigger {} is disabled", trigger.name)));
+        }
+        let firing = match trigger.kind {
+            TriggerType::Github => match github_firing(&trigger, &request)? {
+                Ok(firing) => firing,
+                Err(reason) => return Ok(WebhookOutcome::Ignored(reason)),
+            },
+            _ => generic_firing(&request)?,
+        };
+        match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: true }).await? {
+            FireOutcome::Fired(task) => Ok(WebhookOutcome::Fired(task)),
+            FireOutcome::Duplicate => {
+                Ok(WebhookOutcome::Ignored("this delivery was already received".into()))
+            }
+            FireOutcome::Disabled | FireOutcome::NotDue => {
+                Ok(WebhookOutcome::Ignored(format!("trigger {} is disabled", trigger.name)))
+            }
+            FireOutcome::NotFound => Err(unauthorized()),
+        }
+    }
+}
+
+fn unauthorized() -> ServiceError {
+    ServiceError::Unauthorized("bad or missing webhook signature".into())
+}
+
+/// A trigger with a secret accepts either a valid `X-Hub-Signature-256` of the body or
+/// the secret itself in `X-Webhook-Secret`; a public one accepts anything.
+fn authenticate(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResult<()> {
+    let Some(secret) = &trigger.webhook_secret else {
+        return if trigger.webhook_public { Ok(()) } else { Err(unauthorized()) };
+    };
+    if let Some(signature) = &request.signature_256 {
+        return if signature_valid(secret, signature, &request.body) { Ok(()) } else { Err(unauthorized()) };
+    }
+    // GitHub always signs: its trigger takes no header secret.
+    if trigger.kind != TriggerType::Github
+        && let Some(given) = &request.secret_header
+        && bool::from(given.trim().as_bytes().ct_eq(secret.as_bytes()))
+    {
+        return Ok(());
+    }
+    Err(unauthorized())
+}
+
+pub fn signature_valid(secret: &str, header: &str, body: &[u8]) -> bool {
+    let Some(Ok(expected)) = header.trim().strip_prefix("sha256=").map(hex::decode) else {
+        return false;
+    };
+    let Ok(mut mac) = <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()) else {
+        return false;
+    };
+    mac.update(body);
+    // verify_slice compares in constant time.
+    mac.verify_slice(&expected).is_ok()
+}
+
+/// `sha256=<hex>` of the body, as GitHub sends it.
+pub fn sign_body(secret: &str, body: &[u8]) -> String {
+    let mut mac =
+        <hmac::Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The payload as text: JSON pretty-printed, form data as a JSON object, else the text.
+fn payload_text(request: &WebhookRequest) -> ServiceResult<String> {
+    let content_type = request.content_type.as_deref().unwrap_or_default().to_ascii_lowercase();
+    if content_type.starts_with("application/x-www-form-urlencoded") {
+        let fields: serde_json::Map<String, Value> = form_urlencoded_pairs(&request.body)
+            .into_iter()
+            .map(|(key, value)| (key, Value::String(value)))
+            .collect();
+        return Ok(serde_json::to_string_pretty(&Value::Object(fields)).unwrap_or_default());
+    }
+    if let Ok(json) = serde_json::from_slice::<Value>(&request.body) {
+        return Ok(serde_json::to_string_pretty(&json).unwrap_or_default());
+    }
+    String::from_utf8(request.body.clone())
+        .map_err(|_| ServiceError::Invalid("the webhook body must be JSON, form data or UTF-8 text".into()))
+}
+
+fn form_urlencoded_pairs(body: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(body);
+    text.split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(key), percent_decode(value))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'+' => out.push(b' '),
+            b'%' if index + 2 < bytes.len() => {
+                match std::str::from_utf8(&bytes[index + 1..index + 3])
+                    .ok()
+                    .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                {
+                    Some(byte) => {
+                        out.push(byte);
+                        index += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            byte => out.push(byte),
+        }
+        index += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn generic_firing(request: &WebhookRequest) -> ServiceResult<Firing> {
+    let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
+    Ok(Firing {
+        payload: payload_text(request)?,
+        sender: request.sender.clone().filter(|sender| !sender.trim().is_empty()),
+        channel: "webhook".into(),
+        session_key,
+        delivery_id: request.delivery_id.clone().filter(|id| !id.trim().is_empty()),
+        ..Firing::default()
+    })
+}
+
+/// A GitHub event for this trigger's bot, as a firing; `Err(reason)` when the event
+/// concerns nobody here. The session key is the conversation: `owner/repo#number`.
+fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResult<Result<Firing, String>> {
+    let event = request.github_event.as_deref().unwrap_or_default().trim().to_string();
+    if event.is_empty() {
+        return Err(ServiceError::Invalid("a GitHub delivery carries X-GitHub-Event".into()));
+    }
+    let json: Value = serde_json::from_slice(&request.body)
+        .map_err(|_| ServiceError::Invalid("a GitHub delivery is a JSON body".into()))?;
+    let bot = trigger.github_bot.clone().unwrap_or_default();
+    let Some(mapped) = map_github(&event, &json, &bot) else {
+        let action = json["action"].as_str().unwrap_or("-");
+        return Ok(Err(format!("GitHub event {event} ({action}) does not concern @{bot}")));
+    };
+    let repo = json["repository"]["full_name"].as_str().map(str::to_string);
+    let session_key = match (&repo, mapped.number) {
+        (Some(repo), Some(number)) => Some(format!("{repo}#{number}")),
+        (Some(repo), None) => Some(repo.clone()),
+        _ => None,
+    };
+    let origin = TaskOrigin {
+        github_repo: repo,
+        github_event_type: Some(event.clone()),
+        github_number: mapped.number,
+        github_comment_id: mapped.comment_id,
+        github_author: json["sender"]["login"].as_str().map(str::to_string),
+        github_url: mapped.url,
+        ..TaskOrigin::default()
+    };
+    let payload =
+        format!("{}\n\n{}", mapped.summary, serde_json::to_string_pretty(&json).unwrap_or_default());
+    Ok(Ok(Firing {
+        payload,
+        sender: origin.github_author.clone(),
+        channel: "github".into(),
+        session_key,
+        origin,
+        delivery_id: request.delivery_id.clone().filter(|id| !id.trim().is_empty()),
+    }))
+}
+
+struct GithubEvent {
+    summary: String,
+    number: Option<i64>,
+    comment_id: Option<i64>,
+    url: Option<String>,
+}
+
+/// The reference's mapping: the bot assigned to an issue or pull request, asked to
+/// review, `@mentioned` in a comment or a new issue or pull request, or a check that
+/// failed on a pull request.
+fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
+    let action = json["action"].as_str().unwrap_or_default();
+    let is_bot = |login: &Value| login.as_str().is_some_and(|login| login.eq_ignore_ascii_case(bot));
+    let mentions_bot = |text: &Value| {
+        let needle = format!("@{}", bot.to_ascii_lowercase());
+        text.as_str().is_some_and(|text| text.to_ascii_lowercase().contains(&needle))
+    };
+    let item = if json["pull_request"].is_object() { &json["pull_request"] } else { &json["issue"] };
+    let number = item["number"].as_i64();
+    let url = item["html_url"].as_str().map(str::to_string);
+    let title = item["title"].as_str().unwrap_or_default();
+    let what =
+        if event == "pull_request" || item.get("pull_request").is_some() { "pull request" } else { "issue" };
+    let found = |summary: String, comment_id: Option<i64>, url: Option<String>| {
+        Some(GithubEvent { summary, number, comment_id, url })
+    };
+    match (event, action) {
+        ("issues" | "pull_request", "assigned") if is_bot(&json["assignee"]["login"]) => {
+            found(format!("You were assigned {what} #{}: {title}", number.unwrap_or_default()), None, url)
+        }
+        ("pull_request", "review_requested") if is_bot(&json["requested_reviewer"]["login"]) => found(
+            format!("Your review was requested on pull request #{}: {title}", number.unwrap_or_default()),
+            None,
+            url,
+        ),
+        ("issue_comment" | "pull_request_review_comment", "created")
+            if mentions_bot(&json["comment"]["body"]) =>
+        {
+            let comment = &json["comment"];
+            found(
+                format!("You were mentioned on {what} #{}: {title}", number.unwrap_or_default()),
+                comment["id"].as_i64(),
+                comment["html_url"].as_str().map(str::to_string).or(url),
+            )
+        }
+        ("issues" | "pull_request", "opened") if mentions_bot(&item["body"]) => found(
+            format!("You were mentioned in a new {what} #{}: {title}", number.unwrap_or_default()),
+            None,
+            url,
+        ),
+        ("check_run", "completed") if failed(&json["check_run"]["conclusion"]) => {
+            let run = &json["check_run"];
+            let pull = run["pull_requests"][0]["number"].as_i64();
+            Some(GithubEvent {
+                summary: format!(
+                    "Check {} failed on {}",
+                    run["name"].as_str().unwrap_or("?"),
+                    run["head_sha"].as_str().unwrap_or("?")
+                ),
+                number: pull,
+                comment_id: None,
+                url: run["html_url"].as_str().map(str::to_string),
+            })
+        }
+        ("check_suite", "completed") if failed(&json["check_suite"]["conclusion"]) => {
+            let suite = &json["check_suite"];
+            Some(GithubEvent {
+                summary: format!("Checks failed on {}", suite["head_sha"].as_str().unwrap_or("?")),
+                number: suite["pull_requests"][0]["number"].as_i64(),
+                comment_id: None,
+                url: None,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn failed(conclusion: &Value) -> bool {
+    matches!(conclusion.as_str(), Some("failure" | "timed_out"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_are_checked_over_the_raw_body() {
+        let body = br#"{"hello": "world"}"#;
+        let header = sign_body("s3cret", body);
+        assert!(signature_valid("s3cret", &header, body));
+        assert!(!signature_valid("other", &header, body));
+        assert!(!signature_valid("s3cret", &header, b"{\"hello\":\"world\"}"));
+        assert!(!signature_valid("s3cret", "sha256=zz", body));
+        assert!(!signature_valid("s3cret", "md5=00", body));
+    }
+
+    #[test]
+    fn payloads_are_pretty_json_form_as_json_or_text() {
+        let json = WebhookRequest { body: br#"{"a":1}"#.to_vec(), ..WebhookRequest::default() };
+        assert_eq!(payload_text(&json).unwrap(), "{\n  \"a\": 1\n}");
+        let form = WebhookRequest {
+            body: b"name=Ada+L&note=50%25".to_vec(),
+            content_type: Some("application/x-www-form-urlencoded".into()),
+            ..WebhookRequest::default()
+        };
+        let parsed: Value = serde_json::from_str(&payload_text(&form).unwrap()).unwrap();
+        assert_eq!(parsed, serde_json::json!({"name": "Ada L", "note": "50%"}));
+        let text = WebhookRequest { body: b"disk full on db-1".to_vec(), ..WebhookRequest::default() };
+        assert_eq!(payload_text(&text).unwrap(), "disk full on db-1");
+    }
+
+    #[test]
+    fn github_events_map_to_the_bot() {
+        let assigned = serde_json::json!({
+            "action": "assigned", "assignee": {"login": "swarm-bot"},
+            "issue": {"number": 7, "title": "Crash", "html_url": "https://github.com/o/r/issues/7"},
+            "repository": {"full_name": "o/r"}, "sender": {"login": "ada"}
+        });
+        let mapped = map_github("issues", &assigned, "swarm-bot").unwrap();
+        assert_eq!(mapped.number, Some(7));
+        assert!(map_github("issues", &assigned, "someone-else").is_none());
+        let comment = serde_json::json!({
+            "action": "created", "comment": {"id": 99, "body": "hey @Swarm-Bot look"},
+            "issue": {"number": 8, "title": "Q"}, "repository": {"full_name": "o/r"}
+        });
+        assert_eq!(map_github("issue_comment", &comment, "swarm-bot").unwrap().comment_id, Some(99));
+        let check = serde_json::json!({
+            "action": "completed",
+            "check_run": {"name": "ci", "conclusion": "failure", "head_sha": "abc", "pull_requests": [{"number": 3}]}
+        });
+        assert_eq!(map_github("check_run", &check, "swarm-bot").unwrap().number, Some(3));
+        let passed = serde_json::json!({"action": "completed", "check_run": {"conclusion": "success"}});
+        assert!(map_github("check_run", &passed, "swarm-bot").is_none());
+    }
+}
