@@ -10,4 +10,5 @@ export const pages = [
   { name: 'inbox', title: 'Inbox', module: './inbox.js' },
   { name: 'channels', title: 'Channels', module: './channels.js' },
   { name: 'mail', title: 'Mail', module: './mail.js' },
+  { name: 'triggers', title: 'Triggers', module: './triggers.js' },
 ];

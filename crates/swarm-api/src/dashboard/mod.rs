@@ -34,6 +34,7 @@ const ASSETS: &[(&str, &str)] = &[
     ("pages/inbox.js", include_str!("../../dashboard/pages/inbox.js")),
     ("pages/channels.js", include_str!("../../dashboard/pages/channels.js")),
     ("pages/mail.js", include_str!("../../dashboard/pages/mail.js")),
+    ("pages/triggers.js", include_str!("../../dashboard/pages/triggers.js")),
 ];
 
 const INDEX_HTML: &str = include_str!("../../dashboard/index.html");

@@ -176,6 +176,43 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
         )
         .await;
     browser.screenshot(&shots, "mail").await;
+
+    // Triggers: fire one now, then disable it, from the page.
+    let (status, created) = hub
+        .post(
+            "/api/triggers",
+            None,
+            json!({"name": "nightly-review", "type": "cron", "schedule": "0 2 * * *", "timezone": "Europe/Paris",
+                   "prompt": "Review what changed today", "target": "pool"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    browser.click("a[data-page=triggers]").await;
+    browser
+        .wait_for(
+            "the trigger",
+            "return document.querySelector('#trigger-list tr[data-name=nightly-review]')",
+        )
+        .await;
+    browser.click("#trigger-list button.fire[data-trigger=nightly-review]").await;
+    browser
+        .wait_for(
+            "the firing",
+            "return document.querySelector('#trigger-notice')?.textContent.includes('nightly-review fired')",
+        )
+        .await;
+    let (_, fired) = hub.get("/api/triggers/nightly-review", None).await;
+    assert_eq!(fired["trigger"]["runCount"], 1, "{fired}");
+    browser.click("#trigger-list button.toggle[data-trigger=nightly-review]").await;
+    browser
+        .wait_for(
+            "the trigger disabled",
+            "return document.querySelector('#trigger-list tr[data-name=nightly-review]')?.textContent.includes('disabled')",
+        )
+        .await;
+    let (_, disabled) = hub.get("/api/triggers/nightly-review", None).await;
+    assert_eq!(disabled["trigger"]["enabled"], false, "{disabled}");
+    browser.screenshot(&shots, "triggers").await;
     assert_eq!(browser.script("return window.__noReload === true").await, json!(true), "the page reloaded");
 
     drop(worker);
