@@ -8,7 +8,7 @@ use swarm_domain::{
     task::{NewTask, Task, TaskDraft, TaskStatus},
     time::Timestamp,
     trigger::{
-        Firing, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget, TriggerType,
+        Firing, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget, TriggerType, parse_name,
         parse_session_id, parse_session_key,
     },
 };
@@ -37,7 +37,9 @@ impl Service {
     }
 
     pub async fn trigger_get(&self, name: &str) -> ServiceResult<TriggerDef> {
-        self.store.trigger_get(name.trim()).await?.ok_or_else(|| unknown_trigger(name))
+        // Not a slug: no trigger has that name, and the database need not be asked.
+        let Ok(slug) = parse_name(name) else { return Err(unknown_trigger(name)) };
+        self.store.trigger_get(&slug).await?.ok_or_else(|| unknown_trigger(name))
     }
 
     /// A trigger by name, or by id (the reference's schedules are addressed by id).
@@ -249,7 +251,8 @@ impl Service {
 
     pub async fn trigger_session_get(&self, name: &str, key: &str) -> ServiceResult<TriggerSession> {
         let key = parse_session_key(key)?;
-        self.store.trigger_session_get(name.trim(), &key).await?.ok_or_else(|| {
+        let trigger = self.trigger_get(name).await?;
+        self.store.trigger_session_get(&trigger.name, &key).await?.ok_or_else(|| {
             ServiceError::NotFound(format!("no session recorded for trigger {name:?}, key {key:?}"))
         })
     }
