@@ -8,8 +8,8 @@ use swarm_domain::{
     task::{NewTask, Task, TaskDraft, TaskStatus},
     time::Timestamp,
     trigger::{
-        Firing, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget, TriggerType, parse_name,
-        parse_session_id, parse_session_key,
+        Firing, PAYLOAD_MAX_CHARS, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget,
+        TriggerType, parse_name, parse_session_id, parse_session_key,
     },
 };
 use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, TaskFilter};
@@ -114,8 +114,14 @@ impl Service {
             None => "operator".into(),
         };
         let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
+        let payload = request.payload.unwrap_or_default();
+        if payload.chars().count() > PAYLOAD_MAX_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "payload must be at most {PAYLOAD_MAX_CHARS} characters"
+            )));
+        }
         let firing = Firing {
-            payload: request.payload.unwrap_or_default(),
+            payload,
             sender: Some(sender),
             channel: "manual".into(),
             session_key,

@@ -153,7 +153,8 @@ async fn triggers_list(
     State(state): State<AppState>,
     Query(query): Query<TriggerListQuery>,
 ) -> Result<Json<TriggerListResponse>, ApiError> {
-    let kinds = match query.kind.as_deref().map(str::trim).filter(|kind| !kind.is_empty()) {
+    // An empty `type` is not a type: only its absence means every type.
+    let kinds = match query.kind.as_deref() {
         Some(kind) => vec![TriggerType::parse(kind)?],
         None => Vec::new(),
     };
