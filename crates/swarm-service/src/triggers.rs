@@ -8,8 +8,8 @@ use swarm_domain::{
     task::{NewTask, Task, TaskDraft, TaskStatus},
     time::Timestamp,
     trigger::{
-        Firing, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget, TriggerType,
-        parse_session_id, parse_session_key,
+        Firing, PAYLOAD_MAX_CHARS, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget,
+        TriggerType, parse_name, parse_session_id, parse_session_key,
     },
 };
 use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, TaskFilter};
@@ -37,7 +37,9 @@ impl Service {
     }
 
     pub async fn trigger_get(&self, name: &str) -> ServiceResult<TriggerDef> {
-        self.store.trigger_get(name.trim()).await?.ok_or_else(|| unknown_trigger(name))
+        // Not a slug: no trigger has that name, and the database need not be asked.
+        let Ok(slug) = parse_name(name) else { return Err(unknown_trigger(name)) };
+        self.store.trigger_get(&slug).await?.ok_or_else(|| unknown_trigger(name))
     }
 
     /// A trigger by name, or by id (the reference's schedules are addressed by id).
@@ -112,8 +114,14 @@ impl Service {
             None => "operator".into(),
         };
         let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
+        let payload = request.payload.unwrap_or_default();
+        if payload.chars().count() > PAYLOAD_MAX_CHARS {
+            return Err(ServiceError::Invalid(format!(
+                "payload must be at most {PAYLOAD_MAX_CHARS} characters"
+            )));
+        }
         let firing = Firing {
-            payload: request.payload.unwrap_or_default(),
+            payload,
             sender: Some(sender),
             channel: "manual".into(),
             session_key,
@@ -249,7 +257,8 @@ impl Service {
 
     pub async fn trigger_session_get(&self, name: &str, key: &str) -> ServiceResult<TriggerSession> {
         let key = parse_session_key(key)?;
-        self.store.trigger_session_get(name.trim(), &key).await?.ok_or_else(|| {
+        let trigger = self.trigger_get(name).await?;
+        self.store.trigger_session_get(&trigger.name, &key).await?.ok_or_else(|| {
             ServiceError::NotFound(format!("no session recorded for trigger {name:?}, key {key:?}"))
         })
     }

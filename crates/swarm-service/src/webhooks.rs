@@ -51,9 +51,10 @@ impl Service {
         name: &str,
         request: WebhookRequest,
     ) -> ServiceResult<WebhookOutcome> {
-        let trigger = match self.store.trigger_get(name.trim()).await? {
-            Some(trigger) if trigger.kind.is_webhook() => trigger,
-            _ => return Err(unauthorized()),
+        let trigger = match self.trigger_get(name).await {
+            Ok(trigger) if trigger.kind.is_webhook() => trigger,
+            Ok(_) | Err(ServiceError::NotFound(_)) => return Err(unauthorized()),
+            Err(error) => return Err(error),
         };
         authenticate(&trigger, &request)?;
         if !trigger.enabled {

@@ -36,6 +36,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks_receive))
 }
 
+type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// Bodies are read as JSON objects first: serde would also build these structs from a
+/// JSON array of their fields, which the documented schema does not allow.
+fn from_object<T: serde::de::DeserializeOwned>(body: JsonObject) -> Result<T, ApiError> {
+    serde_json::from_value(serde_json::Value::Object(body))
+        .map_err(|err| ApiError::BadRequest(format!("invalid request body: {err}")))
+}
+
 /// A trigger as the API shows it: the stored fields, whether it has a webhook secret
 /// (never the secret), and where a webhook is called.
 #[derive(Debug, Serialize, ToSchema)]
@@ -153,7 +162,8 @@ async fn triggers_list(
     State(state): State<AppState>,
     Query(query): Query<TriggerListQuery>,
 ) -> Result<Json<TriggerListResponse>, ApiError> {
-    let kinds = match query.kind.as_deref().map(str::trim).filter(|kind| !kind.is_empty()) {
+    // An empty `type` is not a type: only its absence means every type.
+    let kinds = match query.kind.as_deref() {
         Some(kind) => vec![TriggerType::parse(kind)?],
         None => Vec::new(),
     };
@@ -167,8 +177,9 @@ async fn triggers_list(
 async fn triggers_create(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
-    AppJson(body): AppJson<TriggerBody>,
+    AppJson(body): AppJson<JsonObject>,
 ) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
+    let body: TriggerBody = from_object(body)?;
     let trigger = state.service.trigger_create(caller, body.into_draft()).await?;
     Ok((StatusCode::CREATED, Json(TriggerResponse { trigger: trigger.into() })))
 }
@@ -192,8 +203,9 @@ async fn triggers_update(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
     Path(name): Path<String>,
-    AppJson(body): AppJson<TriggerBody>,
+    AppJson(body): AppJson<JsonObject>,
 ) -> Result<Json<TriggerResponse>, ApiError> {
+    let body: TriggerBody = from_object(body)?;
     let trigger = state.service.trigger_update(caller, &name, body.into_draft()).await?;
     Ok(Json(TriggerResponse { trigger: trigger.into() }))
 }
@@ -236,8 +248,9 @@ async fn triggers_fire(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
     Path(name): Path<String>,
-    OptionalJson(body): OptionalJson<FireBody>,
+    OptionalJson(body): OptionalJson<JsonObject>,
 ) -> Result<(StatusCode, Json<FireResponse>), ApiError> {
+    let body: FireBody = from_object(body)?;
     let request = FireRequest { payload: body.payload, session_key: body.session_key };
     let task = state.service.trigger_fire(caller, &name, request).await?;
     Ok((StatusCode::CREATED, Json(FireResponse { task })))
@@ -287,8 +300,9 @@ pub struct SessionBody {
 async fn trigger_session_set(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    AppJson(body): AppJson<SessionBody>,
+    AppJson(body): AppJson<JsonObject>,
 ) -> Result<Json<SessionResponse>, ApiError> {
+    let body: SessionBody = from_object(body)?;
     let session = state.service.trigger_session_set(&name, &body.session_key, &body.session_id).await?;
     Ok(Json(SessionResponse { session }))
 }

@@ -21,11 +21,15 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+mod draft;
+
+pub use draft::{TriggerDraft, parse_name};
+
 use crate::{
     Invalid,
     id::{AgentId, TaskId, TriggerId},
     reject_nul,
-    task::{PRIORITY_DEFAULT, TaskOrigin, parse_tags},
+    task::TaskOrigin,
     time::Timestamp,
 };
 
@@ -322,191 +326,6 @@ fn next_run(kind: TriggerType, timing: &Timing, after: Timestamp, run_count: i64
         TriggerType::Once => timing.run_at.filter(|at| run_count == 0 && *at > after),
         TriggerType::Webhook | TriggerType::Github | TriggerType::Manual => None,
     }
-}
-
-/// What a caller gives to create a trigger, before validation.
-#[derive(Debug, Clone, Default)]
-pub struct TriggerDraft {
-    pub name: String,
-    pub kind: String,
-    pub description: Option<String>,
-    pub schedule: Option<String>,
-    pub timezone: Option<String>,
-    pub interval_seconds: Option<i64>,
-    pub run_at: Option<Timestamp>,
-    pub webhook_secret: Option<String>,
-    pub webhook_public: Option<bool>,
-    pub github_bot: Option<String>,
-    pub target: Option<String>,
-    pub prompt: Option<String>,
-    pub task_type: Option<String>,
-    pub tags: Option<Vec<String>>,
-    pub priority: Option<i64>,
-    pub session_mode: Option<String>,
-    pub enabled: Option<bool>,
-}
-
-impl TriggerDraft {
-    /// A draft that changes `current` by the fields set in `self` (`name` and `kind` of
-    /// `self` are ignored: a trigger keeps both).
-    pub fn apply_to(self, current: &TriggerDef) -> TriggerDraft {
-        TriggerDraft {
-            name: current.name.clone(),
-            kind: current.kind.as_str().into(),
-            description: self.description.or_else(|| current.description.clone()),
-            schedule: self.schedule.or_else(|| current.schedule.clone()),
-            timezone: self.timezone.or_else(|| Some(current.timezone.clone())),
-            interval_seconds: self.interval_seconds.or(current.interval_seconds),
-            run_at: self.run_at.or(current.run_at),
-            webhook_secret: self.webhook_secret.or_else(|| current.webhook_secret.clone()),
-            webhook_public: self.webhook_public.or(Some(current.webhook_public)),
-            github_bot: self.github_bot.or_else(|| current.github_bot.clone()),
-            target: self.target.or_else(|| Some(current.target.encode())),
-            prompt: self.prompt.or_else(|| Some(current.prompt.clone())),
-            task_type: self.task_type.or_else(|| current.task_type.clone()),
-            tags: self.tags.or_else(|| Some(current.tags.clone())),
-            priority: self.priority.or(Some(i64::from(current.priority))),
-            session_mode: self.session_mode.or_else(|| Some(current.session_mode.as_str().into())),
-            enabled: self.enabled.or(Some(current.enabled)),
-        }
-    }
-
-    /// Validate into a trigger. `id`, `created_*` and the run counters are the caller's;
-    /// `next_run_at` is the first slot after `now` (a `once` trigger's `runAt` itself).
-    pub fn parse(
-        self,
-        id: TriggerId,
-        created_by: Option<AgentId>,
-        now: Timestamp,
-    ) -> Result<TriggerDef, Invalid> {
-        let name = parse_name(&self.name)?;
-        let kind = TriggerType::parse(self.kind.trim())?;
-        let description = optional_text("description", self.description, DESCRIPTION_MAX_CHARS)?;
-        let timezone = self.timezone.map(|zone| zone.trim().to_string()).filter(|zone| !zone.is_empty());
-        let timezone = timezone.unwrap_or_else(|| "UTC".into());
-        if chrono_tz::Tz::from_str(&timezone).is_err() {
-            return Err(Invalid(format!(
-                "unknown time zone {timezone:?} (use an IANA name such as Europe/Paris)"
-            )));
-        }
-        let schedule = optional_text("schedule", self.schedule, 200)?;
-        let mut interval_seconds = None;
-        let mut run_at = None;
-        match kind {
-            TriggerType::Cron => {
-                let Some(expression) = &schedule else {
-                    return Err(Invalid::new("a cron trigger needs schedule (a cron expression)"));
-                };
-                croner::Cron::from_str(expression)
-                    .map_err(|error| Invalid(format!("bad cron expression {expression:?}: {error}")))?;
-            }
-            TriggerType::Interval => {
-                let seconds = self
-                    .interval_seconds
-                    .ok_or_else(|| Invalid::new("an interval trigger needs intervalSeconds"))?;
-                if !(INTERVAL_MIN_SECONDS..=366 * 24 * 3600).contains(&seconds) {
-                    return Err(Invalid(format!(
-                        "intervalSeconds must be between {INTERVAL_MIN_SECONDS} and one year, got {seconds}"
-                    )));
-                }
-                interval_seconds = Some(seconds);
-            }
-            TriggerType::Once => {
-                run_at = Some(self.run_at.ok_or_else(|| Invalid::new("a once trigger needs runAt"))?);
-            }
-            TriggerType::Webhook | TriggerType::Github | TriggerType::Manual => {}
-        }
-        let schedule = if kind == TriggerType::Cron { schedule } else { None };
-        let webhook_secret = optional_text("webhookSecret", self.webhook_secret, SECRET_MAX_CHARS)?;
-        let webhook_public = self.webhook_public.unwrap_or(false);
-        if kind.is_webhook() && webhook_secret.is_none() && !webhook_public {
-            return Err(Invalid::new(
-                "a webhook needs webhookSecret (HMAC key or header secret); to accept unsigned \
-                 requests create it with webhookPublic: true",
-            ));
-        }
-        if kind == TriggerType::Github && webhook_secret.is_none() {
-            return Err(Invalid::new("a github trigger needs webhookSecret: GitHub signs every delivery"));
-        }
-        let github_bot = match kind {
-            TriggerType::Github => Some(
-                optional_text("githubBot", self.github_bot, 100)?
-                    .unwrap_or_else(|| GITHUB_BOT_DEFAULT.into()),
-            ),
-            _ => None,
-        };
-        let target = TriggerTarget::parse(self.target.as_deref().unwrap_or("pool"))?;
-        let prompt = optional_text("prompt", self.prompt, PROMPT_MAX_CHARS)?.unwrap_or_default();
-        let task_type = optional_text("taskType", self.task_type, 64)?;
-        let priority = match self.priority {
-            None => PRIORITY_DEFAULT,
-            Some(p) if (0..=100).contains(&p) => p as i32,
-            Some(p) => return Err(Invalid(format!("priority must be between 0 and 100, got {p}"))),
-        };
-        let session_mode = match self.session_mode.as_deref().map(str::trim) {
-            None | Some("") => SessionMode::default(),
-            Some(text) => SessionMode::parse(text)?,
-        };
-        let mut trigger = TriggerDef {
-            id,
-            name,
-            description,
-            kind,
-            schedule,
-            timezone,
-            interval_seconds,
-            run_at,
-            webhook_secret,
-            webhook_public,
-            github_bot,
-            target,
-            prompt,
-            task_type,
-            tags: parse_tags(self.tags.unwrap_or_default())?,
-            priority,
-            session_mode,
-            enabled: self.enabled.unwrap_or(true),
-            last_run_at: None,
-            run_count: 0,
-            next_run_at: None,
-            created_by,
-            created_at: now,
-            updated_at: now,
-        };
-        // A disabled trigger has no next run; enabling it computes one from then.
-        trigger.next_run_at = match kind {
-            _ if !trigger.enabled => None,
-            TriggerType::Once => run_at,
-            _ => trigger.next_run_after(now),
-        };
-        Ok(trigger)
-    }
-}
-
-/// A slug: lowercase letters, digits, `-` and `_`, starting with a letter or digit.
-pub fn parse_name(text: &str) -> Result<String, Invalid> {
-    let name = text.trim();
-    let ok = !name.is_empty()
-        && name.chars().count() <= NAME_MAX_CHARS
-        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-    if ok {
-        Ok(name.to_string())
-    } else {
-        Err(Invalid(format!(
-            "a trigger name is 1 to {NAME_MAX_CHARS} lowercase letters, digits, - and _, got {name:?}"
-        )))
-    }
-}
-
-fn optional_text(field: &str, text: Option<String>, max: usize) -> Result<Option<String>, Invalid> {
-    let Some(text) = text else { return Ok(None) };
-    let text = text.trim();
-    reject_nul(field, text)?;
-    if text.chars().count() > max {
-        return Err(Invalid(format!("{field} must be at most {max} characters")));
-    }
-    Ok((!text.is_empty()).then(|| text.to_string()))
 }
 
 /// A session key: what names one conversation (a thread, a pull request).
