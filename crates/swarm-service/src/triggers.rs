@@ -69,6 +69,21 @@ impl Service {
     ) -> ServiceResult<TriggerDef> {
         let current = self.trigger_find(name_or_id).await?;
         self.require_trigger_owner(caller, &current, "change").await?;
+        // A trigger's name and type are what it is: giving other ones is a mistake to say,
+        // not a change to ignore.
+        if !changes.kind.trim().is_empty() && changes.kind.trim() != current.kind.as_str() {
+            return Err(ServiceError::Invalid(format!(
+                "type: {} is a {} trigger and stays one; delete it and create another to change its type",
+                current.name,
+                current.kind.as_str()
+            )));
+        }
+        if !changes.name.trim().is_empty() && changes.name.trim() != current.name {
+            return Err(ServiceError::Invalid(format!(
+                "name: a trigger keeps its name ({}); delete it and create another to rename it",
+                current.name
+            )));
+        }
         let now = self.clock.now();
         let mut updated = changes.apply_to(&current).parse(current.id, current.created_by, now)?;
         self.check_target(&updated).await?;

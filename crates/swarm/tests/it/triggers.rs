@@ -321,6 +321,16 @@ async fn triggers_are_managed_over_rest_with_json_errors() {
     )
     .await;
     assert_eq!((status, updated["trigger"]["enabled"].clone()), (200, json!(false)));
+    for change in [json!({"type": "cron"}), json!({"type": "AAA"}), json!({"name": "renamed"})] {
+        let (status, refused) =
+            send(hub.request(reqwest::Method::PATCH, "/api/triggers/by-hand", None).json(&change)).await;
+        assert_eq!(status, 400, "{change}: {refused}");
+    }
+    let (_, kept) = hub.get("/api/triggers/by-hand", None).await;
+    assert_eq!(
+        (kept["trigger"]["type"].as_str(), kept["trigger"]["enabled"].as_bool()),
+        (Some("manual"), Some(false))
+    );
     let (status, listed) = hub.get("/api/triggers?type=manual", None).await;
     assert_eq!((status, listed["triggers"].as_array().unwrap().len()), (200, 1));
     assert_eq!(hub.get("/api/triggers?type=nope", None).await.0, 400);
