@@ -206,6 +206,13 @@ async fn triggers_update(
     AppJson(body): AppJson<JsonObject>,
 ) -> Result<Json<TriggerResponse>, ApiError> {
     let body: TriggerBody = from_object(body)?;
+    // Given, they must be valid (the service then refuses any other than the trigger's own).
+    if let Some(given) = &body.name {
+        swarm_domain::trigger::parse_name(given)?;
+    }
+    if let Some(given) = &body.kind {
+        TriggerType::parse(given)?;
+    }
     let trigger = state.service.trigger_update(caller, &name, body.into_draft()).await?;
     Ok(Json(TriggerResponse { trigger: trigger.into() }))
 }

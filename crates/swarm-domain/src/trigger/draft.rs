@@ -81,6 +81,16 @@ impl TriggerDraft {
             )));
         }
         let schedule = optional_text("schedule", self.schedule, 200)?;
+        // Fields a type does not use are dropped, but only once they are valid: a bad value
+        // is a mistake to say whatever the type.
+        if let Some(seconds) = self.interval_seconds
+            && !(INTERVAL_MIN_SECONDS..=366 * 24 * 3600).contains(&seconds)
+        {
+            return Err(Invalid(format!(
+                "intervalSeconds must be between {INTERVAL_MIN_SECONDS} and one year, got {seconds}"
+            )));
+        }
+        let github_bot = optional_text("githubBot", self.github_bot, 100)?;
         let mut interval_seconds = None;
         let mut run_at = None;
         match kind {
@@ -120,10 +130,7 @@ impl TriggerDraft {
             return Err(Invalid::new("a github trigger needs webhookSecret: GitHub signs every delivery"));
         }
         let github_bot = match kind {
-            TriggerType::Github => Some(
-                optional_text("githubBot", self.github_bot, 100)?
-                    .unwrap_or_else(|| GITHUB_BOT_DEFAULT.into()),
-            ),
+            TriggerType::Github => Some(github_bot.unwrap_or_else(|| GITHUB_BOT_DEFAULT.into())),
             _ => None,
         };
         let target = TriggerTarget::parse(self.target.as_deref().unwrap_or("pool"))?;

@@ -321,7 +321,9 @@ async fn triggers_are_managed_over_rest_with_json_errors() {
     )
     .await;
     assert_eq!((status, updated["trigger"]["enabled"].clone()), (200, json!(false)));
-    for change in [json!({"type": "cron"}), json!({"type": "AAA"}), json!({"name": "renamed"})] {
+    for change in
+        [json!({"type": "cron"}), json!({"type": "AAA"}), json!({"name": "renamed"}), json!({"name": ""})]
+    {
         let (status, refused) =
             send(hub.request(reqwest::Method::PATCH, "/api/triggers/by-hand", None).json(&change)).await;
         assert_eq!(status, 400, "{change}: {refused}");
