@@ -218,16 +218,23 @@ impl Service {
                 "to must name an agent (id or name) or the coordinator".into(),
             ));
         }
+        // By id: one lookup. Names and the coordinator need the list.
+        if let Ok(id) = AgentId::parse(to) {
+            return self
+                .store
+                .agent_get(id)
+                .await?
+                .ok_or_else(|| ServiceError::NotFound(format!("to: no agent with the id or name {to:?}")));
+        }
         let agents = self.store.agent_list().await?;
         if COORDINATOR_ALIASES.iter().any(|alias| alias.eq_ignore_ascii_case(to)) {
             return agents.into_iter().find(|agent| agent.is_lead).ok_or_else(|| {
                 ServiceError::NotFound("no lead has joined the swarm: there is no coordinator to mail".into())
             });
         }
-        let by_id = AgentId::parse(to).ok();
         agents
             .into_iter()
-            .find(|agent| Some(agent.id) == by_id || agent.name.eq_ignore_ascii_case(to))
+            .find(|agent| agent.name.eq_ignore_ascii_case(to))
             .ok_or_else(|| ServiceError::NotFound(format!("to: no agent with the id or name {to:?}")))
     }
 }

@@ -179,9 +179,7 @@ pub(crate) async fn heartbeat(
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    crate::inbox::extend_leases(&mut tx, id, lease_until, runner).await?;
-    crate::chat::extend_leases(&mut tx, id, lease_until, runner).await?;
-    crate::mail::extend_leases(&mut tx, id, lease_until, runner).await?;
+    crate::held_claims::extend_leases(&mut tx, id, lease_until, runner).await?;
     crate::triggers::extend_leases(&mut tx, id, lease_until).await?;
     // An offline lead coming back is a registration in disguise: take the registration
     // lock first (the order `register` uses: lock, then row) so two leads cannot both be

@@ -313,37 +313,6 @@ pub(crate) async fn claim(
     Ok(Some(Trigger::UnreadMentions { count: messages.len(), channel_ids, messages }))
 }
 
-pub(crate) async fn extend_leases(
-    tx: &mut PgConnection,
-    agent: AgentId,
-    lease_until: Timestamp,
-    runner: Option<Uuid>,
-) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE channel_reads SET lease_expires_at = $1 WHERE agent_id = $2 AND processing_since IS NOT NULL \
-         AND (lease_holder IS NULL OR lease_holder = $3)",
-    )
-    .bind(lease_until.datetime())
-    .bind(agent.as_uuid())
-    .bind(runner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    Ok(())
-}
-
-pub(crate) async fn return_expired(pool: &PgPool, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    let rows: Vec<(Uuid,)> = sqlx::query_as(
-        "UPDATE channel_reads SET processing_since = NULL, lease_expires_at = NULL \
-         WHERE lease_expires_at IS NOT NULL AND lease_expires_at < $1 RETURNING agent_id",
-    )
-    .bind(now.datetime())
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    Ok(rows.into_iter().map(|(id,)| AgentId::from_uuid(id)).collect())
-}
-
 fn parse_json<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> sqlx::Result<T> {
     serde_json::from_str(text).map_err(|error| corrupt(column, error))
 }

@@ -219,38 +219,6 @@ pub(crate) async fn claim(
     Ok(Some(Trigger::SlackInboxMessage { count: messages.len(), messages }))
 }
 
-pub(crate) async fn extend_leases(
-    conn: &mut PgConnection,
-    agent: AgentId,
-    lease_until: Timestamp,
-    runner: Option<Uuid>,
-) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE inbox_messages SET lease_expires_at = $2 WHERE agent_id = $1 AND status = 'processing' \
-         AND (lease_holder IS NULL OR lease_holder = $3)",
-    )
-    .bind(agent.as_uuid())
-    .bind(lease_until.datetime())
-    .bind(runner)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    Ok(())
-}
-
-/// The rescuer: `processing` whose lease ran out → `unread`; the owners, one per message.
-pub(crate) async fn return_expired(pool: &PgPool, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    let owners: Vec<Uuid> = sqlx::query_scalar(
-        "UPDATE inbox_messages SET status = 'unread', lease_expires_at = NULL, last_updated_at = $1 \
-         WHERE status = 'processing' AND lease_expires_at < $1 RETURNING agent_id",
-    )
-    .bind(now.datetime())
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    Ok(owners.into_iter().map(AgentId::from_uuid).collect())
-}
-
 pub(crate) async fn mark_once(
     pool: &PgPool,
     kind: SlackMark,

@@ -208,39 +208,6 @@ pub(crate) async fn claim(
     Ok(Some(Trigger::UrgentMail { count: mail.len(), mail }))
 }
 
-pub(crate) async fn extend_leases(
-    tx: &mut PgConnection,
-    agent: AgentId,
-    lease_until: Timestamp,
-    runner: Option<Uuid>,
-) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE mail SET lease_expires_at = $1 WHERE to_agent_id = $2 AND status = 'processing' \
-         AND (lease_holder IS NULL OR lease_holder = $3)",
-    )
-    .bind(lease_until.datetime())
-    .bind(agent.as_uuid())
-    .bind(runner)
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    Ok(())
-}
-
-/// The rescuer: claimed mail whose lease ran out goes back to `unread`.
-pub(crate) async fn return_expired(pool: &PgPool, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    let rows: Vec<(Uuid,)> = sqlx::query_as(
-        "UPDATE mail SET status = 'unread', processing_since = NULL, lease_expires_at = NULL \
-         WHERE status = 'processing' AND lease_expires_at IS NOT NULL AND lease_expires_at < $1 \
-         RETURNING to_agent_id",
-    )
-    .bind(now.datetime())
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    Ok(rows.into_iter().map(|(id,)| AgentId::from_uuid(id)).collect())
-}
-
 fn mail_from_row(row: PgRow) -> sqlx::Result<Mail> {
     let mail_type: String = row.try_get("type")?;
     let priority: String = row.try_get("priority")?;

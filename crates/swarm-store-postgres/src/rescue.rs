@@ -32,17 +32,15 @@ type ExpiredRow = (Uuid, String, Option<Uuid>, Option<Uuid>, bool, i32);
 
 pub(crate) async fn rescue(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
     let expired = expire_leases(pool, policy, now).await?;
-    let inbox_returned_to = crate::inbox::return_expired(pool, now).await?;
-    let mentions_returned_to = crate::chat::return_expired(pool, now).await?;
-    let mail_returned_to = crate::mail::return_expired(pool, now).await?;
+    let held = crate::held_claims::return_expired(pool, now).await?;
     let results_returned_to = crate::triggers::return_expired(pool, now).await?;
     let silenced = silence_agents(pool, policy, now).await?;
     Ok(RescueReport {
         expired,
         silenced,
-        inbox_returned_to,
-        mentions_returned_to,
-        mail_returned_to,
+        inbox_returned_to: held.inbox,
+        mentions_returned_to: held.mentions,
+        mail_returned_to: held.mail,
         results_returned_to,
     })
 }

@@ -145,9 +145,7 @@ pub(crate) fn heartbeat(
          WHERE (status = 'in_progress' AND agent_id = ?2) OR (status = 'reviewing' AND offered_to = ?2)",
         params![lease_until.unix_millis(), id.to_string()],
     )?;
-    crate::inbox::extend_leases(tx, id, lease_until, runner)?;
-    crate::chat::extend_leases(tx, id, lease_until, runner)?;
-    crate::mail::extend_leases(tx, id, lease_until, runner)?;
+    crate::held_claims::extend_leases(tx, id, lease_until, runner)?;
     crate::triggers::extend_leases(tx, id, lease_until)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;

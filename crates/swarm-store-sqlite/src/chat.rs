@@ -285,46 +285,6 @@ pub(crate) fn claim(
     Ok(Some(Trigger::UnreadMentions { count: messages.len(), channel_ids, messages }))
 }
 
-/// A heartbeat extends the agent's claims on channels: those its runner holds, and those
-/// no runner holds.
-pub(crate) fn extend_leases(
-    tx: &Connection,
-    agent: AgentId,
-    lease_until: Timestamp,
-    runner: Option<&str>,
-) -> StoreResult<()> {
-    sql::execute(
-        tx,
-        "UPDATE channel_reads SET lease_expires_at = ?1 WHERE agent_id = ?2 AND processing_since IS NOT NULL
-             AND (lease_holder IS NULL OR lease_holder = ?3)",
-        params![lease_until.unix_millis(), agent.to_string(), runner],
-    )?;
-    Ok(())
-}
-
-/// The rescuer: claims whose lease ran out are dropped. Returns their agents, to wake.
-pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    sql::all(
-        tx,
-        "UPDATE channel_reads SET processing_since = NULL, lease_expires_at = NULL
-         WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?1
-         RETURNING agent_id",
-        [now.unix_millis()],
-        |row| {
-            let text: String = row.get(0).map_err(db)?;
-            AgentId::parse(&text).map_err(|error| corrupt(error.0))
-        },
-    )
-}
-
-pub(crate) fn anything_expired(connection: &Connection, now: Timestamp) -> StoreResult<bool> {
-    sql::scalar(
-        connection,
-        "SELECT EXISTS (SELECT 1 FROM channel_reads WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)",
-        [now.unix_millis()],
-    )
-}
-
 fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|error| corrupt(format!("{what}: {error}")))
 }

@@ -174,47 +174,6 @@ pub(crate) fn claim(
     Ok(Some(Trigger::SlackInboxMessage { count: messages.len(), messages }))
 }
 
-/// A heartbeat extends the lead's claims on the messages it is processing: those its
-/// runner holds (`runner`), and those no runner holds.
-pub(crate) fn extend_leases(
-    tx: &Connection,
-    agent: AgentId,
-    lease_until: Timestamp,
-    runner: Option<&str>,
-) -> StoreResult<()> {
-    sql::execute(
-        tx,
-        "UPDATE inbox_messages SET lease_expires_at = ?1 WHERE agent_id = ?2 AND status = 'processing'
-             AND (lease_holder IS NULL OR lease_holder = ?3)",
-        params![lease_until.unix_millis(), agent.to_string(), runner],
-    )?;
-    Ok(())
-}
-
-/// The rescuer: `processing` whose lease ran out → `unread`. Returns the owners, one per
-/// message, to wake.
-pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    sql::all(
-        tx,
-        "UPDATE inbox_messages SET status = 'unread', lease_expires_at = NULL, last_updated_at = ?1
-         WHERE status = 'processing' AND lease_expires_at < ?1
-         RETURNING agent_id",
-        [now.unix_millis()],
-        |row| {
-            let text: String = row.get(0).map_err(db)?;
-            AgentId::parse(&text).map_err(|error| corrupt(error.0))
-        },
-    )
-}
-
-pub(crate) fn anything_expired(connection: &Connection, now: Timestamp) -> StoreResult<bool> {
-    sql::scalar(
-        connection,
-        "SELECT EXISTS (SELECT 1 FROM inbox_messages WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)",
-        [now.unix_millis()],
-    )
-}
-
 pub(crate) fn mark_once(tx: &Connection, kind: SlackMark, key: &str, now: Timestamp) -> StoreResult<bool> {
     let inserted = sql::execute(
         tx,

@@ -16,6 +16,7 @@ mod chat;
 mod database;
 mod decode;
 mod events;
+mod held_claims;
 mod inbox;
 mod mail;
 mod poll;

@@ -16,7 +16,7 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 use crate::{
-    decode::{Columns, agent_id, corrupt, db, is_foreign_key_violation},
+    decode::{Columns, corrupt, db, is_foreign_key_violation},
     sql::{self, Sql},
 };
 
@@ -195,44 +195,6 @@ pub(crate) fn claim(
     }
     mail.sort_by_key(|mail| (mail.created_at, mail.id));
     Ok(Some(Trigger::UrgentMail { count: mail.len(), mail }))
-}
-
-/// A heartbeat extends the agent's claims on its urgent mail: those its runner holds,
-/// and those no runner holds.
-pub(crate) fn extend_leases(
-    tx: &Connection,
-    agent: AgentId,
-    lease_until: Timestamp,
-    runner: Option<&str>,
-) -> StoreResult<()> {
-    sql::execute(
-        tx,
-        "UPDATE mail SET lease_expires_at = ?1 WHERE to_agent_id = ?2 AND status = 'processing'
-             AND (lease_holder IS NULL OR lease_holder = ?3)",
-        params![lease_until.unix_millis(), agent.to_string(), runner],
-    )?;
-    Ok(())
-}
-
-/// The rescuer: claimed mail whose lease ran out goes back to `unread`. Returns its
-/// recipients, once per piece, to wake.
-pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    sql::all(
-        tx,
-        "UPDATE mail SET status = 'unread', processing_since = NULL, lease_expires_at = NULL
-         WHERE status = 'processing' AND lease_expires_at IS NOT NULL AND lease_expires_at < ?1
-         RETURNING to_agent_id",
-        [now.unix_millis()],
-        |row| agent_id(&row.get::<_, String>(0).map_err(db)?),
-    )
-}
-
-pub(crate) fn anything_expired(connection: &Connection, now: Timestamp) -> StoreResult<bool> {
-    sql::scalar(
-        connection,
-        "SELECT EXISTS (SELECT 1 FROM mail WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)",
-        [now.unix_millis()],
-    )
 }
 
 fn mail_id(text: String) -> StoreResult<MailId> {

@@ -99,9 +99,10 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
         });
     }
 
-    report.inbox_returned_to = crate::inbox::return_expired(tx, now)?;
-    report.mentions_returned_to = crate::chat::return_expired(tx, now)?;
-    report.mail_returned_to = crate::mail::return_expired(tx, now)?;
+    let held = crate::held_claims::return_expired(tx, now)?;
+    report.inbox_returned_to = held.inbox;
+    report.mentions_returned_to = held.mentions;
+    report.mail_returned_to = held.mail;
     report.results_returned_to = crate::triggers::return_expired(tx, now)?;
 
     let silent: Vec<(AgentId, String)> = sql::all(
@@ -131,9 +132,7 @@ pub(crate) fn anything_to_rescue(
     now: Timestamp,
     silent_since: Timestamp,
 ) -> StoreResult<bool> {
-    if crate::inbox::anything_expired(connection, now)?
-        || crate::chat::anything_expired(connection, now)?
-        || crate::mail::anything_expired(connection, now)?
+    if crate::held_claims::anything_expired(connection, now)?
         || crate::triggers::anything_expired(connection, now)?
     {
         return Ok(true);

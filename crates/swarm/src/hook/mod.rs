@@ -353,8 +353,11 @@ async fn session_context(client: &Client, settings: &HookSettings) -> Answer {
 /// goes into the context every time. The mail is delivered last: once the hub marked it
 /// read, only printing it remains.
 async fn prompt_context(client: &Client, settings: &HookSettings) -> Answer {
-    let waiting = me(client, settings).await.and_then(|me| me.inbox.as_ref().and_then(waiting_summary));
-    let mail = mail::deliver(client, settings).await;
+    let inbox = me(client, settings).await.and_then(|me| me.inbox);
+    let waiting = inbox.as_ref().and_then(waiting_summary);
+    // Most prompts find no mail: the counts just read say so without two more requests.
+    let no_mail = inbox.as_ref().is_some_and(|inbox| inbox.unread_mail_count == 0);
+    let mail = if no_mail { None } else { mail::deliver(client, settings).await };
     let parts: Vec<String> = [mail, waiting].into_iter().flatten().collect();
     if parts.is_empty() { Answer::Nothing } else { Answer::Context(parts.join("\n\n")) }
 }
