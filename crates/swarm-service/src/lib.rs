@@ -30,7 +30,7 @@ use swarm_domain::{
     task::{Task, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::Store;
+use swarm_store::{Store, TaskWaiters};
 use tokio::sync::broadcast;
 
 use crate::wake::Waiters;
@@ -169,24 +169,25 @@ impl Service {
     /// and in other processes on the same database.
     async fn task_changed(&self, task: &Task, previous_assignee: Option<AgentId>) {
         self.publish(Change::Task { task_id: task.id });
-        let has_dependents = match task.status {
-            TaskStatus::Completed => self.store.task_has_dependents(task.id).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "could not look for dependent tasks; waking every poll");
-                true
-            }),
-            _ => false,
-        };
-        let mut wakes = Wake::after_task_change(task, previous_assignee, has_dependents);
-        if task.status.is_finished() {
-            // A trigger session may await this result.
-            match self.store.task_await_get(task.id).await {
-                Ok(Some(awaiting)) => wakes.push(Wake::Agent(awaiting.agent_id)),
-                Ok(None) => {}
+        let waiters = if task.status.is_finished() {
+            match self.store.task_waiters(task.id).await {
+                Ok(waiters) => Some(waiters),
                 Err(error) => {
-                    tracing::warn!(%error, "could not look for an awaiting session; waking every poll");
-                    wakes.push(Wake::Everyone);
+                    tracing::warn!(%error, "could not look for dependent tasks or an awaiting session; waking every poll");
+                    None
                 }
             }
+        } else {
+            Some(TaskWaiters::default())
+        };
+        let has_dependents = task.status == TaskStatus::Completed
+            && waiters.as_ref().is_none_or(|waiters| waiters.has_dependents);
+        let mut wakes = Wake::after_task_change(task, previous_assignee, has_dependents);
+        match waiters {
+            // A trigger session may await this result.
+            Some(TaskWaiters { awaiting_agent: Some(agent), .. }) => wakes.push(Wake::Agent(agent)),
+            Some(_) => {}
+            None => wakes.push(Wake::Everyone),
         }
         self.wake(&wakes).await;
     }

@@ -179,6 +179,9 @@ impl Service {
         id: TaskId,
         request: TaskRequest,
     ) -> ServiceResult<ActionOutcome> {
+        if let Some(outcome) = self.finish_own_task(caller, id, &request).await? {
+            return Ok(outcome);
+        }
         let caller_agent = self.caller_agent(caller).await?;
         let is_lead = caller_agent.as_ref().is_some_and(|agent| agent.is_lead);
         let privileged = caller_agent.is_none() || is_lead;
@@ -189,19 +192,7 @@ impl Service {
                 return self.task_progress(caller, &task, progress, privileged).await;
             }
             TaskRequest::Finish { status, output, failure_reason } => {
-                let outcome = match status {
-                    TaskStatus::Completed => {
-                        FinishOutcome::Completed { output: parse_note("output", output)? }
-                    }
-                    TaskStatus::Failed => {
-                        FinishOutcome::Failed { failure_reason: parse_note("failureReason", failure_reason)? }
-                    }
-                    other => {
-                        return Err(ServiceError::Invalid(format!(
-                            "status must be completed or failed, got {other}"
-                        )));
-                    }
-                };
+                let outcome = finish_outcome(status, output, failure_reason)?;
                 if !privileged && task.agent_id != caller.agent_id() {
                     return Err(ServiceError::Forbidden("task belongs to another agent".into()));
                 }
@@ -243,6 +234,36 @@ impl Service {
             TaskRequest::Resume => TaskAction::Resume { agent: caller.require_agent()? },
         };
         self.task_apply(caller, id, &action).await
+    }
+
+    /// An agent finishing its own task, the most frequent action, needs no read before
+    /// its write: the guarded `UPDATE` checks that the task is the caller's and not
+    /// finished. Anything else (no such task, another's task, already finished, a bad
+    /// request) is left to the general path (`None`), which reads first and explains.
+    async fn finish_own_task(
+        &self,
+        caller: Caller,
+        id: TaskId,
+        request: &TaskRequest,
+    ) -> ServiceResult<Option<ActionOutcome>> {
+        let (Some(agent), TaskRequest::Finish { status, output, failure_reason }) =
+            (caller.agent_id(), request)
+        else {
+            return Ok(None);
+        };
+        let Ok(outcome) = finish_outcome(*status, output.clone(), failure_reason.clone()) else {
+            return Ok(None);
+        };
+        let now = Timestamp::now();
+        let action = TaskAction::Finish { assignee: Some(agent), outcome };
+        let change = action.change().with_lease(self.lease_until(now));
+        match self.store.task_apply(id, &change, Some(agent), now).await? {
+            Applied::Changed { before, after } => {
+                self.task_changed(&after, before.agent_id).await;
+                Ok(Some(ActionOutcome { task: after, already_finished: false }))
+            }
+            Applied::NotFound | Applied::Refused { .. } => Ok(None),
+        }
     }
 
     async fn task_apply(
@@ -336,6 +357,20 @@ impl Service {
         }
         // The row changed between the guard and this read; report what we see now.
         Ok(Refusal::WrongStatus { current: current.status, allowed: change.from })
+    }
+}
+
+fn finish_outcome(
+    status: TaskStatus,
+    output: Option<String>,
+    failure_reason: Option<String>,
+) -> ServiceResult<FinishOutcome> {
+    match status {
+        TaskStatus::Completed => Ok(FinishOutcome::Completed { output: parse_note("output", output)? }),
+        TaskStatus::Failed => {
+            Ok(FinishOutcome::Failed { failure_reason: parse_note("failureReason", failure_reason)? })
+        }
+        other => Err(ServiceError::Invalid(format!("status must be completed or failed, got {other}"))),
     }
 }
 

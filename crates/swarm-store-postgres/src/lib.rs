@@ -52,7 +52,7 @@ use swarm_domain::{
 };
 use swarm_store::{
     Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter,
+    StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::error::db;
@@ -185,12 +185,16 @@ impl Store for PgStore {
         tasks::unfinished_dependencies(&self.pool, id).await
     }
 
-    async fn task_has_dependents(&self, id: TaskId) -> StoreResult<bool> {
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1)")
-            .bind(id.as_uuid())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)
+    async fn task_waiters(&self, id: TaskId) -> StoreResult<TaskWaiters> {
+        let (has_dependents, awaiting_agent): (bool, Option<uuid::Uuid>) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1),
+                    (SELECT agent_id FROM task_awaits WHERE task_id = $1)",
+        )
+        .bind(id.as_uuid())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(TaskWaiters { has_dependents, awaiting_agent: awaiting_agent.map(AgentId::from_uuid) })
     }
 
     async fn task_apply(

@@ -15,7 +15,9 @@
 //!
 //! The WAL is checkpointed by a thread of its own (`PRAGMA wal_checkpoint(PASSIVE)`),
 //! never inside a request's `COMMIT`, so the `fsync`s of a checkpoint do not land on
-//! whoever happened to cross SQLite's auto-checkpoint threshold.
+//! whoever happened to cross SQLite's auto-checkpoint threshold. When the WAL has grown,
+//! the writer copies the last few frames between two groups so that the WAL starts over
+//! (see [`run_checkpointer`]): under steady writes it otherwise grew without end.
 
 use std::{
     panic::AssertUnwindSafe,
@@ -39,6 +41,9 @@ const MAX_GROUP: usize = 64;
 const MAX_IDLE_READERS: usize = 8;
 /// How often the checkpointer copies the WAL back into the database file.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// WAL size (in pages) past which the writer finishes a checkpoint so that the WAL starts
+/// over (SQLite's own auto-checkpoint threshold).
+const WAL_RESTART_FRAMES: i64 = 1000;
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;
 
@@ -52,6 +57,9 @@ enum Command {
     Write(WriteJob),
     /// Work outside any transaction (`PRAGMA data_version`).
     Plain(Box<dyn FnOnce(&Connection) + Send>),
+    /// Checkpoint what the checkpointer could not, between two groups (see
+    /// [`run_checkpointer`]).
+    FinishCheckpoint,
     Stop(oneshot::Sender<()>),
 }
 
@@ -75,9 +83,10 @@ impl Database {
 
         let checkpoint_connection = open_connection(path, Role::Checkpointer).map_err(db)?;
         let (checkpointer, stop) = mpsc::channel();
+        let finish_on_writer = writer.clone();
         thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || run_checkpointer(checkpoint_connection, stop))
+            .spawn(move || run_checkpointer(checkpoint_connection, stop, finish_on_writer))
             .map_err(|error| StoreError::Backend(Box::new(error)))?;
 
         Ok(Database {
@@ -237,6 +246,11 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                 return;
             }
             Command::Plain(job) => job(&connection),
+            Command::FinishCheckpoint => {
+                if let Err(error) = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(%error, "SQLite checkpoint on the writer failed; will retry");
+                }
+            }
             Command::Write(first) => next = commit_group(&connection, first, &commands),
         }
     }
@@ -306,13 +320,27 @@ fn run_in_savepoint(connection: &Connection, job: WriteJob, broken: &mut Option<
     reply
 }
 
-fn run_checkpointer(connection: Connection, stop: mpsc::Receiver<()>) {
+fn run_checkpointer(connection: Connection, stop: mpsc::Receiver<()>, writer: mpsc::Sender<Command>) {
     loop {
         match stop.recv_timeout(CHECKPOINT_INTERVAL) {
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 // PASSIVE: copies what no reader still needs, never waits for the writer.
-                if let Err(error) = connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::warn!(%error, "SQLite checkpoint failed; will retry");
+                let outcome =
+                    connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get::<_, i64>(1));
+                match outcome {
+                    // SQLite starts the WAL over only when a write transaction begins with
+                    // every frame checkpointed. Under a steady stream of writes some commit
+                    // always lands while this copy runs, so the WAL would grow without end,
+                    // and appending to a growing file costs the writer a block allocation per
+                    // page. The writer finishes the copy between two groups (a few frames
+                    // and an fsync), and its next transaction starts the WAL over.
+                    Ok(log_frames) if log_frames >= WAL_RESTART_FRAMES => {
+                        if writer.send(Command::FinishCheckpoint).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "SQLite checkpoint failed; will retry"),
                 }
             }
             Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => return,

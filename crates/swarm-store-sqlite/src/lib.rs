@@ -52,7 +52,7 @@ use swarm_domain::{
 };
 use swarm_store::{
     Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter,
+    StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::database::{BUSY_TIMEOUT, Database};
@@ -180,8 +180,8 @@ impl Store for SqliteStore {
         self.database.read(|connection| tasks::unfinished_dependencies(connection, id))
     }
 
-    async fn task_has_dependents(&self, id: TaskId) -> StoreResult<bool> {
-        self.database.read(|connection| tasks::has_dependents(connection, id))
+    async fn task_waiters(&self, id: TaskId) -> StoreResult<TaskWaiters> {
+        self.database.read(|connection| tasks::waiters(connection, id))
     }
 
     async fn task_apply(

@@ -60,7 +60,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                                                AND m.priority_rank = 0) AS urgent_mail,
                 EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id
                         WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL
-                          AND t.status IN ('completed', 'failed', 'cancelled')) AS results,
+                          AND (t.status = 'completed' OR t.status = 'failed' OR t.status = 'cancelled')) AS results,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM inbox_messages m
                                           WHERE m.agent_id = a.id AND m.status = 'unread') AS inbox,
                 EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0

@@ -6,7 +6,7 @@ use swarm_domain::{
     task::{NewTask, Task, TaskOrigin, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{StoreError, StoreResult, TaskFilter};
+use swarm_store::{StoreError, StoreResult, TaskFilter, TaskWaiters};
 
 use crate::{
     decode::{Columns, corrupt, db, get_task_id, is_foreign_key_violation, task_id},
@@ -15,7 +15,9 @@ use crate::{
 };
 
 /// Tags and dependencies come with the row, in their written order, from correlated
-/// subqueries on their primary keys: one statement however many rows are listed.
+/// subqueries on their primary keys: one statement however many rows are listed. An
+/// aggregate with `ORDER BY` sorts in a temporary b-tree even when it has no rows to
+/// sort, so each runs only for a task that has any (most have none).
 macro_rules! select_task {
     () => {
         "SELECT t.id, t.agent_id, t.creator_agent_id, t.task, t.status, t.source, t.task_type,
@@ -25,10 +27,12 @@ macro_rules! select_task {
                 t.mention_message_id, t.mention_channel_id, t.github_repo, t.github_event_type,
                 t.github_number, t.github_comment_id, t.github_author, t.github_url,
                 t.trigger_name, t.session_key,
-                (SELECT json_group_array(g.tag ORDER BY g.position)
-                 FROM task_tags g WHERE g.task_id = t.id) AS tags,
-                (SELECT json_group_array(d.depends_on_task_id ORDER BY d.position)
-                 FROM task_dependencies d WHERE d.task_id = t.id) AS depends_on
+                CASE WHEN EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = t.id)
+                     THEN (SELECT json_group_array(g.tag ORDER BY g.position)
+                           FROM task_tags g WHERE g.task_id = t.id) END AS tags,
+                CASE WHEN EXISTS (SELECT 1 FROM task_dependencies d WHERE d.task_id = t.id)
+                     THEN (SELECT json_group_array(d.depends_on_task_id ORDER BY d.position)
+                           FROM task_dependencies d WHERE d.task_id = t.id) END AS depends_on
          FROM tasks t"
     };
 }
@@ -132,12 +136,21 @@ pub(crate) fn unfinished_dependencies(connection: &Connection, id: TaskId) -> St
     )
 }
 
-pub(crate) fn has_dependents(connection: &Connection, id: TaskId) -> StoreResult<bool> {
-    sql::scalar(
+pub(crate) fn waiters(connection: &Connection, id: TaskId) -> StoreResult<TaskWaiters> {
+    let waiters = sql::optional(
         connection,
-        "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = ?)",
+        "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = ?1) AS has_dependents,
+                (SELECT agent_id FROM task_awaits WHERE task_id = ?1) AS awaiting_agent",
         [id.to_string()],
-    )
+        |row| {
+            let mut columns = Columns::new(row);
+            Ok(TaskWaiters {
+                has_dependents: columns.bool("has_dependents")?,
+                awaiting_agent: columns.opt_agent_id("awaiting_agent")?,
+            })
+        },
+    )?;
+    Ok(waiters.unwrap_or_default())
 }
 
 pub(crate) fn create(tx: &Connection, task: &NewTask, now: Timestamp) -> StoreResult<Task> {

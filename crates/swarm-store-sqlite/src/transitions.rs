@@ -97,8 +97,7 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> Sql {
     }
 
     query.push(" WHERE id = ").bind(id.to_string());
-    query.push(" AND status IN (").bind_list(change.from.iter().map(|status| status.as_str().to_string()));
-    query.push(")");
+    query.push(" AND ").bind_any_of("status", change.from.iter().map(|status| status.as_str().to_string()));
 
     let guard = &change.guard;
     if let Some(assignee) = guard.assignee {
@@ -165,9 +164,8 @@ pub(crate) fn set_progress(
     update.bind(progress.to_string());
     update.push(", last_updated_at = ").bind(now.unix_millis());
     update.push(" WHERE id = ").bind(id.to_string());
-    update.push(" AND status NOT IN (");
-    update.bind_list(TaskStatus::FINISHED.iter().map(|status| status.as_str().to_string()));
-    update.push(")");
+    update.push(" AND NOT ");
+    update.bind_any_of("status", TaskStatus::FINISHED.iter().map(|status| status.as_str().to_string()));
     if let Some(assignee) = assignee {
         update.push(" AND agent_id = ").bind(assignee.to_string());
     }
@@ -194,9 +192,8 @@ pub(crate) fn edit_text(
     update.bind(text.to_string());
     update.push(", last_updated_at = ").bind(now.unix_millis());
     update.push(" WHERE id = ").bind(id.to_string());
-    update.push(" AND status IN (");
-    update.bind_list(TaskStatus::EDITABLE.iter().map(|status| status.as_str().to_string()));
-    update.push(")");
+    update.push(" AND ");
+    update.bind_any_of("status", TaskStatus::EDITABLE.iter().map(|status| status.as_str().to_string()));
     if update.execute_raw(tx).map_err(db)? == 0 {
         return Ok(Applied::Refused { current: before });
     }

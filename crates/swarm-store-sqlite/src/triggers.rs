@@ -291,7 +291,7 @@ pub(crate) fn claim_result(
          WHERE task_id = (
              SELECT w.task_id FROM task_awaits w JOIN tasks t ON t.id = w.task_id
              WHERE w.agent_id = ?1 AND w.delivered_at IS NULL AND w.processing_since IS NULL
-               AND t.status IN ('completed', 'failed', 'cancelled')
+               AND (t.status = 'completed' OR t.status = 'failed' OR t.status = 'cancelled')
              ORDER BY t.finished_at, w.task_id LIMIT 1)
            AND processing_since IS NULL
          RETURNING task_id",

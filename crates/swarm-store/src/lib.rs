@@ -124,6 +124,15 @@ pub struct NewTaskAwait {
     pub session_key: String,
 }
 
+/// Who waits for a task to finish ([`Store::task_waiters`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskWaiters {
+    /// Some task lists this one among its dependencies.
+    pub has_dependents: bool,
+    /// The agent whose trigger session awaits this task's result.
+    pub awaiting_agent: Option<AgentId>,
+}
+
 /// What a poll reads first, in one query, to learn whether there is anything to claim:
 /// a poll that finds nothing writes nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,8 +209,9 @@ pub trait Store: Send + Sync + 'static {
     async fn task_list(&self, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)>;
     /// Dependencies of the task that are not `completed`.
     async fn task_unfinished_dependencies(&self, id: TaskId) -> StoreResult<Vec<TaskId>>;
-    /// Whether any task depends on this one.
-    async fn task_has_dependents(&self, id: TaskId) -> StoreResult<bool>;
+    /// Who waits for this task to finish: dependent tasks, and a trigger session that
+    /// awaits its result. One read, made after a task finishes to know whom to wake.
+    async fn task_waiters(&self, id: TaskId) -> StoreResult<TaskWaiters>;
 
     /// Apply one transition of the task state machine as a single guarded `UPDATE`:
     /// `status IN change.from` and every part of `change.guard` must hold. On success it

@@ -7,7 +7,10 @@
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
 use anyhow::{Context, bail};
-use reqwest::Method;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request, client::conn::http1::SendRequest, header};
+use hyper_util::rt::TokioIo;
 use serde::{Deserialize, de::DeserializeOwned};
 use sqlx::Connection;
 use tokio::{
@@ -37,6 +40,10 @@ const SERVE_ENV: &[&str] = &[
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     base_url: Arc<str>,
+    /// `host:port`, what the client connects to.
+    authority: Arc<str>,
+    /// The URL's path, when the hub is served below one.
+    path_prefix: Arc<str>,
     api_key: Option<Arc<str>>,
     pid: Option<u32>,
 }
@@ -45,11 +52,23 @@ impl Target {
     pub(crate) fn new(url: &str, api_key: Option<String>) -> anyhow::Result<Target> {
         let base_url = url.trim().trim_end_matches('/');
         let parsed = reqwest::Url::parse(base_url).with_context(|| format!("{url:?} is not a hub URL"))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            bail!("{url:?} is not a hub URL: use http://host:port");
+        if parsed.scheme() != "http" {
+            bail!(
+                "{url:?}: the bench speaks plain HTTP; use http://host:port, the hub itself rather than a TLS proxy in front of it"
+            );
         }
+        let host = parsed.host_str().with_context(|| format!("{url:?} names no host"))?;
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let authority =
+            if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
         let api_key = api_key.filter(|key| !key.is_empty()).map(Arc::from);
-        Ok(Target { base_url: Arc::from(base_url), api_key, pid: None })
+        Ok(Target {
+            base_url: Arc::from(base_url),
+            authority: Arc::from(authority),
+            path_prefix: Arc::from(parsed.path().trim_end_matches('/')),
+            api_key,
+            pid: None,
+        })
     }
 
     /// The hub's process id, for its CPU time; only known for a hub the bench started.
@@ -66,22 +85,21 @@ pub(crate) struct Health {
     pub database: String,
 }
 
-/// One simulated client: its own keep-alive connection to the hub, as a runner has.
-/// Clones share the connection pool.
+/// One simulated client: its own keep-alive HTTP/1.1 connection to the hub, as a runner
+/// has. Clones share the connection and take turns on it.
+///
+/// It speaks HTTP through hyper's connection API directly, not reqwest: the client shares
+/// the machine's CPUs with the hub, and reqwest's pool, redirect and timeout layers cost
+/// about as much per request as the hub's own HTTP handling. Requests are the same bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct Http {
-    client: reqwest::Client,
+    connection: Arc<tokio::sync::Mutex<Option<SendRequest<Full<Bytes>>>>>,
     target: Target,
 }
 
 impl Http {
     pub(crate) fn new(target: &Target) -> anyhow::Result<Http> {
-        let client = reqwest::Client::builder()
-            .tcp_nodelay(true)
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .context("cannot build the HTTP client")?;
-        Ok(Http { client, target: target.clone() })
+        Ok(Http { connection: Arc::default(), target: target.clone() })
     }
 
     /// `GET path` as `agent` (its `X-Agent-ID`), or as the operator.
@@ -110,29 +128,74 @@ impl Http {
         agent: Option<&str>,
         body: Option<&serde_json::Value>,
     ) -> anyhow::Result<T> {
-        let mut request = self.client.request(method.clone(), format!("{}{path}", self.target.base_url));
-        if let Some(key) = &self.target.api_key {
-            request = request.bearer_auth(key);
+        let target = &self.target;
+        let mut request = Request::builder()
+            .method(method.clone())
+            .uri(format!("{}{path}", target.path_prefix))
+            .header(header::HOST, &*target.authority);
+        if let Some(key) = &target.api_key {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {key}"));
         }
         if let Some(agent) = agent {
             request = request.header("X-Agent-ID", agent);
         }
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("{method} {path} to the hub at {} failed", self.target.base_url))?;
-        let status = response.status();
-        let bytes =
-            response.bytes().await.with_context(|| format!("{method} {path}: the answer broke off"))?;
+        let body = match body {
+            Some(body) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Bytes::from(serde_json::to_vec(body)?)
+            }
+            None => Bytes::new(),
+        };
+        let request = request.body(Full::new(body)).context("cannot build the request")?;
+
+        let mut slot = self.connection.lock().await;
+        let exchange = async {
+            let sender = match slot.take() {
+                Some(sender) if !sender.is_closed() => slot.insert(sender),
+                _ => slot.insert(self.connect().await?),
+            };
+            sender.ready().await?;
+            let response = sender.send_request(request).await?;
+            let status = response.status();
+            let bytes = response.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, bytes))
+        };
+        let outcome = tokio::time::timeout(REQUEST_TIMEOUT, exchange).await;
+        let (status, bytes) = match outcome {
+            Ok(Ok(answer)) => answer,
+            failed => {
+                // The connection may be half-way through an answer: start a new one.
+                *slot = None;
+                let error = match failed {
+                    Ok(Err(error)) => error,
+                    _ => anyhow::anyhow!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+                };
+                return Err(
+                    error.context(format!("{method} {path} to the hub at {} failed", target.base_url))
+                );
+            }
+        };
+        drop(slot);
         if !status.is_success() {
             bail!("{method} {path} answered {status}: {}", String::from_utf8_lossy(&bytes));
         }
         serde_json::from_slice(&bytes).with_context(|| {
             format!("{method} {path} answered something unexpected: {}", String::from_utf8_lossy(&bytes))
         })
+    }
+
+    async fn connect(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
+        let authority = &*self.target.authority;
+        let stream = tokio::net::TcpStream::connect(authority)
+            .await
+            .with_context(|| format!("cannot connect to the hub at {authority}"))?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            // Ends when the hub closes the connection or the sender is dropped.
+            let _ = connection.await;
+        });
+        Ok(sender)
     }
 }
 

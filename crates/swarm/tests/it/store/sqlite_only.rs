@@ -93,3 +93,53 @@ async fn reopening_keeps_data_and_registration_comes_back() {
     assert_eq!(agent.max_tasks, 3);
     assert_eq!(agent.status.as_str(), "idle");
 }
+
+/// The WAL's checkpoint sequence number (header bytes 12..16), which SQLite bumps each
+/// time the WAL starts over from its beginning.
+fn wal_restarts(path: &std::path::Path) -> u32 {
+    let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
+    wal.get(12..16).map_or(0, |bytes| u32::from_be_bytes(bytes.try_into().unwrap()))
+}
+
+/// Under writes that never pause, a checkpoint never catches up with the last commit by
+/// itself, and SQLite only starts the WAL over when it has: the WAL file grew for as long
+/// as the load lasted (a gigabyte in half a minute of the claim-cycle benchmark).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_starts_over_while_writes_never_pause() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let agent = worker("writer", 5);
+    store.agent_register(&agent, Timestamp::now()).await.unwrap();
+    let restarts_before = wal_restarts(&path);
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = JoinSet::new();
+    for writer in 0..4 {
+        let (store, stop) = (Arc::clone(&store), Arc::clone(&stop));
+        writers.spawn(async move {
+            let mut written = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let draft =
+                    TaskDraft { task: format!("task {written} of writer {writer}"), ..TaskDraft::default() };
+                store.task_create(&NewTask::parse(draft, None).unwrap(), Timestamp::now()).await.unwrap();
+                written += 1;
+            }
+            written
+        });
+    }
+    // The checkpointer looks every second; give it many chances.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while wal_restarts(&path) == restarts_before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let restarted = wal_restarts(&path) != restarts_before;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut written = 0;
+    while let Some(count) = writers.join_next().await {
+        written += count.unwrap();
+    }
+    assert!(restarted, "the WAL never started over during {written} writes without a pause");
+    assert_eq!(store.stats().await.unwrap().tasks.unassigned, written);
+    store.close().await;
+}

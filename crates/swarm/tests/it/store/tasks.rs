@@ -8,7 +8,7 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     task::{FinishOutcome, NewTask, PRIORITY_DEFAULT, TaskAction, TaskDraft, TaskOrigin, TaskStatus},
 };
-use swarm_store::{Store, StoreError, TaskFilter};
+use swarm_store::{Store, StoreError, TaskFilter, TaskWaiters};
 
 use super::{Fixture, cancel, draft, fail, of_type, sorted};
 use crate::support::store_tests;
@@ -221,6 +221,16 @@ async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) 
 
     let free = fx.pool_task("no dependencies").await;
     assert!(fx.store.task_unfinished_dependencies(free.id).await.unwrap().is_empty());
+
+    // Who waits for a task: the dependent's dependencies have a dependent; the dependent
+    // and an unknown task have none, and no session awaits any of them.
+    for dependency in [completed.id, waiting.id] {
+        let waiters = fx.store.task_waiters(dependency).await.unwrap();
+        assert_eq!(waiters, TaskWaiters { has_dependents: true, awaiting_agent: None });
+    }
+    for lone in [task.id, free.id, TaskId::new_v7()] {
+        assert_eq!(fx.store.task_waiters(lone).await.unwrap(), TaskWaiters::default());
+    }
 }
 
 async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>) {
