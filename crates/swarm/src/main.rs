@@ -15,8 +15,6 @@ mod stand_in;
 
 use clap::{Parser, Subcommand};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
 #[command(
