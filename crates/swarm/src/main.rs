@@ -15,7 +15,6 @@ mod stand_in;
 
 use clap::{Parser, Subcommand};
 
-
 #[derive(Debug, Parser)]
 #[command(
     name = "swarm",
