@@ -6,9 +6,10 @@
 //! cross-thread wake-ups per statement, and a write transaction of ten statements holds
 //! the database's one write lock across all of them. Here a write transaction is a
 //! closure sent once to the writer, which runs it whole. While transactions queue up,
-//! the writer runs several of them in one SQLite transaction, each inside its own
-//! savepoint, and answers them all after the one `COMMIT` (group commit): each still
-//! commits or fails alone, and none is acknowledged before it is durable.
+//! the writer runs several of them in one SQLite transaction and answers them all after
+//! the one `COMMIT` (group commit): none is acknowledged before it is durable, and each
+//! still commits or fails alone (a failure sends the group through again, one savepoint
+//! per job; see [`commit_group`]).
 //!
 //! Reads need no lock (WAL): point reads run on the caller's thread, where they take
 //! tens of microseconds; long listings go to tokio's blocking pool.
@@ -47,14 +48,50 @@ const WAL_RESTART_FRAMES: i64 = 1000;
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;
 
-/// A write transaction's work, run on the writer thread (`None`: it cannot run, the
-/// group already failed). It returns whether its changes are kept, and the reply to
-/// send once the outcome of the `COMMIT` is known.
-type WriteJob = Box<dyn FnOnce(Option<&Connection>) -> (bool, Reply) + Send>;
-type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// A write transaction's work, queued for the writer thread. It may run twice: a group
+/// runs its jobs without savepoints, and when one fails it rolls the group back and runs
+/// them again, each in a savepoint of its own (see [`commit_group`]).
+trait WriteJob: Send {
+    /// Run the work (`None`: it cannot run, the group already failed); whether its changes
+    /// are to be kept.
+    fn run(&mut self, connection: Option<&Connection>) -> bool;
+    /// Answer the caller, once the outcome of the `COMMIT` is known.
+    fn answer(self: Box<Self>, committed: Result<(), String>);
+}
+
+struct Job<T, F> {
+    work: F,
+    result: Option<StoreResult<T>>,
+    answer: oneshot::Sender<StoreResult<T>>,
+}
+
+impl<T, F> WriteJob for Job<T, F>
+where
+    T: Send,
+    F: Fn(&Connection) -> StoreResult<T> + Send,
+{
+    fn run(&mut self, connection: Option<&Connection>) -> bool {
+        let result = match connection {
+            Some(connection) => std::panic::catch_unwind(AssertUnwindSafe(|| (self.work)(connection)))
+                .unwrap_or_else(|_| Err(corrupt("a write transaction panicked; it was rolled back".into()))),
+            None => Err(corrupt("the write transaction was not run".into())),
+        };
+        let keep = result.is_ok();
+        self.result = Some(result);
+        keep
+    }
+
+    fn answer(self: Box<Self>, committed: Result<(), String>) {
+        let outcome = match committed {
+            Ok(()) => self.result.unwrap_or_else(|| Err(corrupt("the write transaction was not run".into()))),
+            Err(message) => Err(StoreError::Backend(message.into())),
+        };
+        let _ = self.answer.send(outcome);
+    }
+}
 
 enum Command {
-    Write(WriteJob),
+    Write(Box<dyn WriteJob>),
     /// Work outside any transaction (`PRAGMA data_version`).
     Plain(Box<dyn FnOnce(&Connection) + Send>),
     /// Checkpoint what the checkpointer could not, between two groups (see
@@ -99,30 +136,15 @@ impl Database {
 
     /// Run `work` as one write transaction (`BEGIN IMMEDIATE`) on the writer thread.
     /// An `Err` from `work` rolls back its changes; `Ok` is returned once committed.
+    /// `work` may run more than once (only the last run's changes are kept), so it must
+    /// act on the database alone.
     pub(crate) async fn write<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: Fn(&Connection) -> StoreResult<T> + Send + 'static,
     {
         let (answer, answered) = oneshot::channel();
-        let job: WriteJob = Box::new(move |connection| {
-            let result = match connection {
-                Some(connection) => std::panic::catch_unwind(AssertUnwindSafe(|| work(connection)))
-                    .unwrap_or_else(|_| {
-                        Err(corrupt("a write transaction panicked; it was rolled back".into()))
-                    }),
-                None => Err(corrupt("the write transaction was not run".into())),
-            };
-            let keep = result.is_ok();
-            let reply: Reply = Box::new(move |committed| {
-                let outcome = match committed {
-                    Ok(()) => result,
-                    Err(message) => Err(StoreError::Backend(message.into())),
-                };
-                let _ = answer.send(outcome);
-            });
-            (keep, reply)
-        });
+        let job = Box::new(Job { work, result: None, answer });
         self.writer.send(Command::Write(job)).map_err(|_| writer_gone())?;
         answered.await.map_err(|_| writer_gone())?
     }
@@ -257,33 +279,92 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
 }
 
 /// Run `first`, and every write that arrives while the group runs (up to [`MAX_GROUP`]),
-/// in one SQLite transaction with one savepoint per job: a job that fails rolls back to
-/// its savepoint and leaves the others' changes in place. Under load the group grows by
-/// itself, and the pages that its transactions share reach the WAL once. Returns a
+/// in one SQLite transaction, and answer them all after its one `COMMIT`: under load the
+/// group grows by itself, and the pages its jobs share reach the WAL once. Returns a
 /// command that arrived meanwhile and is not a write.
+///
+/// The jobs run back to back without savepoints, which would copy every page a job
+/// touches. A job that fails (rare: most refusals are answers, not errors) takes the whole
+/// group back, and the group runs again with one savepoint per job, so that each job
+/// still commits or fails alone.
 fn commit_group(
     connection: &Connection,
-    first: WriteJob,
+    first: Box<dyn WriteJob>,
     commands: &mpsc::Receiver<Command>,
 ) -> Option<Command> {
+    let mut jobs = vec![first];
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        let (_, reply) = first(None);
-        reply(Err(format!("cannot start a write transaction: {error}")));
+        answer_all(jobs, Err(format!("cannot start a write transaction: {error}")));
         return None;
     }
-    let mut replies = Vec::new();
-    let mut broken: Option<String> = None;
     let mut held_back = None;
-    let mut job = Some(first);
-    while let Some(current) = job.take() {
-        replies.push(run_in_savepoint(connection, current, &mut broken));
-        if broken.is_some() || replies.len() >= MAX_GROUP {
+    let mut all_kept = true;
+    let mut next = 0;
+    while next < jobs.len() {
+        let kept = jobs[next].run(Some(connection));
+        next += 1;
+        if connection.is_autocommit() {
+            // Some errors (I/O, a full disk) make SQLite roll back the whole transaction.
+            answer_all(jobs, Err("SQLite rolled back the transaction after an error".into()));
+            return held_back;
+        }
+        if !kept {
+            all_kept = false;
+            break;
+        }
+        if jobs.len() >= MAX_GROUP {
             break;
         }
         match commands.try_recv() {
-            Ok(Command::Write(more)) => job = Some(more),
+            Ok(Command::Write(more)) => jobs.push(more),
             Ok(other) => held_back = Some(other),
             Err(_) => {}
+        }
+    }
+    if all_kept {
+        let committed = connection.execute_batch("COMMIT").map_err(|error| format!("cannot commit: {error}"));
+        if committed.is_err() && !connection.is_autocommit() {
+            let _ = connection.execute_batch("ROLLBACK");
+        }
+        answer_all(jobs, committed);
+        return held_back;
+    }
+    // A job failed: none of the group's changes stay; run them again, one savepoint each.
+    jobs.truncate(next);
+    if let Err(error) = connection.execute_batch("ROLLBACK") {
+        answer_all(jobs, Err(format!("cannot roll back a failed group: {error}")));
+        return held_back;
+    }
+    commit_in_savepoints(connection, jobs);
+    held_back
+}
+
+/// Run `jobs` in one transaction with one savepoint each: a job that fails rolls back to
+/// its savepoint and leaves the others' changes in place.
+fn commit_in_savepoints(connection: &Connection, mut jobs: Vec<Box<dyn WriteJob>>) {
+    if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
+        answer_all(jobs, Err(format!("cannot start a write transaction: {error}")));
+        return;
+    }
+    let mut broken: Option<String> = None;
+    for job in &mut jobs {
+        if broken.is_some() {
+            job.run(None);
+            continue;
+        }
+        if let Err(error) = connection.execute_batch("SAVEPOINT job") {
+            broken = Some(format!("cannot start a savepoint: {error}"));
+            job.run(None);
+            continue;
+        }
+        let keep = job.run(Some(connection));
+        if connection.is_autocommit() {
+            broken = Some("SQLite rolled back the transaction after an error".to_string());
+            continue;
+        }
+        let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+        if let Err(error) = connection.execute_batch(end) {
+            broken = Some(format!("cannot end a savepoint: {error}"));
         }
     }
     let committed = match broken {
@@ -293,31 +374,13 @@ fn commit_group(
     if committed.is_err() && !connection.is_autocommit() {
         let _ = connection.execute_batch("ROLLBACK");
     }
-    for reply in replies {
-        reply(committed.clone());
-    }
-    held_back
+    answer_all(jobs, committed);
 }
 
-/// Run one job inside its own savepoint; a failure that breaks the whole transaction is
-/// recorded in `broken`.
-fn run_in_savepoint(connection: &Connection, job: WriteJob, broken: &mut Option<String>) -> Reply {
-    if let Err(error) = connection.execute_batch("SAVEPOINT job") {
-        *broken = Some(format!("cannot start a savepoint: {error}"));
-        return job(None).1;
+fn answer_all(jobs: Vec<Box<dyn WriteJob>>, committed: Result<(), String>) {
+    for job in jobs {
+        job.answer(committed.clone());
     }
-    let (keep, reply) = job(Some(connection));
-    // Some errors (I/O, a full disk) make SQLite roll back the whole transaction, taking
-    // the earlier jobs' changes with it.
-    if connection.is_autocommit() {
-        *broken = Some("SQLite rolled back the transaction after an error".to_string());
-        return reply;
-    }
-    let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
-    if let Err(error) = connection.execute_batch(end) {
-        *broken = Some(format!("cannot end a savepoint: {error}"));
-    }
-    reply
 }
 
 fn run_checkpointer(connection: Connection, stop: mpsc::Receiver<()>, writer: mpsc::Sender<Command>) {

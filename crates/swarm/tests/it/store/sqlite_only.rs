@@ -143,3 +143,50 @@ async fn the_wal_starts_over_while_writes_never_pause() {
     assert_eq!(store.stats().await.unwrap().tasks.unassigned, written);
     store.close().await;
 }
+
+/// Writes that fail share their group with writes that succeed: each fails or commits
+/// alone, whatever else its group held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_write_takes_nothing_else_of_its_group_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(&dir.path().join("swarm.db")).await.unwrap());
+    let agent = worker("assignee", 5);
+    store.agent_register(&agent, Timestamp::now()).await.unwrap();
+
+    let mut writes = JoinSet::new();
+    for n in 0..400 {
+        let store = Arc::clone(&store);
+        // Every third task names an agent that does not exist.
+        let assignee = if n % 3 == 0 { AgentId::new_v7() } else { agent.id };
+        writes.spawn(async move {
+            let draft =
+                TaskDraft { task: format!("task {n}"), agent_id: Some(assignee), ..TaskDraft::default() };
+            let task = NewTask::parse(draft, None).unwrap();
+            (n, task.id, store.task_create(&task, Timestamp::now()).await)
+        });
+    }
+    let mut created = Vec::new();
+    while let Some(joined) = writes.join_next().await {
+        let (n, id, outcome) = joined.unwrap();
+        match outcome {
+            Ok(task) if n % 3 != 0 => {
+                assert_eq!(task.id, id);
+                created.push(id);
+            }
+            Err(StoreError::MissingReference(message)) if n % 3 == 0 => {
+                assert!(message.contains("does not exist"), "{message}");
+                assert_eq!(store.task_get(id).await.unwrap(), None, "a failed create left its task");
+            }
+            other => panic!("task {n}: unexpected outcome {other:?}"),
+        }
+    }
+    assert_eq!(created.len(), 266);
+    for id in &created {
+        assert!(
+            store.task_get(*id).await.unwrap().is_some(),
+            "task {id} was answered as created but is gone"
+        );
+    }
+    assert_eq!(store.stats().await.unwrap().tasks.pending, 266);
+    store.close().await;
+}
