@@ -98,8 +98,9 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    pub(crate) fn new(target: &Target) -> anyhow::Result<Http> {
-        Ok(Http { connection: Arc::default(), target: target.clone() })
+    /// Connects on the first request.
+    pub(crate) fn new(target: &Target) -> Http {
+        Http { connection: Arc::default(), target: target.clone() }
     }
 
     /// `GET path` as `agent` (its `X-Agent-ID`), or as the operator.

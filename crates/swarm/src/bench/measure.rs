@@ -148,7 +148,7 @@ pub(crate) struct ClaimCycles {
 /// to it, and the clock runs from just before the create is sent to the poll's answer.
 pub(crate) async fn trigger_latency(target: &Target, plan: &Plan) -> anyhow::Result<TriggerLatency> {
     let worker = Agent::register(target, &format!("bench-latency-{}", run_suffix())).await?;
-    let creator = Http::new(target)?;
+    let creator = Http::new(target);
     let mut trigger_samples = Vec::with_capacity(plan.latency_samples);
     let mut create_samples = Vec::with_capacity(plan.latency_samples);
     for sample in 0..plan.latency_warmup + plan.latency_samples {
@@ -208,7 +208,7 @@ pub(crate) async fn null_polls(target: &Target, plan: &Plan, clients: usize) -> 
 
 /// `GET /health`: the same HTTP path without the store, the floor the poll is compared with.
 pub(crate) async fn health(target: &Target, plan: &Plan, clients: usize) -> anyhow::Result<Throughput> {
-    let connections = (0..clients).map(|_| Http::new(target)).collect::<anyhow::Result<Vec<_>>>()?;
+    let connections: Vec<Http> = (0..clients).map(|_| Http::new(target)).collect();
     let window = Window::after(plan.warmup, plan.measure);
     let cpu = window.cpu_use(target);
     let samples = run_clients(connections, move |http| async move {
@@ -320,7 +320,7 @@ struct Agent {
 
 impl Agent {
     async fn register(target: &Target, name: &str) -> anyhow::Result<Agent> {
-        let http = Http::new(target)?;
+        let http = Http::new(target);
         let id = uuid::Uuid::new_v4().to_string();
         let _: IgnoredAny =
             http.post("/api/agents", Some(&id), &json!({"name": name, "maxTasks": 1})).await?;

@@ -150,7 +150,7 @@ fn backends(args: &BenchArgs) -> anyhow::Result<Vec<Backend>> {
 }
 
 async fn bench_hub(target: &Target, description: String, plan: &Plan) -> anyhow::Result<Run> {
-    let health: hub::Health = Http::new(target)?
+    let health: hub::Health = Http::new(target)
         .get("/health", None)
         .await
         .context("the hub does not answer GET /health; is it a swarm hub?")?;
