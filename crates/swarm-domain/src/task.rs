@@ -222,6 +222,46 @@ impl NewTask {
 }
 
 impl NewTask {
+    /// The task as stored at `now`, for a store that has just inserted it and need not
+    /// read it back. A repeated tag or dependency is kept once, at its first position.
+    pub fn created(&self, now: Timestamp) -> Task {
+        fn first_of_each<T: Clone + PartialEq>(items: &[T]) -> Vec<T> {
+            let mut kept: Vec<T> = Vec::with_capacity(items.len());
+            for item in items {
+                if !kept.contains(item) {
+                    kept.push(item.clone());
+                }
+            }
+            kept
+        }
+        Task {
+            id: self.id,
+            agent_id: self.agent_id,
+            creator_agent_id: self.creator_agent_id,
+            task: self.task.clone(),
+            status: self.status,
+            source: self.source.clone(),
+            task_type: self.task_type.clone(),
+            tags: first_of_each(&self.tags),
+            priority: self.priority,
+            depends_on: first_of_each(&self.depends_on),
+            offered_to: self.offered_to,
+            offered_at: (self.status == TaskStatus::Offered).then_some(now),
+            accepted_at: None,
+            rejection_reason: None,
+            created_at: now,
+            last_updated_at: now,
+            finished_at: None,
+            failure_reason: None,
+            output: None,
+            progress: None,
+            notified_at: None,
+            lease_expires_at: None,
+            lease_losses: 0,
+            origin: self.origin.clone(),
+        }
+    }
+
     /// What the event log records when this task is created: `task_created` by its
     /// creator, and `task_offered` naming the agent when it is an offer.
     pub fn creation_events(&self) -> Vec<NewEvent> {
@@ -547,6 +587,42 @@ impl TaskChange {
         self.updates.lease_expires_at =
             if self.to.is_leased() { FieldUpdate::Set(until) } else { FieldUpdate::Clear };
         self
+    }
+
+    /// The task as the change leaves it, for a store that has just applied it to
+    /// `before` at `now` and need not read it back.
+    pub fn applied_to(&self, before: &Task, now: Timestamp) -> Task {
+        fn apply<T: Copy>(field: &mut Option<T>, update: FieldUpdate<T>) {
+            match update {
+                FieldUpdate::Keep => {}
+                FieldUpdate::Set(value) => *field = Some(value),
+                FieldUpdate::Clear => *field = None,
+            }
+        }
+        let updates = &self.updates;
+        let mut after = before.clone();
+        after.status = self.to;
+        after.last_updated_at = now;
+        apply(&mut after.agent_id, updates.agent_id);
+        apply(&mut after.offered_to, updates.offered_to);
+        apply(&mut after.lease_expires_at, updates.lease_expires_at);
+        if updates.set_accepted_at {
+            after.accepted_at = Some(now);
+        }
+        if updates.set_finished_at {
+            after.finished_at = Some(now);
+        }
+        let notes = [
+            (&mut after.output, &updates.output),
+            (&mut after.failure_reason, &updates.failure_reason),
+            (&mut after.rejection_reason, &updates.rejection_reason),
+        ];
+        for (field, note) in notes {
+            if let Some(note) = note {
+                *field = Some(note.clone());
+            }
+        }
+        after
     }
 
     /// What the event log records when this change is applied to a task that was in

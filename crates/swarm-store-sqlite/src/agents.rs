@@ -224,6 +224,9 @@ pub(crate) enum Wake {
 /// Set the agent `busy` when it holds an `in_progress` task, else `idle`, logging the
 /// change. Callers run it inside the write transaction that changed the agent's work.
 pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: Wake) -> StoreResult<()> {
+    if wake == Wake::No {
+        return settle_present(tx, id, now);
+    }
     let row: Option<(String, i64)> = sql::optional(
         tx,
         "SELECT a.status, (SELECT count(*) FROM tasks t
@@ -256,6 +259,39 @@ pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: 
         Some(target.as_str()),
     );
     events::insert(tx, &change, now)
+}
+
+/// [`settle_status`] for an agent that is not coming back, which every claim and finish
+/// runs: a present agent only flips between `busy` and `idle`, so each way is one
+/// guarded `UPDATE` and no read comes first. The `EXISTS` is [`AgentStatus::for_work`].
+fn settle_present(tx: &Connection, id: AgentId, now: Timestamp) -> StoreResult<()> {
+    let flips = [
+        (
+            AgentStatus::Idle,
+            AgentStatus::Busy,
+            "UPDATE agents SET status = 'busy', last_updated_at = ?2 WHERE id = ?1 AND status = 'idle'
+               AND EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'in_progress')",
+        ),
+        (
+            AgentStatus::Busy,
+            AgentStatus::Idle,
+            "UPDATE agents SET status = 'idle', last_updated_at = ?2 WHERE id = ?1 AND status = 'busy'
+               AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'in_progress')",
+        ),
+    ];
+    for (from, to, flip) in flips {
+        if sql::execute(tx, flip, params![id.to_string(), now.unix_millis()])? == 1 {
+            let change = NewEvent::change(
+                EventType::AgentStatusChange,
+                Some(id),
+                None,
+                Some(from.as_str()),
+                Some(to.as_str()),
+            );
+            return events::insert(tx, &change, now);
+        }
+    }
+    Ok(())
 }
 
 fn ensure_name_free(tx: &Connection, name: &str, id: AgentId) -> StoreResult<()> {

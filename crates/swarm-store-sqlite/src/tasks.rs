@@ -162,7 +162,10 @@ pub(crate) fn create(tx: &Connection, task: &NewTask, now: Timestamp) -> StoreRe
     for event in task.creation_events() {
         events::insert(tx, &event, now)?;
     }
-    get_known(tx, task.id)
+    let created = task.created(now);
+    // Every test run checks that the row and its in-memory image agree.
+    debug_assert_eq!(Some(&created), get(tx, task.id)?.as_ref(), "the stored task differs from its image");
+    Ok(created)
 }
 
 fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<()> {

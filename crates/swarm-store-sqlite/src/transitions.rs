@@ -45,7 +45,9 @@ pub(crate) fn apply(
         events::insert(tx, &event, now)?;
     }
 
-    let after = get_known(tx, id)?;
+    let after = change.applied_to(&before, now);
+    // Every test run checks that the row and its in-memory image agree.
+    debug_assert_eq!(Some(&after), tasks::get(tx, id)?.as_ref(), "the stored task differs from its image");
     let mut involved: Vec<AgentId> = before.agent_id.into_iter().collect();
     if let Some(agent) = after.agent_id
         && !involved.contains(&agent)
