@@ -37,10 +37,7 @@ use crate::decode::{corrupt, db};
 /// How long a connection waits for another process's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Jobs committed together at most, so that the first of a group is not kept waiting.
-/// Under the claim-cycle bench (32 workers) groups grew to about 20 jobs by themselves;
-/// committing every 12 to 24 answered them sooner and measured 10 to 25% more cycles per
-/// second than 64 (BENCHMARKS.md).
-const MAX_GROUP: usize = 16;
+const MAX_GROUP: usize = 64;
 /// Idle reader connections kept open.
 const MAX_IDLE_READERS: usize = 8;
 /// How often the checkpointer copies the WAL back into the database file.
