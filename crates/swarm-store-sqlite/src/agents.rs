@@ -227,6 +227,7 @@ pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: 
     if wake == Wake::No {
         return settle_present(tx, id, now);
     }
+    // An agent coming back may be offline: read what it was before deciding.
     let row: Option<(String, i64)> = sql::optional(
         tx,
         "SELECT a.status, (SELECT count(*) FROM tasks t
@@ -240,7 +241,7 @@ pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: 
     };
     let status = parse_status(&status)?;
     let target = AgentStatus::for_work(in_progress);
-    if status == target || (status == AgentStatus::Offline && wake == Wake::No) {
+    if status == target {
         return Ok(());
     }
     let updated = sql::execute(
@@ -251,14 +252,7 @@ pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: 
     if updated == 0 {
         return Ok(());
     }
-    let change = NewEvent::change(
-        EventType::AgentStatusChange,
-        Some(id),
-        None,
-        Some(status.as_str()),
-        Some(target.as_str()),
-    );
-    events::insert(tx, &change, now)
+    log_status_change(tx, id, status, target, now)
 }
 
 /// [`settle_status`] for an agent that is not coming back, which every claim and finish
@@ -281,17 +275,27 @@ fn settle_present(tx: &Connection, id: AgentId, now: Timestamp) -> StoreResult<(
     ];
     for (from, to, flip) in flips {
         if sql::execute(tx, flip, params![id.to_string(), now.unix_millis()])? == 1 {
-            let change = NewEvent::change(
-                EventType::AgentStatusChange,
-                Some(id),
-                None,
-                Some(from.as_str()),
-                Some(to.as_str()),
-            );
-            return events::insert(tx, &change, now);
+            return log_status_change(tx, id, from, to, now);
         }
     }
     Ok(())
+}
+
+fn log_status_change(
+    tx: &Connection,
+    id: AgentId,
+    from: AgentStatus,
+    to: AgentStatus,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let change = NewEvent::change(
+        EventType::AgentStatusChange,
+        Some(id),
+        None,
+        Some(from.as_str()),
+        Some(to.as_str()),
+    );
+    events::insert(tx, &change, now)
 }
 
 fn ensure_name_free(tx: &Connection, name: &str, id: AgentId) -> StoreResult<()> {
