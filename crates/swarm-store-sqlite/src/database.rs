@@ -25,7 +25,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{Mutex, mpsc},
     thread,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use rusqlite::Connection;
@@ -47,6 +47,10 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 const WAL_RESTART_FRAMES: i64 = 1000;
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;
+/// How long events may wait, after a write, for their batch into the index by agent
+/// (`events::index_agent_events`). Listings read the events after the last batch one by
+/// one, so this bounds how many they read.
+const AGENT_EVENTS_INTERVAL: Duration = Duration::from_millis(250);
 
 /// A write transaction's work, queued for the writer thread. It may run twice: a group
 /// runs its jobs without savepoints, and when one fails it rolls the group back and runs
@@ -97,6 +101,8 @@ enum Command {
     /// Checkpoint what the checkpointer could not, between two groups (see
     /// [`run_checkpointer`]).
     FinishCheckpoint,
+    /// Run a batch of the index by agent now, not at its next time.
+    IndexAgentEvents(oneshot::Sender<StoreResult<()>>),
     Stop(oneshot::Sender<()>),
 }
 
@@ -160,6 +166,14 @@ impl Database {
             let _ = answer.send(work(connection));
         });
         self.writer.send(Command::Plain(job)).map_err(|_| writer_gone())?;
+        answered.await.map_err(|_| writer_gone())?
+    }
+
+    /// Bring the index of events by agent up to date now (tests; the writer does it by
+    /// itself a few times a second while writes go on).
+    pub(crate) async fn index_agent_events(&self) -> StoreResult<()> {
+        let (answer, answered) = oneshot::channel();
+        self.writer.send(Command::IndexAgentEvents(answer)).map_err(|_| writer_gone())?;
         answered.await.map_err(|_| writer_gone())?
     }
 
@@ -252,14 +266,32 @@ fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
 
 fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
     let mut next: Option<Command> = None;
+    // Start with a batch: another process, or this one before a restart, may have left
+    // events unindexed.
+    let mut unindexed_since = Some(Instant::now());
     loop {
+        if unindexed_since.is_some_and(|since| since.elapsed() >= AGENT_EVENTS_INTERVAL) {
+            if let Err(error) = crate::events::index_agent_events(&connection) {
+                tracing::warn!(%error, "indexing the event log by agent failed; will retry");
+            }
+            unindexed_since = None;
+        }
         let command = match next.take() {
             Some(command) => command,
-            None => match commands.recv() {
-                Ok(command) => command,
-                // Every handle to the store is gone.
-                Err(mpsc::RecvError) => return,
-            },
+            None => {
+                let received = match unindexed_since {
+                    Some(since) => {
+                        commands.recv_timeout(AGENT_EVENTS_INTERVAL.saturating_sub(since.elapsed()))
+                    }
+                    None => commands.recv().map_err(|mpsc::RecvError| mpsc::RecvTimeoutError::Disconnected),
+                };
+                match received {
+                    Ok(command) => command,
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    // Every handle to the store is gone.
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
         };
         match command {
             Command::Stop(stopped) => {
@@ -273,7 +305,14 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                     tracing::warn!(%error, "SQLite checkpoint on the writer failed; will retry");
                 }
             }
-            Command::Write(first) => next = commit_group(&connection, first, &commands),
+            Command::IndexAgentEvents(answer) => {
+                let _ = answer.send(crate::events::index_agent_events(&connection));
+                unindexed_since = None;
+            }
+            Command::Write(first) => {
+                next = commit_group(&connection, first, &commands);
+                unindexed_since.get_or_insert_with(Instant::now);
+            }
         }
     }
 }

@@ -79,6 +79,13 @@ impl SqliteStore {
         self.location.clone()
     }
 
+    /// Bring the event log's index by agent up to date now. The writer does it by itself
+    /// a few times a second while writes go on; tests use this to put events on both
+    /// sides of a batch.
+    pub async fn index_agent_events(&self) -> StoreResult<()> {
+        self.database.index_agent_events().await
+    }
+
     /// Finish the writes already sent and close every connection.
     pub async fn close(&self) {
         self.database.close().await;
