@@ -7,10 +7,12 @@
 
 -- 1. Tasks by agent. The claim and capacity queries ask for an agent's `pending` and
 --    `in_progress` tasks; they get an index of those alone, a few entries per agent that
---    share a page or two. Listings by agent use an index that a status change does not
---    move: it changes when a task is created or changes hands.
+--    share a page or two. It holds the claim order, so that the claim of an agent's next
+--    task reads one entry instead of scanning every agent's pending tasks for its own
+--    (what the status index gave) and sorting them. Listings by agent use an index that
+--    a status change does not move: it changes when a task is created or changes hands.
 DROP INDEX tasks_agent_status;
-CREATE INDEX tasks_agent_working ON tasks (agent_id, status)
+CREATE INDEX tasks_agent_working ON tasks (agent_id, status, priority DESC, created_at, id)
     WHERE status = 'pending' OR status = 'in_progress';
 CREATE INDEX tasks_agent_created ON tasks (agent_id, created_at);
 

@@ -8,6 +8,7 @@ use swarm_domain::{
     event::NewEvent,
     id::AgentId,
     stats::WorkCounts,
+    task::{Task, TaskStatus},
     time::Timestamp,
 };
 use swarm_store::{StoreError, StoreResult};
@@ -255,30 +256,71 @@ pub(crate) fn settle_status(tx: &Connection, id: AgentId, now: Timestamp, wake: 
     log_status_change(tx, id, status, target, now)
 }
 
-/// [`settle_status`] for an agent that is not coming back, which every claim and finish
-/// runs: a present agent only flips between `busy` and `idle`, so each way is one
-/// guarded `UPDATE` and no read comes first. The `EXISTS` is [`AgentStatus::for_work`].
+/// The two ways a present agent's status follows its work: one guarded `UPDATE` each,
+/// with no read first. The `EXISTS` is [`AgentStatus::for_work`].
+const BECOMES_BUSY: &str =
+    "UPDATE agents SET status = 'busy', last_updated_at = ?2 WHERE id = ?1 AND status = 'idle'
+       AND EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'in_progress')";
+const BECOMES_IDLE: &str =
+    "UPDATE agents SET status = 'idle', last_updated_at = ?2 WHERE id = ?1 AND status = 'busy'
+       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'in_progress')";
+
+/// [`settle_status`] for an agent that is not coming back: a present agent only flips
+/// between `busy` and `idle`.
 fn settle_present(tx: &Connection, id: AgentId, now: Timestamp) -> StoreResult<()> {
-    let flips = [
-        (
-            AgentStatus::Idle,
-            AgentStatus::Busy,
-            "UPDATE agents SET status = 'busy', last_updated_at = ?2 WHERE id = ?1 AND status = 'idle'
-               AND EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'in_progress')",
-        ),
-        (
-            AgentStatus::Busy,
-            AgentStatus::Idle,
-            "UPDATE agents SET status = 'idle', last_updated_at = ?2 WHERE id = ?1 AND status = 'busy'
-               AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'in_progress')",
-        ),
-    ];
-    for (from, to, flip) in flips {
-        if sql::execute(tx, flip, params![id.to_string(), now.unix_millis()])? == 1 {
-            return log_status_change(tx, id, from, to, now);
+    for moved in [WorkMoved::Took, WorkMoved::Gave] {
+        if flip(tx, id, moved, now)? {
+            return Ok(());
         }
     }
     Ok(())
+}
+
+/// Which way a write moved an agent's `in_progress` tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WorkMoved {
+    /// It took one: it may go from `idle` to `busy`.
+    Took,
+    /// One left it: it may go from `busy` to `idle`.
+    Gave,
+}
+
+impl WorkMoved {
+    /// How a task's change moved its holders' work: its `in_progress` holder before
+    /// gave it up, its holder after took it. Nothing when the holder stays the same.
+    pub(crate) fn by(before: &Task, after: &Task) -> impl Iterator<Item = (AgentId, WorkMoved)> {
+        let holder = |task: &Task| task.agent_id.filter(|_| task.status == TaskStatus::InProgress);
+        let (gave, took) = (holder(before), holder(after));
+        let moved = gave != took;
+        gave.filter(|_| moved)
+            .map(|agent| (agent, WorkMoved::Gave))
+            .into_iter()
+            .chain(took.filter(|_| moved).map(|agent| (agent, WorkMoved::Took)))
+    }
+}
+
+/// [`settle_status`] when the caller knows which way the agent's work moved, which every
+/// claim and finish does: one guarded `UPDATE`, not two.
+pub(crate) fn settle_after(
+    tx: &Connection,
+    id: AgentId,
+    moved: WorkMoved,
+    now: Timestamp,
+) -> StoreResult<()> {
+    flip(tx, id, moved, now).map(|_| ())
+}
+
+/// The flip `moved` may cause, logged when it happened; whether it did.
+fn flip(tx: &Connection, id: AgentId, moved: WorkMoved, now: Timestamp) -> StoreResult<bool> {
+    let (from, to, flip) = match moved {
+        WorkMoved::Took => (AgentStatus::Idle, AgentStatus::Busy, BECOMES_BUSY),
+        WorkMoved::Gave => (AgentStatus::Busy, AgentStatus::Idle, BECOMES_IDLE),
+    };
+    if sql::execute(tx, flip, params![id.to_string(), now.unix_millis()])? == 0 {
+        return Ok(false);
+    }
+    log_status_change(tx, id, from, to, now)?;
+    Ok(true)
 }
 
 fn log_status_change(

@@ -67,7 +67,7 @@ pub(crate) fn list(connection: &Connection, filter: &EventFilter) -> StoreResult
     batched.push(" ORDER BY a.created_at DESC, e.id DESC LIMIT ").bind(limit);
     events.extend(batched.all(connection, from_row)?);
 
-    events.sort_by(|a, b| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
+    events.sort_by_key(|event| std::cmp::Reverse((event.created_at, event.id)));
     events.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok(events)
 }

@@ -13,10 +13,10 @@ use swarm_domain::{
 use swarm_store::{PollView, StoreResult};
 
 use crate::{
-    agents::{self, Wake},
-    decode::{column, corrupt, get_bool, get_task_id},
+    agents::{self, WorkMoved},
+    decode::{Columns, corrupt, get_task_id},
     events, sql,
-    tasks::get_known,
+    tasks::{self, get_known, task_columns},
 };
 
 /// Appended to a query over `tasks t`: every dependency of `t` is completed.
@@ -75,20 +75,21 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
         ),
         [agent.to_string()],
         |row| {
+            let mut column = Columns::new(row);
             Ok((
-                get_bool(row, "is_lead")?,
-                column(row, "status")?,
-                column(row, "last_seen_at")?,
-                column(row, "max_tasks")?,
-                column(row, "in_progress")?,
-                get_bool(row, "offered")?,
-                get_bool(row, "pending")?,
-                get_bool(row, "urgent_mail")?,
-                get_bool(row, "results")?,
-                get_bool(row, "inbox")?,
-                get_bool(row, "mentions")?,
-                get_bool(row, "finished")?,
-                get_bool(row, "pool")?,
+                column.bool("is_lead")?,
+                column.take("status")?,
+                column.take("last_seen_at")?,
+                column.take("max_tasks")?,
+                column.take("in_progress")?,
+                column.bool("offered")?,
+                column.bool("pending")?,
+                column.bool("urgent_mail")?,
+                column.bool("results")?,
+                column.bool("inbox")?,
+                column.bool("mentions")?,
+                column.bool("finished")?,
+                column.bool("pool")?,
             ))
         },
     )?;
@@ -172,11 +173,14 @@ fn claim_task(
 ) -> StoreResult<Option<Trigger>> {
     let sql = match kind {
         TriggerKind::TaskOffered => {
-            "UPDATE tasks SET status = 'reviewing', last_updated_at = ?2, lease_expires_at = ?3
-             WHERE status = 'offered' AND id = (
-                 SELECT t.id FROM tasks t WHERE t.offered_to = ?1 AND t.status = 'offered'
-                 ORDER BY t.offered_at, t.created_at, t.id LIMIT 1)
-             RETURNING id"
+            concat!(
+                "UPDATE tasks SET status = 'reviewing', last_updated_at = ?2, lease_expires_at = ?3
+                 WHERE status = 'offered' AND id = (
+                     SELECT t.id FROM tasks t WHERE t.offered_to = ?1 AND t.status = 'offered'
+                     ORDER BY t.offered_at, t.created_at, t.id LIMIT 1)
+                 RETURNING ",
+                task_columns!("tasks")
+            )
         }
         TriggerKind::TaskAssigned => concat!(
             "UPDATE tasks SET status = 'in_progress', last_updated_at = ?2, lease_expires_at = ?3
@@ -186,7 +190,8 @@ fn claim_task(
             "    ORDER BY t.priority DESC, t.created_at, t.id LIMIT 1)
              AND",
             has_capacity!(),
-            " RETURNING id"
+            " RETURNING ",
+            task_columns!("tasks")
         ),
         TriggerKind::PoolTask => concat!(
             "UPDATE tasks SET status = 'in_progress', agent_id = ?1, from_pool = 1,
@@ -197,7 +202,8 @@ fn claim_task(
             "    ORDER BY t.priority DESC, t.created_at, t.id LIMIT 1)
              AND",
             has_capacity!(),
-            " RETURNING id"
+            " RETURNING ",
+            task_columns!("tasks")
         ),
         TriggerKind::UrgentMail
         | TriggerKind::SlackInboxMessage
@@ -206,22 +212,29 @@ fn claim_task(
         | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
+    // The row as the claim left it comes back with it: no second read.
     let claimed = sql::optional(
         tx,
         sql,
         params![agent.to_string(), now.unix_millis(), lease_until.unix_millis()],
-        |row| get_task_id(row, "id"),
+        tasks::from_row,
     )?;
-    let Some(id) = claimed else {
+    let Some(task) = claimed else {
         return Ok(None);
     };
+    let id = task.id;
+    debug_assert_eq!(
+        Some(&task),
+        tasks::get(tx, id)?.as_ref(),
+        "the claim returned another row than it left"
+    );
     for event in kind.claim_events(id, agent) {
         events::insert(tx, &event, now)?;
     }
     if kind.needs_capacity() {
-        agents::settle_status(tx, agent, now, Wake::No)?;
+        // The claim made the task `in_progress` for this agent.
+        agents::settle_after(tx, agent, WorkMoved::Took, now)?;
     }
-    let task = get_known(tx, id)?;
     Ok(kind.task_trigger(task))
 }
 

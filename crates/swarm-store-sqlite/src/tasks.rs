@@ -14,26 +14,44 @@ use crate::{
     sql::{self, Sql},
 };
 
-/// Tags and dependencies come with the row, in their written order, from correlated
-/// subqueries on their primary keys: one statement however many rows are listed. An
-/// aggregate with `ORDER BY` sorts in a temporary b-tree even when it has no rows to
-/// sort, so each runs only for a task that has any (most have none).
+/// Every column of a task, as `tasks::from_row` decodes them; `$row` names the row for
+/// the correlated subqueries (`t` in a `SELECT`, `tasks` in a `RETURNING`). Tags and
+/// dependencies come with the row, in their written order, from correlated subqueries
+/// on their primary keys: one statement however many rows are listed. An aggregate with
+/// `ORDER BY` sorts in a temporary b-tree even when it has no rows to sort, so each runs
+/// only for a task that has any (most have none).
+macro_rules! task_columns {
+    ($row:literal) => {
+        concat!(
+            "id, agent_id, creator_agent_id, task, status, source, task_type,
+             priority, offered_to, offered_at, accepted_at, rejection_reason,
+             created_at, last_updated_at, finished_at, failure_reason, output,
+             progress, notified_at, lease_expires_at, lease_losses, slack_channel_id, slack_thread_ts,
+             slack_user_id, mention_message_id, mention_channel_id, github_repo, github_event_type,
+             github_number, github_comment_id, github_author, github_url,
+             trigger_name, session_key,
+             CASE WHEN EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = ",
+            $row,
+            ".id)
+                  THEN (SELECT json_group_array(g.tag ORDER BY g.position)
+                        FROM task_tags g WHERE g.task_id = ",
+            $row,
+            ".id) END AS tags,
+             CASE WHEN EXISTS (SELECT 1 FROM task_dependencies d WHERE d.task_id = ",
+            $row,
+            ".id)
+                  THEN (SELECT json_group_array(d.depends_on_task_id ORDER BY d.position)
+                        FROM task_dependencies d WHERE d.task_id = ",
+            $row,
+            ".id) END AS depends_on"
+        )
+    };
+}
+pub(crate) use task_columns;
+
 macro_rules! select_task {
     () => {
-        "SELECT t.id, t.agent_id, t.creator_agent_id, t.task, t.status, t.source, t.task_type,
-                t.priority, t.offered_to, t.offered_at, t.accepted_at, t.rejection_reason,
-                t.created_at, t.last_updated_at, t.finished_at, t.failure_reason, t.output,
-                t.progress, t.notified_at, t.lease_expires_at, t.lease_losses, t.slack_channel_id, t.slack_thread_ts, t.slack_user_id,
-                t.mention_message_id, t.mention_channel_id, t.github_repo, t.github_event_type,
-                t.github_number, t.github_comment_id, t.github_author, t.github_url,
-                t.trigger_name, t.session_key,
-                CASE WHEN EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = t.id)
-                     THEN (SELECT json_group_array(g.tag ORDER BY g.position)
-                           FROM task_tags g WHERE g.task_id = t.id) END AS tags,
-                CASE WHEN EXISTS (SELECT 1 FROM task_dependencies d WHERE d.task_id = t.id)
-                     THEN (SELECT json_group_array(d.depends_on_task_id ORDER BY d.position)
-                           FROM task_dependencies d WHERE d.task_id = t.id) END AS depends_on
-         FROM tasks t"
+        concat!("SELECT ", task_columns!("t"), " FROM tasks t")
     };
 }
 
@@ -248,7 +266,7 @@ fn row_exists(tx: &Connection, exists: &'static str, id: &str) -> StoreResult<bo
     sql::scalar(tx, exists, [id])
 }
 
-fn from_row(row: &Row<'_>) -> StoreResult<Task> {
+pub(crate) fn from_row(row: &Row<'_>) -> StoreResult<Task> {
     let mut column = Columns::new(row);
     let id = column.task_id("id")?;
     let agent_id = column.opt_agent_id("agent_id")?;

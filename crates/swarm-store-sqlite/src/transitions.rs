@@ -12,7 +12,7 @@ use swarm_domain::{
 use swarm_store::{Applied, StoreError, StoreResult};
 
 use crate::{
-    agents::{self, Wake},
+    agents::{self, WorkMoved},
     decode::{db, is_foreign_key_violation},
     events,
     sql::Sql,
@@ -48,14 +48,8 @@ pub(crate) fn apply(
     let after = change.applied_to(&before, now);
     // Every test run checks that the row and its in-memory image agree.
     debug_assert_eq!(Some(&after), tasks::get(tx, id)?.as_ref(), "the stored task differs from its image");
-    let mut involved: Vec<AgentId> = before.agent_id.into_iter().collect();
-    if let Some(agent) = after.agent_id
-        && !involved.contains(&agent)
-    {
-        involved.push(agent);
-    }
-    for agent in involved {
-        agents::settle_status(tx, agent, now, Wake::No)?;
+    for (agent, moved) in WorkMoved::by(&before, &after) {
+        agents::settle_after(tx, agent, moved, now)?;
     }
     Ok(Applied::Changed { before, after })
 }
