@@ -168,8 +168,23 @@ impl Service {
     /// A task change committed: tell live views, and wake the polls it may concern, here
     /// and in other processes on the same database.
     async fn task_changed(&self, task: &Task, previous_assignee: Option<AgentId>) {
+        self.task_changed_with(task, previous_assignee, None).await;
+    }
+
+    /// [`Service::task_changed`] with the waiters of a finished task when the store
+    /// brought them along with the change (`Store::task_apply_with_waiters`).
+    async fn task_changed_with(
+        &self,
+        task: &Task,
+        previous_assignee: Option<AgentId>,
+        waiters: Option<TaskWaiters>,
+    ) {
         self.publish(Change::Task { task_id: task.id });
-        let waiters = if task.status.is_finished() {
+        let waiters = if !task.status.is_finished() {
+            Some(TaskWaiters::default())
+        } else if waiters.is_some() {
+            waiters
+        } else {
             match self.store.task_waiters(task.id).await {
                 Ok(waiters) => Some(waiters),
                 Err(error) => {
@@ -177,8 +192,6 @@ impl Service {
                     None
                 }
             }
-        } else {
-            Some(TaskWaiters::default())
         };
         let has_dependents = task.status == TaskStatus::Completed
             && waiters.as_ref().is_none_or(|waiters| waiters.has_dependents);

@@ -257,12 +257,12 @@ impl Service {
         let now = Timestamp::now();
         let action = TaskAction::Finish { assignee: Some(agent), outcome };
         let change = action.change().with_lease(self.lease_until(now));
-        match self.store.task_apply(id, &change, Some(agent), now).await? {
-            Applied::Changed { before, after } => {
-                self.task_changed(&after, before.agent_id).await;
+        match self.store.task_apply_with_waiters(id, &change, Some(agent), now).await? {
+            (Applied::Changed { before, after }, waiters) => {
+                self.task_changed_with(&after, before.agent_id, waiters).await;
                 Ok(Some(ActionOutcome { task: after, already_finished: false }))
             }
-            Applied::NotFound | Applied::Refused { .. } => Ok(None),
+            (Applied::NotFound | Applied::Refused { .. }, _) => Ok(None),
         }
     }
 
@@ -274,13 +274,13 @@ impl Service {
     ) -> ServiceResult<ActionOutcome> {
         let now = Timestamp::now();
         let change = action.change().with_lease(self.lease_until(now));
-        match self.store.task_apply(id, &change, caller.agent_id(), now).await? {
-            Applied::Changed { before, after } => {
-                self.task_changed(&after, before.agent_id).await;
+        match self.store.task_apply_with_waiters(id, &change, caller.agent_id(), now).await? {
+            (Applied::Changed { before, after }, waiters) => {
+                self.task_changed_with(&after, before.agent_id, waiters).await;
                 Ok(ActionOutcome { task: after, already_finished: false })
             }
-            Applied::NotFound => Err(unknown_task(id)),
-            Applied::Refused { current } => {
+            (Applied::NotFound, _) => Err(unknown_task(id)),
+            (Applied::Refused { current }, _) => {
                 // A finish or cancel that lost a race to another finish is not an error.
                 let lost_race_to_same_end = match action {
                     TaskAction::Finish { .. } => current.status.is_finished(),

@@ -202,6 +202,29 @@ impl Store for SqliteStore {
         self.database.write(move |tx| transitions::apply(tx, id, &change, actor, now)).await
     }
 
+    async fn task_apply_with_waiters(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
+        let change = change.clone();
+        self.database
+            .write(move |tx| {
+                let applied = transitions::apply(tx, id, &change, actor, now)?;
+                let waiters = match &applied {
+                    // The writer's pages are warm; a reader's are not, after a commit.
+                    Applied::Changed { after, .. } if after.status.is_finished() => {
+                        Some(tasks::waiters(tx, id)?)
+                    }
+                    _ => None,
+                };
+                Ok((applied, waiters))
+            })
+            .await
+    }
+
     async fn task_edit_text(
         &self,
         id: TaskId,

@@ -8,9 +8,9 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     task::{FinishOutcome, NewTask, PRIORITY_DEFAULT, TaskAction, TaskDraft, TaskOrigin, TaskStatus},
 };
-use swarm_store::{Store, StoreError, TaskFilter, TaskWaiters};
+use swarm_store::{Applied, Store, StoreError, TaskFilter, TaskWaiters};
 
-use super::{Fixture, cancel, draft, fail, of_type, sorted};
+use super::{Fixture, cancel, complete, draft, fail, of_type, sorted};
 use crate::support::store_tests;
 
 store_tests!(
@@ -21,6 +21,7 @@ store_tests!(
     create_refuses_missing_references,
     unknown_task_reads_as_none,
     unfinished_dependencies_are_those_not_completed,
+    a_finish_may_bring_its_waiters_along,
     text_changes_only_before_anyone_takes_the_task_up,
 );
 
@@ -230,6 +231,42 @@ async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) 
     }
     for lone in [task.id, free.id, TaskId::new_v7()] {
         assert_eq!(fx.store.task_waiters(lone).await.unwrap(), TaskWaiters::default());
+    }
+}
+
+/// The waiters a store brings along with a change are those `task_waiters` reads after
+/// it, and only a change that finishes a task brings any.
+async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let agent = fx.register("worker-1", false, 5).await.id;
+    let depended_on = fx.started_task("depended on", agent).await;
+    fx.create(TaskDraft { depends_on: vec![depended_on.id], ..draft("dependent") }, None).await;
+    let lone = fx.started_task("lone", agent).await;
+
+    for (task, expected) in [
+        (depended_on.id, TaskWaiters { has_dependents: true, awaiting_agent: None }),
+        (lone.id, TaskWaiters::default()),
+    ] {
+        let pause = TaskAction::Pause { agent }.change();
+        let (paused, waiters) =
+            fx.store.task_apply_with_waiters(task, &pause, Some(agent), fx.now()).await.unwrap();
+        assert!(matches!(paused, Applied::Changed { .. }), "pause: {paused:?}");
+        assert_eq!(waiters, None, "a change that finishes nothing brings no waiters");
+        let resume = TaskAction::Resume { agent }.change();
+        fx.store.task_apply(task, &resume, Some(agent), fx.now()).await.unwrap();
+
+        let finish = complete(agent).change();
+        let (finished, waiters) =
+            fx.store.task_apply_with_waiters(task, &finish, Some(agent), fx.now()).await.unwrap();
+        let Applied::Changed { after, .. } = finished else { panic!("finish: {finished:?}") };
+        assert_eq!(after.status, TaskStatus::Completed);
+        assert_eq!(fx.store.task_waiters(task).await.unwrap(), expected);
+        if fx.store.backend_name() == "sqlite" {
+            // SQLite reads them in the finish's own transaction.
+            assert_eq!(waiters, Some(expected));
+        } else if let Some(waiters) = waiters {
+            assert_eq!(waiters, expected);
+        }
     }
 }
 
