@@ -10,13 +10,18 @@
 --    share a page or two. It holds the claim order, so that the claim of an agent's next
 --    task reads one entry instead of scanning every agent's pending tasks for its own
 --    (what the status index gave) and sorting them. Listings by agent use an index that
---    a status change does not move: it changes when a task is created or changes hands.
+--    a status change does not move: it changes when a task is given to an agent.
 DROP INDEX tasks_agent_status;
 CREATE INDEX tasks_agent_working ON tasks (agent_id, status, priority DESC, created_at, id)
     WHERE status = 'pending' OR status = 'in_progress';
-CREATE INDEX tasks_agent_created ON tasks (agent_id, created_at);
+CREATE INDEX tasks_agent_created ON tasks (agent_id, created_at) WHERE agent_id IS NOT NULL;
 
--- 2. The event log by agent. Events get a number that VACUUM keeps (`seq`, an alias of the
+-- 2. The pool in claim order. The status index stops at `created_at`, so a pool claim
+--    sorted the tasks of equal priority and time by id in a temporary b-tree, every
+--    time; this index holds the whole order and only the pool's tasks.
+CREATE INDEX tasks_pool ON tasks (priority DESC, created_at, id) WHERE status = 'unassigned';
+
+-- 3. The event log by agent. Events get a number that VACUUM keeps (`seq`, an alias of the
 --    rowid), and the index by agent becomes a table that the writer fills in batches, a
 --    few times a second (`events::index_agent_events`): a batch writes each agent's page
 --    once instead of once per commit. A listing by agent reads the batches through this
@@ -38,7 +43,8 @@ INSERT INTO events_numbered (seq, id, event_type, agent_id, task_id, old_value, 
 DROP TABLE events;
 ALTER TABLE events_numbered RENAME TO events;
 CREATE INDEX events_created ON events (created_at, id);
-CREATE INDEX events_task_created ON events (task_id, created_at);
+-- Two events in five (an agent's busy/idle flips) are about no task.
+CREATE INDEX events_task_created ON events (task_id, created_at) WHERE task_id IS NOT NULL;
 
 CREATE TABLE agent_events (
     agent_id   TEXT NOT NULL,

@@ -193,11 +193,13 @@ fn claim_task(
             " RETURNING ",
             task_columns!("tasks")
         ),
+        // Without statistics SQLite prefers the status index's equality, then sorts the
+        // pool by id in a temporary b-tree; `tasks_pool` holds the whole claim order.
         TriggerKind::PoolTask => concat!(
             "UPDATE tasks SET status = 'in_progress', agent_id = ?1, from_pool = 1,
                               last_updated_at = ?2, lease_expires_at = ?3
              WHERE status = 'unassigned' AND id = (
-                 SELECT t.id FROM tasks t WHERE t.status = 'unassigned' AND",
+                 SELECT t.id FROM tasks t INDEXED BY tasks_pool WHERE t.status = 'unassigned' AND",
             ready!(),
             "    ORDER BY t.priority DESC, t.created_at, t.id LIMIT 1)
              AND",
