@@ -7,8 +7,11 @@
 mod dashboard;
 pub mod error;
 pub mod extract;
+mod json;
 mod middleware;
 mod routes;
+
+pub use json::Json;
 
 use std::sync::Arc;
 
@@ -91,9 +94,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(extra)
         .fallback(middleware::not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::require_api_key))
-        .layer(axum::middleware::from_fn(middleware::json_errors))
-        .layer(axum::middleware::from_fn(middleware::cors))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::edge))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -24,12 +24,28 @@ fn is_public(method: &Method, path: &str) -> bool {
         || (*method == Method::POST && (path == "/slack/events" || path.starts_with("/api/webhooks/")))
 }
 
-pub async fn require_api_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// What every request goes through, as one layer: each layer of its own costs every
+/// request a clone of the service below it and a boxed future. In order: a CORS
+/// preflight is answered (204) before authentication; the API key is checked; errors
+/// produced outside our handlers get a JSON body; every answer gets the CORS headers.
+pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let mut response = if request.method() == Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else if !has_api_key(&state, &request) {
+        ApiError::Unauthorized.into_response()
+    } else {
+        json_errors(next.run(request).await).await
+    };
+    add_cors_headers(&mut response);
+    response
+}
+
+fn has_api_key(state: &AppState, request: &Request) -> bool {
     let Some(expected) = state.api_key.expose() else {
-        return next.run(request).await;
+        return true;
     };
     if is_public(request.method(), request.uri().path()) {
-        return next.run(request).await;
+        return true;
     }
     let presented = request
         .headers()
@@ -40,37 +56,25 @@ pub async fn require_api_key(State(state): State<AppState>, request: Request, ne
         .unwrap_or("");
     // Constant-time on the contents; only the length can leak, which a key of fixed
     // length does not mind.
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-        next.run(request).await
-    } else {
-        ApiError::Unauthorized.into_response()
-    }
+    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, \
      Mcp-Method, Mcp-Name, Last-Event-ID";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
-/// Any origin may call the hub (it is guarded by the key, not by origin). Preflight
-/// requests are answered here with 204, before authentication.
-pub async fn cors(request: Request, next: Next) -> Response {
-    let mut response = if request.method() == Method::OPTIONS {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        next.run(request).await
-    };
+/// Any origin may call the hub (it is guarded by the key, not by origin).
+fn add_cors_headers(response: &mut Response) {
     let headers = response.headers_mut();
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOWED_HEADERS));
     headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(ALLOWED_METHODS));
     headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("Mcp-Session-Id"));
-    response
 }
 
 /// Errors produced outside our handlers (axum's own rejections, 405s, path decoding)
 /// come as plain text; rewrite them into the JSON shape every client expects.
-pub async fn json_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+async fn json_errors(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;

@@ -1,5 +1,4 @@
 use axum::{
-    Json,
     extract::{Path, Query, State},
     http::StatusCode,
     response::IntoResponse,
@@ -15,6 +14,7 @@ use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::IncludeQuery;
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

@@ -2,7 +2,6 @@
 //! People post without `X-Agent-ID`; an agent reading a channel marks it read.
 
 use axum::{
-    Json,
     extract::{Path, Query, State},
     http::StatusCode,
 };
@@ -16,6 +15,7 @@ use swarm_service::{Caller, PostMessage, ReadMessages};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

@@ -1,10 +1,7 @@
 //! The lead's inbox (Slack messages routed to the lead), for people and scripts. The
 //! lead itself answers and delegates through its MCP tools.
 
-use axum::{
-    Json,
-    extract::{Query, State},
-};
+use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
 use swarm_domain::{
     id::AgentId,
@@ -13,6 +10,7 @@ use swarm_domain::{
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

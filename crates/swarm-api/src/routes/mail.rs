@@ -3,7 +3,6 @@
 //! same service functions.
 
 use axum::{
-    Json,
     extract::{Path, Query, State},
     http::StatusCode,
 };
@@ -16,6 +15,7 @@ use swarm_service::{DeliverMail, ListMail, ReplyMail, SendMail};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

@@ -2,16 +2,14 @@
 
 use std::time::Duration;
 
-use axum::{
-    Json,
-    extract::{Query, State},
-};
+use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
 use swarm_domain::poll::{PoolMode, Trigger};
 use swarm_service::{POLL_WAIT_MAX, PollRequest};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

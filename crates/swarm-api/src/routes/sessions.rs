@@ -1,5 +1,4 @@
 use axum::{
-    Json,
     extract::{DefaultBodyLimit, Path, Query, State},
     http::StatusCode,
 };
@@ -14,6 +13,7 @@ use utoipa_axum::{
     routes,
 };
 
+use crate::Json;
 use crate::{
     AppState, SESSION_LOGS_BODY_LIMIT_BYTES,
     error::{ApiError, ErrorResponses},

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use axum::{
-    Json, Router,
+    Router,
     extract::{Query, State},
     response::{Html, IntoResponse},
     routing::get,
@@ -11,6 +11,7 @@ use swarm_domain::{event::Event, id::AgentId, stats::Stats};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

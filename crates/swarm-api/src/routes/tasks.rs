@@ -1,5 +1,4 @@
 use axum::{
-    Json,
     extract::{Path, Query, State},
     http::StatusCode,
 };
@@ -13,6 +12,7 @@ use swarm_service::{ActionOutcome, Caller, TaskListQuery, TaskReport, TaskReques
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},

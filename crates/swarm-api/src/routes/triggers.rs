@@ -4,7 +4,6 @@
 //! carries its own signature).
 
 use axum::{
-    Json,
     body::Bytes,
     extract::{Path, Query, State},
     http::{HeaderMap, StatusCode},
@@ -20,6 +19,7 @@ use swarm_service::{FireRequest, WebhookOutcome, WebhookRequest};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
