@@ -52,7 +52,10 @@ pub(crate) fn list(connection: &Connection, filter: &EventFilter) -> StoreResult
     };
     let indexed_through: i64 = sql::scalar(connection, "SELECT through_seq FROM agent_events_indexed", [])?;
 
-    let mut latest = Sql::new(&format!("SELECT {COLUMNS} FROM events WHERE seq > "));
+    // NOT INDEXED keeps SQLite on the rowid range (the few events after the last batch):
+    // otherwise it may walk the whole log by time to spare itself the sort, which on an
+    // agent with nothing in the range reads every event (15 ms for 240,000).
+    let mut latest = Sql::new(&format!("SELECT {COLUMNS} FROM events NOT INDEXED WHERE seq > "));
     latest.bind(indexed_through).push(" AND agent_id = ").bind(agent_id.to_string()).push(" AND ");
     push_known_kinds(&mut latest);
     latest.push(" ORDER BY created_at DESC, id DESC LIMIT ").bind(limit);
