@@ -271,10 +271,15 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
     let mut unindexed_since = Some(Instant::now());
     loop {
         if unindexed_since.is_some_and(|since| since.elapsed() >= AGENT_EVENTS_INTERVAL) {
-            if let Err(error) = crate::events::index_agent_events(&connection) {
-                tracing::warn!(%error, "indexing the event log by agent failed; will retry");
-            }
-            unindexed_since = None;
+            unindexed_since = match crate::events::index_agent_events(&connection) {
+                Ok(true) => None,
+                // A batch stopped at its size: the next one comes after the next interval.
+                Ok(false) => Some(Instant::now()),
+                Err(error) => {
+                    tracing::warn!(%error, "indexing the event log by agent failed; will retry");
+                    None
+                }
+            };
         }
         let command = match next.take() {
             Some(command) => command,
@@ -306,8 +311,12 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                 }
             }
             Command::IndexAgentEvents(answer) => {
-                let _ = answer.send(crate::events::index_agent_events(&connection));
-                unindexed_since = None;
+                let indexed = crate::events::index_agent_events(&connection);
+                unindexed_since = match indexed {
+                    Ok(false) => Some(Instant::now()),
+                    _ => None,
+                };
+                let _ = answer.send(indexed.map(|_| ()));
             }
             Command::Write(first) => {
                 next = commit_group(&connection, first, &commands);

@@ -94,17 +94,18 @@ fn push_known_kinds(query: &mut Sql) {
 const AGENT_EVENTS_BATCH: i64 = 50_000;
 
 /// Copy the events logged since the last batch into `agent_events`, in one transaction
-/// of its own. Runs on the writer, between groups (`database::run_writer`). Another
-/// process on the same file may run it too: the write lock orders the batches, and each
-/// starts where the last one ended.
-pub(crate) fn index_agent_events(writer: &Connection) -> StoreResult<()> {
+/// of its own; whether every event is in now (`false`: the batch stopped at its size and
+/// another should follow). Runs on the writer, between groups (`database::run_writer`).
+/// Another process on the same file may run it too: the write lock orders the batches,
+/// and each starts where the last one ended.
+pub(crate) fn index_agent_events(writer: &Connection) -> StoreResult<bool> {
     let through: i64 = sql::scalar(writer, "SELECT through_seq FROM agent_events_indexed", [])?;
     let newest: i64 = sql::scalar(writer, "SELECT coalesce(max(seq), 0) FROM events", [])?;
     if newest <= through {
-        return Ok(());
+        return Ok(true);
     }
     writer.execute_batch("BEGIN IMMEDIATE").map_err(db)?;
-    let batch = (|| -> StoreResult<()> {
+    let batch = (|| -> StoreResult<bool> {
         // Read again under the write lock: another process may have run a batch.
         let from: i64 = sql::scalar(writer, "SELECT through_seq FROM agent_events_indexed", [])?;
         let newest: i64 = sql::scalar(writer, "SELECT coalesce(max(seq), 0) FROM events", [])?;
@@ -121,14 +122,14 @@ pub(crate) fn index_agent_events(writer: &Connection) -> StoreResult<()> {
             "UPDATE agent_events_indexed SET through_seq = ?1 WHERE through_seq < ?1",
             [to],
         )?;
-        Ok(())
+        Ok(to == newest)
     })();
     let end = if batch.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = writer.execute_batch(end).map_err(db);
     if ended.is_err() && !writer.is_autocommit() {
         let _ = writer.execute_batch("ROLLBACK");
     }
-    batch.and(ended)
+    batch.and_then(|caught_up| ended.map(|()| caught_up))
 }
 
 fn from_row(row: &Row<'_>) -> StoreResult<Event> {

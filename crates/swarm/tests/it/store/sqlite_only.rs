@@ -472,3 +472,51 @@ async fn an_older_file_gets_its_events_numbered_and_indexed_by_agent() {
     }
     connection.close().await.unwrap();
 }
+
+/// A backlog larger than one batch (another process logged 120,000 events) goes in over
+/// several batches without waiting for more writes, and listings are whole meanwhile.
+#[tokio::test]
+async fn a_backlog_of_events_goes_into_the_index_by_agent_batch_after_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let fx = super::Fixture::new(store.clone());
+    let agent = fx.worker("busy").await;
+    store.index_agent_events().await.unwrap();
+
+    let mut other = raw_connection(&path).await;
+    let backlog: i64 = 120_000;
+    sqlx::query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+         INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at)
+         SELECT printf('0190f2c4-0000-7000-8000-%012d', i), 'agent_status_change', ?2, NULL, 'idle', 'busy',
+                NULL, ?3 + i
+         FROM n",
+    )
+    .bind(backlog)
+    .bind(agent.to_string())
+    .bind(fx.now().unix_millis())
+    .execute(&mut other)
+    .await
+    .unwrap();
+    let newest = store
+        .event_list(&swarm_store::EventFilter { agent_id: Some(agent), limit: 2, task_id: None })
+        .await
+        .unwrap();
+    assert_eq!(newest[0].id.to_string(), format!("0190f2c4-0000-7000-8000-{backlog:012}"));
+    assert_eq!(newest[1].id.to_string(), format!("0190f2c4-0000-7000-8000-{:012}", backlog - 1));
+
+    // One write of this store's own sets its writer going.
+    fx.worker("another").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while batched_events_of(&mut other, agent).await < backlog + 1 {
+        assert!(std::time::Instant::now() < deadline, "the backlog never got into the index");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let page = store
+        .event_list(&swarm_store::EventFilter { agent_id: Some(agent), limit: 3, task_id: None })
+        .await
+        .unwrap();
+    assert_eq!(page[0].id, newest[0].id);
+    store.close().await;
+}
