@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// Every agent read carries its capacity, counted from its `in_progress` tasks (an
-/// index probe on `tasks (agent_id, status)`).
+/// index probe on `tasks_agent_working`).
 macro_rules! select_agent {
     () => {
         "SELECT a.id, a.name, a.is_lead, a.status, a.description, a.role, a.capabilities,
