@@ -1,17 +1,13 @@
-//! `swarm`: one binary for the hub (`serve`) and its client commands.
+//! `swarm`: one binary for the hub (`serve`), its runners and its client commands.
 //!
 //! `main` only parses arguments, runs the chosen command and maps the result to an
-//! exit code; each command lives in its own module.
+//! exit code. Each command's logic lives in a library crate (`swarm-hub`, `swarm-runner`,
+//! `swarm-cli`, `swarm-connect`, `swarm-bench`, `swarm-demo`); the modules here turn
+//! flags into their configuration.
 
-mod bench;
-mod commands;
-mod connect;
-mod demo;
-mod hook;
 mod mcp;
 mod runner;
 mod serve;
-mod stand_in;
 
 use clap::{Parser, Subcommand};
 
@@ -34,7 +30,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the hub: HTTP API on --host:--port, backed by SQLite (default) or PostgreSQL.
-    Serve(serve::ServeArgs),
+    Serve(swarm_hub::ServeArgs),
     /// Serve the MCP tools over stdio for an agent CLI, on the hub's database (no hub needed).
     Mcp(mcp::McpArgs),
     /// Run a worker agent: wait for work on a hub and start the agent CLI only when there is some.
@@ -45,33 +41,33 @@ enum Command {
     Lead(runner::RunnerArgs),
     /// Create, list, show, finish and cancel tasks on a running hub.
     #[command(subcommand)]
-    Task(commands::TaskCommand),
+    Task(swarm_cli::TaskCommand),
     /// List and show agents on a running hub.
     #[command(subcommand)]
-    Agent(commands::AgentCommand),
+    Agent(swarm_cli::AgentCommand),
     /// Agent mail on a running hub: `swarm mail log <agent>` prints an agent's history as JSONL.
     #[command(subcommand)]
-    Mail(commands::MailCommand),
+    Mail(swarm_cli::MailCommand),
     /// List, create, fire and disable triggers (cron, interval, once, webhook, github, manual).
     #[command(subcommand)]
-    Trigger(commands::TriggerCommand),
+    Trigger(swarm_cli::TriggerCommand),
     /// Show agent and task counts of a running hub.
-    Stats(commands::StatsArgs),
+    Stats(swarm_cli::StatsArgs),
     /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
-    #[command(long_about = bench::LONG_ABOUT)]
-    Bench(bench::BenchArgs),
+    #[command(long_about = swarm_bench::LONG_ABOUT)]
+    Bench(swarm_bench::BenchArgs),
     /// Watch a hub, a lead and two workers at work in a few seconds (no LLM, no network).
-    #[command(long_about = demo::LONG_ABOUT)]
-    Demo(demo::DemoArgs),
+    #[command(long_about = swarm_demo::LONG_ABOUT)]
+    Demo(swarm_demo::DemoArgs),
     /// A scripted agent CLI for tests and demos (no LLM): acts on the hub through MCP.
     #[command(hide = true)]
-    StandInAgent(stand_in::StandInArgs),
+    StandInAgent(swarm_demo::stand_in::StandInArgs),
     /// Set up a project directory for Claude Code or Codex to talk to a hub (MCP, slash commands, hooks).
-    #[command(long_about = connect::LONG_ABOUT)]
-    Connect(connect::ConnectArgs),
+    #[command(long_about = swarm_connect::connect::LONG_ABOUT)]
+    Connect(swarm_connect::connect::ConnectArgs),
     /// Answer a Claude Code hook event (installed by `swarm connect`); never fails the agent.
-    #[command(long_about = hook::LONG_ABOUT)]
-    Hook(hook::HookArgs),
+    #[command(long_about = swarm_connect::hook::LONG_ABOUT)]
+    Hook(swarm_connect::hook::HookArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -87,18 +83,18 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
-            Command::Task(command) => commands::run_task(command).await,
-            Command::Agent(command) => commands::run_agent(command).await,
-            Command::Mail(command) => commands::run_mail(command).await,
-            Command::Trigger(command) => commands::run_trigger(command).await,
-            Command::Stats(args) => commands::run_stats(args).await,
-            Command::Bench(args) => bench::run(args).await,
+            Command::Task(command) => swarm_cli::run_task(command).await,
+            Command::Agent(command) => swarm_cli::run_agent(command).await,
+            Command::Mail(command) => swarm_cli::run_mail(command).await,
+            Command::Trigger(command) => swarm_cli::run_trigger(command).await,
+            Command::Stats(args) => swarm_cli::run_stats(args).await,
+            Command::Bench(args) => swarm_bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
             Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
-            Command::Demo(args) => demo::run(args).await,
-            Command::StandInAgent(args) => stand_in::run(args).await,
-            Command::Connect(args) => connect::run(args).await,
-            Command::Hook(args) => hook::run(args).await,
+            Command::Demo(args) => swarm_demo::run(args).await,
+            Command::StandInAgent(args) => swarm_demo::stand_in::run(args).await,
+            Command::Connect(args) => swarm_connect::connect::run(args).await,
+            Command::Hook(args) => swarm_connect::hook::run(args).await,
         }
     });
     match result {

@@ -9,7 +9,7 @@ use swarm_domain::id::AgentId;
 use swarm_mcp::{InboxRole, StdioOptions};
 use swarm_service::Service;
 
-use crate::serve::{DatabaseArgs, init_logging, open_store, shutdown_signal};
+use swarm_hub::{DatabaseArgs, init_logging, open_store, shutdown_signal};
 
 /// How often the rescuer runs: `swarm serve`'s default.
 const RESCUE_INTERVAL: Duration = Duration::from_secs(5);

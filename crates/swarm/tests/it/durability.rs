@@ -13,7 +13,7 @@ use crate::{
 async fn acknowledged_writes_survive_sigkill_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let database = sqlite_file(dir.path());
-    let hub = Hub::start(&database, None);
+    let hub = Hub::spawn(&database, None);
     let agent = uuid::Uuid::new_v4().to_string();
     assert_eq!(hub.post("/api/agents", Some(&agent), json!({"name": "durable"})).await.0, 201);
 
@@ -58,7 +58,7 @@ async fn acknowledged_writes_survive_sigkill_sqlite() {
 #[tokio::test]
 async fn sigterm_stops_the_hub_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let hub = Hub::spawn(&sqlite_file(dir.path()), None);
     assert_eq!(hub.get("/health", None).await.0, 200);
     assert!(hub.terminate(), "swarm serve exits with status 0 on SIGTERM");
 }

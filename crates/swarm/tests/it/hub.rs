@@ -1,5 +1,5 @@
-//! The real `swarm` binary, started on port 0 with a temporary database, for black-box
-//! tests over HTTP.
+//! A hub on port 0 with a temporary database, for tests over real HTTP: served from the
+//! test process, or the real `swarm` binary when the test is about the process.
 
 use std::{
     io::{BufRead, BufReader},
@@ -10,6 +10,7 @@ use std::{
 };
 
 use serde_json::Value;
+use swarm_hub::{DatabaseArgs, HubOptions, ServeArgs};
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 
@@ -20,13 +21,32 @@ pub enum Database {
     Postgres(String),
 }
 
+/// A hub for one test. [`Hub::start`] serves it from this test process (the same
+/// `swarm_hub::Hub` that `swarm serve` runs, on a thread and runtime of its own, so a
+/// test that blocks its own thread never stalls the hub); [`Hub::spawn`] runs the real
+/// binary, for what only a process can show (SIGKILL, SIGTERM, exit status).
 pub struct Hub {
-    child: Child,
+    running: Running,
     pub base_url: String,
     pub api_key: Option<String>,
-    /// Everything the hub printed on stdout up to and including its address line.
+    /// What the hub prints at start-up, up to and including where to go next.
     pub banner: Vec<String>,
     http: reqwest::Client,
+}
+
+enum Running {
+    InProcess {
+        stop: Option<tokio::sync::oneshot::Sender<bool>>,
+        thread: Option<std::thread::JoinHandle<bool>>,
+    },
+    Process(Child),
+    Stopped,
+}
+
+#[derive(clap::Parser)]
+struct ServeFlags {
+    #[command(flatten)]
+    args: ServeArgs,
 }
 
 impl Hub {
@@ -37,13 +57,70 @@ impl Hub {
     /// A hub with extra `swarm serve` flags (e.g. a short `--lease-seconds`, or a
     /// `--port` of its own instead of any free one).
     pub fn start_with(database: &Database, api_key: Option<&str>, extra_args: &[&str]) -> Hub {
-        let mut command = Command::new(SWARM);
-        command.args(["serve", "--host", "127.0.0.1"]);
+        Self::start_with_options(database, api_key, extra_args, HubOptions::default())
+    }
+
+    /// A hub with options no user sets (a test clock, a fast scheduler tick).
+    pub fn start_with_options(
+        database: &Database,
+        api_key: Option<&str>,
+        extra_args: &[&str],
+        options: HubOptions,
+    ) -> Hub {
+        let mut flags = vec!["serve", "--host", "127.0.0.1"];
         if !extra_args.contains(&"--port") {
-            command.args(["--port", "0"]);
+            flags.extend(["--port", "0"]);
         }
+        flags.extend(extra_args);
+        let mut args = <ServeFlags as clap::Parser>::try_parse_from(flags)
+            .unwrap_or_else(|err| panic!("swarm serve flags {extra_args:?}: {err}"))
+            .args;
+        // The test decides these, whatever the environment running it says.
+        args.api_key = api_key.map(str::to_string);
+        args.database = match database {
+            Database::SqliteFile(path) => DatabaseArgs { db: path.clone(), database_url: None },
+            Database::Postgres(url) => DatabaseArgs { db: PathBuf::new(), database_url: Some(url.clone()) },
+        };
+        let (started_tx, started_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<bool>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a runtime for the hub");
+            runtime.block_on(async move {
+                let hub = match swarm_hub::Hub::start(&args, options).await {
+                    Ok(hub) => hub,
+                    Err(err) => {
+                        let _ = started_tx.send(Err(format!("{err}")));
+                        return false;
+                    }
+                };
+                let _ = started_tx.send(Ok((hub.url(), hub.banner().to_vec())));
+                // `true`: stop gracefully; `false` (or the test gone): drop everything at once.
+                let graceful = stop_rx.await.unwrap_or(false);
+                if graceful { hub.stop().await.is_ok() } else { true }
+            })
+        });
+        let (base_url, banner) = started_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the hub starts within a minute")
+            .unwrap_or_else(|err| panic!("the hub does not start: {err}"));
+        Hub {
+            running: Running::InProcess { stop: Some(stop_tx), thread: Some(thread) },
+            base_url,
+            api_key: api_key.map(str::to_string),
+            banner,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// The real `swarm serve` process.
+    pub fn spawn(database: &Database, api_key: Option<&str>) -> Hub {
+        let mut command = Command::new(SWARM);
         command
-            .args(extra_args)
+            .args(["serve", "--host", "127.0.0.1", "--port", "0"])
             .env_remove("API_KEY")
             .env_remove("DATABASE_URL")
             .env_remove("DATABASE_PATH")
@@ -73,26 +150,31 @@ impl Hub {
             }
         });
         let mut banner = Vec::new();
-        let base_url = loop {
+        loop {
             let line = lines_rx
                 .recv_timeout(Duration::from_secs(60))
-                .expect("the hub prints its address within a minute");
-            banner.push(line.clone());
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest.trim().to_string();
-            }
-        };
-        // Keep draining stdout so the hub never blocks on a full pipe.
-        let mut rest_of_banner = Vec::new();
-        while let Ok(line) = lines_rx.recv_timeout(Duration::from_millis(200)) {
-            rest_of_banner.push(line);
-            if rest_of_banner.len() >= 8 {
+                .expect("the hub prints its start-up lines within a minute");
+            let last = line.starts_with("next:");
+            banner.push(line);
+            if last {
                 break;
             }
         }
-        banner.extend(rest_of_banner);
+        // Keep draining stdout so the hub never blocks on a full pipe.
         std::thread::spawn(move || while lines_rx.recv().is_ok() {});
-        Hub { child, base_url, api_key: api_key.map(str::to_string), banner, http: reqwest::Client::new() }
+        let base_url = banner
+            .iter()
+            .find_map(|line| line.split("listening on ").nth(1))
+            .expect("the hub says where it listens")
+            .trim()
+            .to_string();
+        Hub {
+            running: Running::Process(child),
+            base_url,
+            api_key: api_key.map(str::to_string),
+            banner,
+            http: reqwest::Client::new(),
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -124,31 +206,51 @@ impl Hub {
         send(self.request(reqwest::Method::POST, path, agent).json(&body)).await
     }
 
-    /// Kill the process without letting it clean up (SIGKILL).
+    /// Stop at once, finishing nothing: SIGKILL for a process; for a hub in this
+    /// process, its runtime is dropped with every connection and request in flight.
     pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop(false);
     }
 
-    /// Ask the hub to stop (SIGTERM) and wait for it; returns whether it exited cleanly.
+    /// Stop gracefully (SIGTERM for a process) and wait; returns whether it stopped cleanly.
     pub fn terminate(mut self) -> bool {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.success();
+        self.stop(true)
+    }
+
+    fn stop(&mut self, graceful: bool) -> bool {
+        match std::mem::replace(&mut self.running, Running::Stopped) {
+            Running::InProcess { mut stop, mut thread } => {
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(graceful);
+                }
+                thread.take().is_some_and(|thread| thread.join().unwrap_or(false))
             }
-            std::thread::sleep(Duration::from_millis(20));
+            Running::Process(mut child) if graceful => {
+                let pid = child.id().to_string();
+                let _ = Command::new("kill").args(["-TERM", &pid]).status();
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                while std::time::Instant::now() < deadline {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        return status.success();
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = child.kill();
+                false
+            }
+            Running::Process(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                true
+            }
+            Running::Stopped => true,
         }
-        false
     }
 }
 
 impl Drop for Hub {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop(false);
     }
 }
 

@@ -1,11 +1,12 @@
-//! Triggers against the real binary: cron slots in their time zone under a clock the
-//! test drives (a file the hub reads, `--test-clock-file`), exactly once with two hubs
+//! Triggers over HTTP: cron slots in their time zone under a clock the test drives (a
+//! file the hub reads, given to the hub as `HubOptions::clock`), exactly once with two hubs
 //! on one PostgreSQL database, a missed slot fired once after a restart; webhooks
 //! signed, refused and replayed; the github kind; manual firing and bad input.
 
-use std::path::Path;
+use std::{path::Path, sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
+use swarm_hub::HubOptions;
 
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
@@ -13,7 +14,7 @@ use crate::{
     support,
 };
 
-const TICK: &str = "50";
+const TICK: Duration = Duration::from_millis(50);
 
 fn set_clock(path: &Path, at: &str) {
     // Write then rename: the hub never reads a half-written time.
@@ -23,8 +24,11 @@ fn set_clock(path: &Path, at: &str) {
 }
 
 fn clocked_hub(database: &Database, clock: &Path) -> Hub {
-    let clock = clock.to_str().unwrap();
-    Hub::start_with(database, None, &["--test-clock-file", clock, "--scheduler-tick-ms", TICK])
+    let options = HubOptions {
+        scheduler_tick: TICK,
+        clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.to_path_buf()))),
+    };
+    Hub::start_with_options(database, None, &[], options)
 }
 
 async fn tasks_of(hub: &Hub, trigger: &str) -> Vec<Value> {

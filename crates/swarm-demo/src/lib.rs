@@ -17,6 +17,7 @@
 mod crew;
 mod narrator;
 mod report;
+pub mod stand_in;
 mod story;
 
 use std::{collections::HashMap, time::Duration};
@@ -85,7 +86,7 @@ enum Ending {
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    crate::serve::init_logging("text", "warn");
+    swarm_hub::init_logging("text", "warn");
     let started = Timestamp::now();
     let clock = Instant::now();
     let report = Report::new(args.json);

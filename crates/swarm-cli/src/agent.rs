@@ -13,7 +13,7 @@ use super::{
 };
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum AgentCommand {
+pub enum AgentCommand {
     /// List the registered agents, by name
     ///
     /// Shows id, name, status, lead or worker, tasks in progress out of the most it
@@ -24,7 +24,7 @@ pub(crate) enum AgentCommand {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct AgentListArgs {
+pub struct AgentListArgs {
     /// Include each agent's tasks in the --json output (the table stays the same)
     #[arg(long)]
     tasks: bool,
@@ -35,7 +35,7 @@ pub(crate) struct AgentListArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct AgentShowArgs {
+pub struct AgentShowArgs {
     /// The agent's name or id
     #[arg(value_name = "AGENT")]
     agent: String,
@@ -46,21 +46,21 @@ pub(crate) struct AgentShowArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct StatsArgs {
+pub struct StatsArgs {
     #[arg(long, help = JSON_HELP)]
     json: bool,
     #[command(flatten)]
     hub: HubArgs,
 }
 
-pub(crate) async fn run_agent(command: AgentCommand) -> anyhow::Result<()> {
+pub async fn run_agent(command: AgentCommand) -> anyhow::Result<()> {
     match command {
         AgentCommand::List(args) => agent_list(args).await,
         AgentCommand::Show(args) => agent_show(args).await,
     }
 }
 
-pub(crate) async fn run_stats(args: StatsArgs) -> anyhow::Result<()> {
+pub async fn run_stats(args: StatsArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
     let stats = client.stats().await.context("cannot read the hub's stats")?;
     if args.json {

@@ -14,7 +14,7 @@ use super::{HubArgs, hub_failure, resolve_agent};
 const PAGE: i64 = 200;
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum MailCommand {
+pub enum MailCommand {
     /// Print an agent's mail history (sent and received), oldest first, as JSONL
     ///
     /// One JSON object per line, in the mailbox seed's format, from the whole history:
@@ -23,7 +23,7 @@ pub(crate) enum MailCommand {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct MailLogArgs {
+pub struct MailLogArgs {
     /// The agent's name or id
     #[arg(value_name = "AGENT")]
     agent: String,
@@ -38,7 +38,7 @@ struct Page {
     next_cursor: Option<MailId>,
 }
 
-pub(crate) async fn run_mail(command: MailCommand) -> anyhow::Result<()> {
+pub async fn run_mail(command: MailCommand) -> anyhow::Result<()> {
     match command {
         MailCommand::Log(args) => mail_log(args).await,
     }

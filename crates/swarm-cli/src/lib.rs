@@ -16,10 +16,10 @@ use anyhow::{Context, anyhow, bail};
 use swarm_client::{Client, ClientConfig, ClientError};
 use swarm_domain::id::AgentId;
 
-pub(crate) use agent::{AgentCommand, StatsArgs, run_agent, run_stats};
-pub(crate) use mail::{MailCommand, run_mail};
-pub(crate) use task::{TaskCommand, run_task};
-pub(crate) use trigger::{TriggerCommand, run_trigger};
+pub use agent::{AgentCommand, StatsArgs, run_agent, run_stats};
+pub use mail::{MailCommand, run_mail};
+pub use task::{TaskCommand, run_task};
+pub use trigger::{TriggerCommand, run_trigger};
 
 const DEFAULT_URL: &str = "http://localhost:3013";
 
@@ -29,7 +29,7 @@ const JSON_HELP: &str = "Print the hub's answer as pretty JSON (for scripts) ins
 /// How to reach the hub, shared by every client command.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Hub connection")]
-pub(crate) struct HubArgs {
+pub struct HubArgs {
     /// Base URL of the hub
     #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
     url: String,

@@ -51,7 +51,7 @@ const DEFAULT_URL: &str = "http://localhost:3013";
 const BLOCK_EXIT_CODE: i32 = 2;
 
 #[derive(Debug, Args)]
-pub(crate) struct HookArgs {
+pub struct HookArgs {
     /// The event: session-start, user-prompt-submit, pre-tool-use, post-tool-use, stop,
     /// subagent-stop, or status-line. Anything else is ignored (exit 0, no output)
     #[arg(value_name = "EVENT", allow_hyphen_values = true)]
@@ -61,7 +61,7 @@ pub(crate) struct HookArgs {
     rest: Vec<String>,
 }
 
-pub(crate) const LONG_ABOUT: &str = "\
+pub const LONG_ABOUT: &str = "\
 Answer a Claude Code hook event (installed by `swarm connect`).
 
 Reads the event's JSON on stdin and talks to the hub as the agent (MCP_BASE_URL, API_KEY,
@@ -199,7 +199,7 @@ struct CancelledTasks {
 }
 
 /// Never returns an error: see the module documentation.
-pub(crate) async fn run(args: HookArgs) -> anyhow::Result<()> {
+pub async fn run(args: HookArgs) -> anyhow::Result<()> {
     let name = args.event.as_deref().unwrap_or_default();
     let Some(event) = HookEvent::parse(name) else {
         trace::why(name, "not an event swarm answers: ignored");

@@ -17,7 +17,7 @@ use super::{
 };
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum TaskCommand {
+pub enum TaskCommand {
     /// Create a task: in the pool (default), assigned (--agent), offered (--offer-to)
     /// or in the backlog (--backlog)
     ///
@@ -44,7 +44,7 @@ pub(crate) enum TaskCommand {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct CreateArgs {
+pub struct CreateArgs {
     /// What to do, in plain words; `-` reads it from stdin
     #[arg(value_name = "TEXT")]
     text: String,
@@ -76,7 +76,7 @@ pub(crate) struct CreateArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct ListArgs {
+pub struct ListArgs {
     /// Only tasks in this status; repeat or separate with commas for several
     /// (backlog, unassigned, offered, reviewing, pending, in_progress, paused,
     /// completed, failed, cancelled)
@@ -107,7 +107,7 @@ pub(crate) struct ListArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct ShowArgs {
+pub struct ShowArgs {
     /// Id of the task
     #[arg(value_name = "TASK_ID")]
     id: TaskId,
@@ -118,7 +118,7 @@ pub(crate) struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct FinishArgs {
+pub struct FinishArgs {
     /// Id of the task
     #[arg(value_name = "TASK_ID")]
     id: TaskId,
@@ -138,7 +138,7 @@ pub(crate) struct FinishArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct CancelArgs {
+pub struct CancelArgs {
     /// Id of the task
     #[arg(value_name = "TASK_ID")]
     id: TaskId,
@@ -151,7 +151,7 @@ pub(crate) struct CancelArgs {
     hub: HubArgs,
 }
 
-pub(crate) async fn run_task(command: TaskCommand) -> anyhow::Result<()> {
+pub async fn run_task(command: TaskCommand) -> anyhow::Result<()> {
     match command {
         TaskCommand::Create(args) => task_create(args).await,
         TaskCommand::List(args) => task_list(args).await,

@@ -28,11 +28,11 @@ pub(crate) use claude::expand_env_placeholders;
 
 /// The MCP server's name in the agent CLIs' configuration, as in the reference: Claude
 /// Code shows the tools as `mcp__agent-swarm__<tool>`, and the slash commands say so.
-pub(crate) const SERVER_NAME: &str = "agent-swarm";
+pub const SERVER_NAME: &str = "agent-swarm";
 
 const DEFAULT_URL: &str = "http://localhost:3013";
 
-pub(crate) const LONG_ABOUT: &str = "\
+pub const LONG_ABOUT: &str = "\
 Set up a project directory so that an agent CLI talks to a swarm hub.
 
 Claude Code (--harness claude, the default):
@@ -67,7 +67,7 @@ pub(crate) enum Harness {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct ConnectArgs {
+pub struct ConnectArgs {
     /// The project directory to set up
     #[arg(long, default_value = ".", value_name = "DIR")]
     dir: PathBuf,
@@ -221,7 +221,7 @@ struct ReportedFile<'a> {
     what: &'a str,
 }
 
-pub(crate) async fn run(args: ConnectArgs) -> anyhow::Result<()> {
+pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
     let endpoint = Endpoint::from_args(&args)?;
     let dir = &args.dir;
     if !dir.is_dir() {

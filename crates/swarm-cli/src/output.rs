@@ -8,14 +8,14 @@ use serde::Serialize;
 use swarm_domain::{event::Event, id::AgentId, task::Task, time::Timestamp};
 
 /// Print `value` as pretty JSON on stdout (the `--json` output).
-pub(crate) fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+pub fn print_json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("cannot write the answer as JSON")?;
     emit(&format!("{text}\n"))
 }
 
 /// Write `text` to stdout. A closed pipe (`swarm task list | head`) ends the output
 /// quietly rather than failing.
-pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
+pub fn emit(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -27,7 +27,7 @@ pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
 
 /// A table with left-aligned columns separated by two spaces; the last column is
 /// not padded, so long text does not leave trailing blanks.
-pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|header| header.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -55,7 +55,7 @@ pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 
 /// `label  value` lines, aligned, leaving out empty values. Values that span several
 /// lines are indented under the first.
-pub(crate) fn fields(pairs: &[(&str, String)]) -> String {
+pub fn fields(pairs: &[(&str, String)]) -> String {
     let shown: Vec<&(&str, String)> = pairs.iter().filter(|(_, value)| !value.trim().is_empty()).collect();
     let width = shown.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
     let indent = " ".repeat(width + 2);
@@ -73,7 +73,7 @@ pub(crate) fn fields(pairs: &[(&str, String)]) -> String {
 }
 
 /// The first `max_chars` characters of `text` on one line, with `…` when cut.
-pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
+pub fn excerpt(text: &str, max_chars: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max_chars {
         return one_line;
@@ -85,12 +85,12 @@ pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
 }
 
 /// An agent's name when known, else its id.
-pub(crate) fn agent_label(id: AgentId, names: &HashMap<AgentId, String>) -> String {
+pub fn agent_label(id: AgentId, names: &HashMap<AgentId, String>) -> String {
     names.get(&id).cloned().unwrap_or_else(|| id.to_string())
 }
 
 /// An agent's name and id, for detail views: `worker-1 (0193…)`.
-pub(crate) fn agent_with_id(id: Option<AgentId>, names: &HashMap<AgentId, String>) -> String {
+pub fn agent_with_id(id: Option<AgentId>, names: &HashMap<AgentId, String>) -> String {
     match id {
         None => String::new(),
         Some(id) => match names.get(&id) {
@@ -101,7 +101,7 @@ pub(crate) fn agent_with_id(id: Option<AgentId>, names: &HashMap<AgentId, String
 }
 
 /// Who holds a task, for the `AGENT` column: its assignee, else who it is offered to.
-pub(crate) fn task_holder(task: &Task, names: &HashMap<AgentId, String>) -> String {
+pub fn task_holder(task: &Task, names: &HashMap<AgentId, String>) -> String {
     match (task.agent_id, task.offered_to) {
         (Some(agent), _) => agent_label(agent, names),
         (None, Some(offered_to)) => format!("{} (offered)", agent_label(offered_to, names)),
@@ -110,7 +110,7 @@ pub(crate) fn task_holder(task: &Task, names: &HashMap<AgentId, String>) -> Stri
 }
 
 /// Rows of the task table: ID, STATUS, PRI, AGENT, TASK.
-pub(crate) fn task_rows(tasks: &[Task], names: &HashMap<AgentId, String>) -> Vec<Vec<String>> {
+pub fn task_rows(tasks: &[Task], names: &HashMap<AgentId, String>) -> Vec<Vec<String>> {
     tasks
         .iter()
         .map(|task| {
@@ -125,10 +125,10 @@ pub(crate) fn task_rows(tasks: &[Task], names: &HashMap<AgentId, String>) -> Vec
         .collect()
 }
 
-pub(crate) const TASK_HEADERS: [&str; 5] = ["ID", "STATUS", "PRI", "AGENT", "TASK"];
+pub const TASK_HEADERS: [&str; 5] = ["ID", "STATUS", "PRI", "AGENT", "TASK"];
 
 /// Every field of a task that has a value, for `task show`.
-pub(crate) fn task_fields(task: &Task, names: &HashMap<AgentId, String>) -> String {
+pub fn task_fields(task: &Task, names: &HashMap<AgentId, String>) -> String {
     let time = |at: Option<Timestamp>| at.map(|at| at.to_string()).unwrap_or_default();
     let text = |value: &Option<String>| value.clone().unwrap_or_default();
     let number = |value: Option<i64>| value.map(|n| n.to_string()).unwrap_or_default();
@@ -171,7 +171,7 @@ pub(crate) fn task_fields(task: &Task, names: &HashMap<AgentId, String>) -> Stri
 }
 
 /// The history of a task, one event a line: time, kind, agent, change.
-pub(crate) fn event_rows(events: &[Event], names: &HashMap<AgentId, String>) -> Vec<Vec<String>> {
+pub fn event_rows(events: &[Event], names: &HashMap<AgentId, String>) -> Vec<Vec<String>> {
     events
         .iter()
         .map(|event| {
@@ -193,7 +193,7 @@ pub(crate) fn event_rows(events: &[Event], names: &HashMap<AgentId, String>) -> 
 
 /// The line under a page of results that says where the next page starts; empty on
 /// the last page.
-pub(crate) fn page_note(offset: u32, n_shown: usize, total: i64) -> String {
+pub fn page_note(offset: u32, n_shown: usize, total: i64) -> String {
     let shown_to = i64::from(offset) + n_shown as i64;
     if n_shown == 0 || shown_to >= total {
         return String::new();
@@ -201,7 +201,7 @@ pub(crate) fn page_note(offset: u32, n_shown: usize, total: i64) -> String {
     format!("showing {}-{shown_to} of {total}; next page: --offset {shown_to}\n", i64::from(offset) + 1)
 }
 
-pub(crate) const EVENT_HEADERS: [&str; 4] = ["TIME", "EVENT", "AGENT", "CHANGE"];
+pub const EVENT_HEADERS: [&str; 4] = ["TIME", "EVENT", "AGENT", "CHANGE"];
 
 #[cfg(test)]
 mod tests {

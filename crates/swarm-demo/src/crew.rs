@@ -9,15 +9,11 @@ use std::{
 };
 
 use anyhow::Context;
-use swarm_api::ApiKey;
 use swarm_domain::{id::AgentId, lease::LeasePolicy};
-use swarm_mcp::{AllowedHosts, HttpOptions};
+use swarm_hub::{DatabaseArgs, Hub, HubOptions, ServeArgs, SlackArgs};
 use swarm_runner::{Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown};
-use swarm_service::{Background, Service};
-use tokio::{net::TcpListener, task::JoinSet};
-use tokio_util::sync::CancellationToken;
-
-use crate::serve;
+use swarm_service::Service;
+use tokio::task::JoinSet;
 
 /// How often the rescuer looks for expired claims (none expire in a healthy demo).
 const RESCUE_EVERY: Duration = Duration::from_secs(5);
@@ -26,48 +22,51 @@ const RUNNER_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the runners, then the hub, get to stop before the demo stops waiting.
 const STOP_DEADLINE: Duration = Duration::from_secs(15);
 
-/// The hub, served from this process.
+/// The hub, served from this process: the same hub `swarm serve` runs.
 pub(super) struct DemoHub {
     pub service: Service,
     pub url: String,
     api_key: String,
-    stop: CancellationToken,
-    mcp_shutdown: CancellationToken,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
-    _background: Background,
+    hub: Hub,
 }
 
 impl DemoHub {
     /// Opens (creates) the database at `db` and serves it on `127.0.0.1:<port>`.
     pub async fn start(db: &Path, port: u16) -> anyhow::Result<DemoHub> {
-        let (store, _) = serve::open_sqlite(db).await?;
-        let service = Service::with_lease_policy(store, LeasePolicy::default());
-        let background = service.start_background(RESCUE_EVERY);
         // A key of its own, so nothing else on this machine can steer the demo's crew.
         let api_key = uuid::Uuid::new_v4().simple().to_string();
-        let mcp_shutdown = CancellationToken::new();
-        let mcp_options =
-            HttpOptions { allowed_hosts: AllowedHosts::loopback(), shutdown: mcp_shutdown.clone() };
-        let app = serve::hub_app(service.clone(), ApiKey::new(Some(api_key.clone())), mcp_options, None);
-        let listener = TcpListener::bind(("127.0.0.1", port)).await.with_context(|| {
-            format!("cannot listen on 127.0.0.1:{port}: pick another --port (0 picks a free one)")
+        // Built field by field rather than parsed, so that the user's own API_KEY,
+        // DATABASE_URL or SLACK_BOT_TOKEN never reach the demo's hub.
+        let args = ServeArgs {
+            port,
+            host: "127.0.0.1".into(),
+            database: DatabaseArgs { db: db.to_path_buf(), database_url: None },
+            api_key: Some(api_key.clone()),
+            log_format: "text".into(),
+            lease_seconds: LeasePolicy::default().period.as_secs(),
+            rescue_interval_seconds: RESCUE_EVERY.as_secs(),
+            max_lease_losses: i64::from(LeasePolicy::default().max_losses),
+            mcp_allowed_hosts: None,
+            slack: SlackArgs {
+                slack_bot_token: None,
+                slack_app_token: None,
+                slack_signing_secret: None,
+                slack_allowed_user_ids: None,
+                slack_allowed_email_domains: None,
+                slack_api_url: String::new(),
+            },
+        };
+        let hub = Hub::start(&args, HubOptions::default()).await.with_context(|| {
+            format!("cannot start the demo's hub (pick another --port; 0 picks a free one)")
         })?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let stop = CancellationToken::new();
-        let server = tokio::spawn(
-            axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned()).into_future(),
-        );
-        Ok(DemoHub { service, url, api_key, stop, mcp_shutdown, server, _background: background })
+        Ok(DemoHub { service: hub.service.clone(), url: hub.url(), api_key, hub })
     }
 
     /// Finishes the requests in flight and stops serving.
     pub async fn stop(self) {
-        self.mcp_shutdown.cancel();
-        self.stop.cancel();
-        match tokio::time::timeout(STOP_DEADLINE, self.server).await {
-            Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(error))) => tracing::warn!(%error, "the demo hub's server failed"),
-            Ok(Err(error)) => tracing::warn!(%error, "the demo hub's server task failed"),
+        match tokio::time::timeout(STOP_DEADLINE, self.hub.stop()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "the demo hub's server failed"),
             Err(_) => tracing::warn!("the demo hub did not stop in time"),
         }
     }

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::{HubArgs, JSON_HELP, hub_failure, output, resolve_agent};
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum TriggerCommand {
+pub enum TriggerCommand {
     /// List the triggers, by name
     ///
     /// Shows name, type, when (schedule, interval, time or webhook path), target,
@@ -27,7 +27,7 @@ pub(crate) enum TriggerCommand {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct TriggerListArgs {
+pub struct TriggerListArgs {
     /// Only triggers of this type (cron, interval, once, webhook, github, manual)
     #[arg(long = "type", value_name = "TYPE")]
     kind: Option<String>,
@@ -38,7 +38,7 @@ pub(crate) struct TriggerListArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct TriggerCreateArgs {
+pub struct TriggerCreateArgs {
     /// A slug: lowercase letters, digits, - and _
     name: String,
     /// cron, interval, once, webhook, github or manual
@@ -94,7 +94,7 @@ pub(crate) struct TriggerCreateArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct TriggerFireArgs {
+pub struct TriggerFireArgs {
     /// The trigger's name or id
     name: String,
     /// What fills {{payload}}
@@ -110,7 +110,7 @@ pub(crate) struct TriggerFireArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct TriggerDisableArgs {
+pub struct TriggerDisableArgs {
     /// The trigger's name or id
     name: String,
     /// Enable it instead
@@ -122,7 +122,7 @@ pub(crate) struct TriggerDisableArgs {
     hub: HubArgs,
 }
 
-pub(crate) async fn run_trigger(command: TriggerCommand) -> anyhow::Result<()> {
+pub async fn run_trigger(command: TriggerCommand) -> anyhow::Result<()> {
     match command {
         TriggerCommand::List(args) => trigger_list(args).await,
         TriggerCommand::Create(args) => trigger_create(*args).await,

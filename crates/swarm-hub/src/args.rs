@@ -1,0 +1,104 @@
+//! The flags and environment of `swarm serve` (and the database flags `swarm mcp` shares).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Port to listen on (0 picks a free one and prints it).
+    #[arg(long, env = "PORT", default_value_t = 3013)]
+    pub port: u16,
+    /// Address to bind. The default serves this machine only; use 0.0.0.0 to serve the network.
+    #[arg(long, env = "HOST", default_value = "127.0.0.1")]
+    pub host: String,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Require `Authorization: Bearer <key>` on every request except GET /health and the
+    /// static pages (the dashboard at / and the API docs at /docs, which ask for the key
+    /// before they fetch data). Empty = open hub.
+    #[arg(long, env = "API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Log format on stderr: text or json. The level is set with RUST_LOG (default info).
+    #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+    /// Seconds a claim (an offer under review, a task in progress) lasts without a
+    /// heartbeat from its holder; also how long an agent may stay silent before it is
+    /// marked offline. Runners heartbeat well within it.
+    #[arg(long, env = "LEASE_SECONDS", default_value_t = 45, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub lease_seconds: u64,
+    /// Seconds between two passes of the rescuer, which returns expired claims.
+    #[arg(long, env = "RESCUE_INTERVAL_SECONDS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub rescue_interval_seconds: u64,
+    /// A task whose holders let its lease run out this many times is failed with a reason.
+    #[arg(long, env = "MAX_LEASE_LOSSES", default_value_t = 3, value_parser = clap::value_parser!(i64).range(1..=1_000))]
+    pub max_lease_losses: i64,
+    /// Host names (comma-separated, `name` or `name:port`) that MCP at /mcp answers; others
+    /// get 403, which guards against DNS rebinding. Default: localhost, 127.0.0.1, ::1 and
+    /// --host. Use `*` for any host (then rely on API_KEY).
+    #[arg(long, env = "MCP_ALLOWED_HOSTS", value_name = "HOSTS")]
+    pub mcp_allowed_hosts: Option<String>,
+    #[command(flatten)]
+    pub slack: SlackArgs,
+}
+
+/// Where the data lives: shared by `swarm serve` and `swarm mcp`, which may open the
+/// same database at once.
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// SQLite database file, created when missing (the default backend).
+    #[arg(long, env = "DATABASE_PATH", default_value = "./swarm.db")]
+    pub db: PathBuf,
+    /// A postgres:// URL selects PostgreSQL instead of the SQLite file.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+}
+
+/// Slack: the bridge starts when a bot token is set, with Socket Mode (app token) and/or
+/// the Events API at POST /slack/events (signing secret).
+#[derive(Debug, Clone, Args)]
+pub struct SlackArgs {
+    /// Bot token (xoxb-...): enables the Slack bridge.
+    #[arg(long, env = "SLACK_BOT_TOKEN", hide_env_values = true)]
+    pub slack_bot_token: Option<String>,
+    /// App-level token (xapp-...) with connections:write: enables Socket Mode.
+    #[arg(long, env = "SLACK_APP_TOKEN", hide_env_values = true)]
+    pub slack_app_token: Option<String>,
+    /// Signing secret: enables the Events API at POST /slack/events.
+    #[arg(long, env = "SLACK_SIGNING_SECRET", hide_env_values = true)]
+    pub slack_signing_secret: Option<String>,
+    /// Comma-separated Slack user ids allowed to talk to the swarm (default: everyone,
+    /// unless SLACK_ALLOWED_EMAIL_DOMAINS is set).
+    #[arg(long, env = "SLACK_ALLOWED_USER_IDS", value_name = "IDS")]
+    pub slack_allowed_user_ids: Option<String>,
+    /// Comma-separated e-mail domains whose users may talk to the swarm.
+    #[arg(long, env = "SLACK_ALLOWED_EMAIL_DOMAINS", value_name = "DOMAINS")]
+    pub slack_allowed_email_domains: Option<String>,
+    /// Slack Web API base URL (tests point it at a stand-in).
+    #[arg(long, env = "SLACK_API_URL", default_value = swarm_slack::DEFAULT_API_URL)]
+    pub slack_api_url: String,
+}
+
+impl SlackArgs {
+    /// The bridge's settings, or `None` without a bot token.
+    pub fn config(&self) -> Option<swarm_slack::SlackConfig> {
+        let present = |value: &Option<String>| value.clone().filter(|value| !value.trim().is_empty());
+        let list = |value: &Option<String>| -> Vec<String> {
+            value
+                .iter()
+                .flat_map(|list| list.split(','))
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        Some(swarm_slack::SlackConfig {
+            bot_token: present(&self.slack_bot_token)?,
+            app_token: present(&self.slack_app_token),
+            signing_secret: present(&self.slack_signing_secret),
+            allowed_user_ids: list(&self.slack_allowed_user_ids),
+            allowed_email_domains: list(&self.slack_allowed_email_domains),
+            api_url: self.slack_api_url.clone(),
+        })
+    }
+}

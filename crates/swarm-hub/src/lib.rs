@@ -1,0 +1,218 @@
+//! The hub, assembled: a store opened from the flags, the service over it with its
+//! rescuer and scheduler, and one HTTP application (REST API, MCP at `/mcp`, the Slack
+//! bridge's routes) served on one listener.
+//!
+//! `swarm serve` is argument glue over [`Hub::start`]; `swarm demo` and the integration
+//! tests start the same hub inside their own process, so what they test is what users
+//! run. Only [`HubOptions`] differs, and it has no flag: a test's clock and scheduler
+//! tick never reach the production binary's command line.
+
+mod args;
+mod logging;
+mod open;
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use swarm_api::{ApiKey, AppState};
+use swarm_domain::lease::LeasePolicy;
+use swarm_mcp::{AllowedHosts, HttpOptions};
+use swarm_service::{Background, Service, clock::Clock};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use args::{DatabaseArgs, ServeArgs, SlackArgs};
+pub use logging::{init_logging, shutdown_signal};
+pub use open::{open_sqlite, open_store};
+
+/// Why a hub could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error("cannot open the {what}: {hint}")]
+    OpenStore { what: String, hint: &'static str, source: swarm_store::StoreError },
+    #[error("DATABASE_URL must start with postgres:// (or sqlite:); got a URL of another kind")]
+    DatabaseUrl,
+    #[error("cannot listen on {address}: is another hub running there? pick another --port")]
+    Bind { address: String, source: std::io::Error },
+    #[error("the HTTP server failed")]
+    Serve(#[source] std::io::Error),
+}
+
+/// What an embedder sets that a user does not: none of it is a flag of `swarm serve`.
+#[derive(Clone)]
+pub struct HubOptions {
+    /// How often the scheduler looks for due triggers.
+    pub scheduler_tick: Duration,
+    /// Where the scheduler reads the time (tests move it forward without waiting).
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        HubOptions { scheduler_tick: Duration::from_secs(1), clock: None }
+    }
+}
+
+/// A hub serving on its listener until [`Hub::stop`].
+pub struct Hub {
+    pub service: Service,
+    local_addr: SocketAddr,
+    banner: Vec<String>,
+    stop: CancellationToken,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    _background: Background,
+    _scheduler: Background,
+    _slack: Option<swarm_slack::SlackBridge>,
+}
+
+impl Hub {
+    /// Opens the store, starts the background work and serves on `--host:--port`.
+    pub async fn start(args: &ServeArgs, options: HubOptions) -> Result<Hub, HubError> {
+        let (store, description) = open_store(&args.database).await?;
+        let lease = LeasePolicy {
+            period: Duration::from_secs(args.lease_seconds),
+            max_losses: i32::try_from(args.max_lease_losses).unwrap_or(i32::MAX),
+        };
+        let mut service = Service::with_lease_policy(store, lease);
+        if let Some(clock) = options.clock {
+            service = service.with_clock(clock);
+        }
+        let mut banner = Vec::new();
+        let (service, slack) = match args.slack.config() {
+            Some(config) => {
+                let socket_mode = config.app_token.is_some();
+                let events_api = config.signing_secret.is_some();
+                let (service, bridge) = swarm_slack::start(service, config).await;
+                banner.push(format!(
+                    "slack: bridge on (Socket Mode: {}, Events API at POST /slack/events: {})",
+                    on_off(socket_mode),
+                    on_off(events_api)
+                ));
+                (service, Some(bridge))
+            }
+            None => (service, None),
+        };
+        let background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
+        let scheduler = service.start_scheduler(options.scheduler_tick);
+
+        let address = format!("{}:{}", args.host, args.port);
+        let listener =
+            TcpListener::bind(&address).await.map_err(|source| HubError::Bind { address, source })?;
+        let local_addr = listener.local_addr().map_err(HubError::Serve)?;
+
+        let api_key = ApiKey::new(args.api_key.clone());
+        let stop = CancellationToken::new();
+        let mcp_options = HttpOptions {
+            allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
+            shutdown: stop.child_token(),
+        };
+        let app =
+            app(service.clone(), api_key.clone(), mcp_options, slack.as_ref().map(|bridge| bridge.router()));
+        let server = tokio::spawn(
+            axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned()).into_future(),
+        );
+
+        banner.splice(0..0, start_up_lines(args, &description, local_addr, api_key.is_set()));
+        tracing::info!(%local_addr, database = %description, "hub started");
+        Ok(Hub {
+            service,
+            local_addr,
+            banner,
+            stop,
+            server,
+            _background: background,
+            _scheduler: scheduler,
+            _slack: slack,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://<address>:<port>`, as agents and clients reach it.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// What a person starting the hub should read: where it listens, its database, its
+    /// leases, warnings, and where to go next.
+    pub fn banner(&self) -> &[String] {
+        &self.banner
+    }
+
+    /// Finishes the requests in flight (waiting MCP polls and event streams end at once)
+    /// and stops serving.
+    pub async fn stop(self) -> Result<(), HubError> {
+        self.stop.cancel();
+        match self.server.await {
+            Ok(result) => result.map_err(HubError::Serve),
+            Err(join) => Err(HubError::Serve(std::io::Error::other(join))),
+        }
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr, keyed: bool) -> Vec<String> {
+    let mut lines = vec![
+        format!("swarm {} listening on http://{local}", env!("CARGO_PKG_VERSION")),
+        format!("database: {database}"),
+        format!(
+            "leases: {}s without a heartbeat; rescuer every {}s; a task is failed after {} lost leases",
+            args.lease_seconds, args.rescue_interval_seconds, args.max_lease_losses
+        ),
+        format!("dashboard: http://{local}/   API docs: http://{local}/docs   MCP: http://{local}/mcp"),
+    ];
+    if !keyed {
+        lines.push(format!(
+            "WARNING: no API key is set: anyone who can reach http://{local} can control this swarm. \
+             Set API_KEY (or --api-key) to require `Authorization: Bearer <key>`."
+        ));
+    }
+    let configured_hosts = args.mcp_allowed_hosts.as_deref().is_some_and(|list| !list.trim().is_empty());
+    if local.ip().is_unspecified() && !configured_hosts {
+        lines.push(
+            "NOTE: MCP at /mcp answers only requests addressed to localhost, 127.0.0.1 or ::1. \
+             Set MCP_ALLOWED_HOSTS (or --mcp-allowed-hosts) to the names agents use to reach this hub."
+                .to_string(),
+        );
+    }
+    lines.push(format!(
+        "next: `swarm task create \"...\" --url http://{local}` gives the hub work; `swarm worker` runs an \
+         agent for it (see `swarm worker --help`); `swarm demo` shows a whole crew at work"
+    ));
+    lines
+}
+
+/// The hub's whole HTTP application: the API, MCP at `/mcp` and the Slack bridge's
+/// routes, behind the same middleware.
+pub fn app(
+    service: Service,
+    api_key: ApiKey,
+    mcp_options: HttpOptions,
+    slack_routes: Option<axum::Router<AppState>>,
+) -> axum::Router {
+    // One token ends MCP's waiting requests and the dashboard's event streams at shutdown.
+    let shutdown = mcp_options.shutdown.clone();
+    let mut extra =
+        axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
+    if let Some(slack_routes) = slack_routes {
+        extra = extra.merge(slack_routes);
+    }
+    swarm_api::router_with(AppState { service, api_key, shutdown }, extra)
+}
+
+/// Loopback plus the address the hub binds, unless told otherwise.
+fn mcp_allowed_hosts(configured: Option<&str>, bind_host: &str) -> AllowedHosts {
+    if let Some(list) = configured.filter(|list| !list.trim().is_empty()) {
+        return AllowedHosts::parse(list);
+    }
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    let unspecified = bind_host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_unspecified());
+    if !unspecified && !hosts.iter().any(|host| host == bind_host) {
+        hosts.push(bind_host.to_string());
+    }
+    AllowedHosts::Only(hosts)
+}
