@@ -48,7 +48,7 @@ pub struct HubOptions {
 
 impl Default for HubOptions {
     fn default() -> Self {
-        HubOptions { scheduler_tick: Duration::from_secs(1), clock: None }
+        HubOptions { scheduler_tick: swarm_service::SCHEDULER_TICK, clock: None }
     }
 }
 

@@ -4,6 +4,7 @@
 //! Each operation checks who may do it, calls one guarded store operation, and
 //! publishes a [`Change`] after it committed, so long-polls and live views can wake.
 
+mod activity;
 mod agents;
 mod chat;
 pub mod clock;
@@ -35,6 +36,7 @@ use tokio::sync::broadcast;
 
 use crate::wake::Waiters;
 
+pub use activity::ActivitySnapshot;
 pub use agents::{InboxSummary, RegisterInput};
 pub use chat::{CreateChannel, MESSAGES_PAGE_MAX, PostMessage, ReadMessages};
 pub use delegation::SendTask;
@@ -115,6 +117,7 @@ pub struct Service {
     store: Arc<dyn Store>,
     changes: broadcast::Sender<Change>,
     waiters: Arc<Waiters>,
+    activity: Arc<activity::Activity>,
     lease: LeasePolicy,
     /// Slack's Web API, when the hub has Slack credentials.
     slack: Option<Arc<dyn slack_api::SlackApi>>,
@@ -134,6 +137,7 @@ impl Service {
             store,
             changes,
             waiters: Arc::default(),
+            activity: Arc::default(),
             lease,
             slack: None,
             clock: Arc::new(clock::SystemClock),
@@ -144,6 +148,16 @@ impl Service {
     pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// Parked polls, polls answered and scheduler passes in this process.
+    pub fn activity(&self) -> ActivitySnapshot {
+        self.activity.snapshot()
+    }
+
+    /// The Slack bridge finished a pass over Slack tasks' outcomes and progress.
+    pub fn note_slack_sweep(&self) {
+        self.activity.slack_swept();
     }
 
     pub fn lease_policy(&self) -> LeasePolicy {

@@ -39,6 +39,16 @@ impl Service {
     /// `request.wait`. A poll is also a sign of life: it counts as a heartbeat (written at
     /// most every quarter lease period, so idle polling stays read-only).
     pub async fn poll(&self, caller: Caller, request: PollRequest) -> ServiceResult<Option<Trigger>> {
+        let answer = self.poll_once_or_wait(caller, request).await;
+        self.activity.poll_answered();
+        answer
+    }
+
+    async fn poll_once_or_wait(
+        &self,
+        caller: Caller,
+        request: PollRequest,
+    ) -> ServiceResult<Option<Trigger>> {
         let agent = caller.require_agent()?;
         if request.wait > POLL_WAIT_MAX {
             return Err(ServiceError::Invalid(format!(
@@ -81,6 +91,7 @@ impl Service {
                 return Ok(None);
             }
             let next_check = deadline.min(now + self.keep_alive_every());
+            let _parked = self.activity.parked();
             tokio::select! {
                 () = &mut mine => {}
                 () = &mut role, if role_matters => {}

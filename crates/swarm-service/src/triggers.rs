@@ -182,7 +182,9 @@ impl Service {
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
-                if let Err(error) = service.scheduler_tick().await {
+                let pass = service.scheduler_tick().await;
+                service.activity.scheduler_passed();
+                if let Err(error) = pass {
                     tracing::error!(%error, "the scheduler's pass failed; retrying at the next tick");
                 }
             }

@@ -43,6 +43,7 @@ pub async fn run(service: Service) {
         }
         sweep_outcomes(&service).await;
         sweep_progress(&service, &mut announced).await;
+        service.note_slack_sweep();
     }
 }
 

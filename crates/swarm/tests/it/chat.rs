@@ -43,7 +43,7 @@ async fn a_mention_wakes_the_agent_and_reading_clears_it() {
             (response.status().as_u16(), response.json::<Value>().await.unwrap(), started.elapsed())
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.parked_polls(1).await;
     assert!(!parked.is_finished(), "with nothing to do, the poll waits");
 
     let (status, posted) = hub

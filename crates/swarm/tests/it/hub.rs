@@ -11,6 +11,9 @@ use std::{
 
 use serde_json::Value;
 use swarm_hub::{DatabaseArgs, HubOptions, ServeArgs};
+use swarm_service::{ActivitySnapshot, Service};
+
+use crate::support::eventually;
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 
@@ -36,6 +39,7 @@ pub struct Hub {
 
 enum Running {
     InProcess {
+        service: Service,
         stop: Option<tokio::sync::oneshot::Sender<bool>>,
         thread: Option<std::thread::JoinHandle<bool>>,
     },
@@ -97,18 +101,18 @@ impl Hub {
                         return false;
                     }
                 };
-                let _ = started_tx.send(Ok((hub.url(), hub.banner().to_vec())));
+                let _ = started_tx.send(Ok((hub.url(), hub.banner().to_vec(), hub.service.clone())));
                 // `true`: stop gracefully; `false` (or the test gone): drop everything at once.
                 let graceful = stop_rx.await.unwrap_or(false);
                 if graceful { hub.stop().await.is_ok() } else { true }
             })
         });
-        let (base_url, banner) = started_rx
+        let (base_url, banner, service) = started_rx
             .recv_timeout(Duration::from_secs(60))
             .expect("the hub starts within a minute")
             .unwrap_or_else(|err| panic!("the hub does not start: {err}"));
         Hub {
-            running: Running::InProcess { stop: Some(stop_tx), thread: Some(thread) },
+            running: Running::InProcess { service, stop: Some(stop_tx), thread: Some(thread) },
             base_url,
             api_key: api_key.map(str::to_string),
             banner,
@@ -177,6 +181,41 @@ impl Hub {
         }
     }
 
+    /// The service of a hub in this process: what the hub is doing right now.
+    pub fn activity(&self) -> ActivitySnapshot {
+        match &self.running {
+            Running::InProcess { service, .. } => service.activity(),
+            _ => panic!("only a hub served from the test process shows its activity"),
+        }
+    }
+
+    /// Waits until `count` polls are parked on this hub: from then on, whatever wakes
+    /// them is what the test did next.
+    pub async fn parked_polls(&self, count: i64) {
+        eventually(&format!("{count} parked poll(s)"), || async {
+            (self.activity().parked_polls >= count).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until the scheduler has finished `passes` more passes than it had: what
+    /// was due has fired by then, and what did not fire was not due.
+    pub async fn scheduler_passes(&self, passes: u64) {
+        let until = self.activity().scheduler_passes + passes;
+        eventually(&format!("{passes} scheduler pass(es)"), || async {
+            (self.activity().scheduler_passes >= until).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until the Slack bridge has finished two more passes: what it was going to
+    /// post about the state before the call is posted by then.
+    pub async fn slack_sweeps(&self) {
+        let until = self.activity().slack_sweeps + 2;
+        eventually("two Slack sweeps", || async { (self.activity().slack_sweeps >= until).then_some(()) })
+            .await;
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)
     }
@@ -219,7 +258,7 @@ impl Hub {
 
     fn stop(&mut self, graceful: bool) -> bool {
         match std::mem::replace(&mut self.running, Running::Stopped) {
-            Running::InProcess { mut stop, mut thread } => {
+            Running::InProcess { mut stop, mut thread, .. } => {
                 if let Some(stop) = stop.take() {
                     let _ = stop.send(graceful);
                 }

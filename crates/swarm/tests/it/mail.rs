@@ -53,9 +53,11 @@ async fn urgent_mail_wakes_the_recipient_and_a_reply_ends_the_senders_waiting() 
             (response.json::<Value>().await.unwrap(), started.elapsed())
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.parked_polls(1).await;
     send(&hub, &worker, json!({"to": "lead-1", "subject": "fyi", "body": "normal mail waits"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Normal mail makes no trigger: the poll, woken or not, stays parked, and what ends
+    // it below is the urgent mail alone.
+    hub.parked_polls(1).await;
     assert!(!parked.is_finished(), "normal mail does not wake the recipient");
 
     let ask = send(

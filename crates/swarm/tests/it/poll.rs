@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{
     hub::{Database, Hub, sqlite_file},
-    support::{postgres_fresh_database, postgres_url},
+    support::{eventually, postgres_fresh_database, postgres_url},
 };
 
 fn new_id() -> String {
@@ -47,16 +47,13 @@ async fn agent_status(hub: &Hub, id: &str) -> String {
     body["status"].as_str().unwrap().to_string()
 }
 
-/// Poll the task until `check` holds, up to `within`; the task as last seen.
-async fn wait_for_task(hub: &Hub, id: &str, within: Duration, check: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
+/// The task once `check` holds.
+async fn wait_for_task(hub: &Hub, id: &str, check: impl Fn(&Value) -> bool) -> Value {
+    eventually(&format!("task {id} to reach the expected state"), || async {
         let seen = task(hub, id).await;
-        if check(&seen) || Instant::now() > deadline {
-            return seen;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        check(&seen).then_some(seen)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -79,7 +76,7 @@ async fn a_parked_poll_wakes_when_its_trigger_arrives() {
             (response.status().as_u16(), response.json::<Value>().await.unwrap(), started.elapsed())
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.parked_polls(1).await;
     assert!(!parked.is_finished(), "with nothing to do, the poll waits");
     let id = create(&hub, json!({"task": "wake up", "agentId": worker})).await;
 
@@ -216,7 +213,7 @@ async fn wakes_across_processes(first: &Hub, second: &Hub) {
             (response.json::<Value>().await.unwrap(), started.elapsed())
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.parked_polls(1).await;
     let id = create(second, json!({"task": "from the other process", "agentId": worker})).await;
     let (body, elapsed) = parked.await.unwrap();
     assert_eq!(body["trigger"]["taskId"], id.as_str(), "{body}");
@@ -254,7 +251,7 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
         hub.post(&format!("/api/tasks/{pooled}/finish"), Some(&live), json!({"status": "completed"})).await;
     assert_eq!(status, 200, "the live worker finishes it");
 
-    let back = wait_for_task(&hub, &offered, Duration::from_secs(10), |t| t["status"] == "offered").await;
+    let back = wait_for_task(&hub, &offered, |t| t["status"] == "offered").await;
     assert_eq!(back["status"], "offered", "an expired review returns to the offer: {back}");
     assert_eq!(back["offeredTo"], dying.as_str());
     let history = back["logs"].as_array().unwrap();
@@ -281,7 +278,7 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
         cursed.as_str(),
         "back after the first loss"
     );
-    let failed = wait_for_task(&hub, &cursed, Duration::from_secs(20), |t| t["status"] == "failed").await;
+    let failed = wait_for_task(&hub, &cursed, |t| t["status"] == "failed").await;
     assert_eq!(failed["status"], "failed", "{failed}");
     let reason = failed["failureReason"].as_str().unwrap_or_default();
     assert!(reason.contains("lease lost 2 times"), "{reason}");

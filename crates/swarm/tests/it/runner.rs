@@ -13,8 +13,7 @@ use std::{
 use serde_json::{Value, json};
 
 use crate::hub::{Hub, SWARM, sqlite_file};
-
-const WITHIN: Duration = Duration::from_secs(30);
+pub(crate) use crate::support::{WITHIN, eventually};
 
 fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -189,7 +188,7 @@ pub(crate) fn records_dir(dir: &Path) -> PathBuf {
 pub(crate) struct Record {
     pub(crate) pid: u64,
     start: u128,
-    end: Option<u128>,
+    pub(crate) end: Option<u128>,
     pub(crate) prompt: String,
     task_id_env: Option<String>,
     trigger: Option<String>,
@@ -219,22 +218,6 @@ pub(crate) fn records(dir: &Path) -> Vec<Record> {
     }
     records.sort_by_key(|record| record.start);
     records
-}
-
-/// Polls `probe` every 50 ms until it answers `Some`, up to [`WITHIN`].
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WITHIN;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn task(hub: &Hub, id: &str) -> Value {
@@ -438,8 +421,8 @@ async fn while_there_is_no_work_no_agent_is_started() {
     })
     .await;
 
-    // Idle for a while, across several long-poll rounds of nothing at all.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Parked at the hub: the runner asked for work, got none, and waits for it.
+    hub.parked_polls(1).await;
     assert_eq!(records(dir.path()).len(), 0, "no work, no agent run");
     assert_eq!(agent(&hub, &runner.agent_id).await.unwrap()["status"], "idle");
 

@@ -74,7 +74,10 @@ async fn a_parked_poll_is_woken_by_a_change_in_the_same_process(store: Arc<dyn S
             (service.poll(Caller::Agent(worker), request).await.unwrap(), started.elapsed())
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    crate::support::eventually("the poll to park", || async {
+        (service.activity().parked_polls == 1).then_some(())
+    })
+    .await;
     let pooled =
         service.task_create(Caller::Operator, TaskDraft { task: "anyone".into(), ..TaskDraft::default() });
     let pooled = pooled.await.unwrap().id;

@@ -165,7 +165,7 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert!(hub.terminate(), "the hub stops on SIGTERM");
     let hub = start_hub(&database, &flags);
     stand_in.wait_connected(2).await;
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await; // more than one sweep (2 s)
+    hub.slack_sweeps().await;
     let completions: Vec<Value> = stand_in
         .posts()
         .await
@@ -196,7 +196,7 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     let posted =
         stand_in.wait_post("the progress note", |post| post["thread_ts"] == "300.1" && is_note(post)).await;
     assert_eq!(posted["username"], "zeta-worker");
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await; // more than one sweep (2 s)
+    hub.slack_sweeps().await;
     assert_eq!(stand_in.posts().await.iter().filter(|post| is_note(post)).count(), 1, "posted once");
     drop(other);
 

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use crate::{
     hub::{Hub, SWARM, sqlite_file},
     mcp_client::{Revision, connect_http, new_agent_id, ok},
-    runner::{Runner, RunnerSetup, eventually, is_alive, records, records_dir, registered},
+    runner::{Runner, RunnerSetup, is_alive, records, records_dir, registered},
+    support::eventually,
 };
 
 /// What the stand-in recorded of one hook run: `<pid>.hook-<event>.<n>`.
@@ -194,8 +195,13 @@ async fn two_lead_runners_never_answer_a_mention_twice_and_a_crashed_claim_comes
         Some(())
     })
     .await;
-    // Let any duplicate surface before counting.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    // A duplicate would come from a run still under way: count once every run has
+    // ended and both runners wait for work again.
+    eventually("both runners idle, every run ended", || async {
+        let ended = records(&one_dir).iter().chain(records(&two_dir).iter()).all(|run| run.end.is_some());
+        (ended && hub.activity().parked_polls >= 2).then_some(())
+    })
+    .await;
     for (channel, message) in &posted {
         assert_eq!(thread_replies(&hub, channel, message).await, 1, "message {message} answered once");
     }

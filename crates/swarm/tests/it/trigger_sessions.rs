@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use crate::{
     hub::{Hub, send, sqlite_file},
-    runner::{Runner, RunnerSetup, eventually, records_dir},
+    runner::{Runner, RunnerSetup, records_dir},
+    support::eventually,
 };
 
 /// Every start record of a stand-in's runs, oldest first.

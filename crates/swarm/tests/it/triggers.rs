@@ -10,8 +10,7 @@ use swarm_hub::HubOptions;
 
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
-    runner::eventually,
-    support,
+    support::{self, eventually},
 };
 
 const TICK: Duration = Duration::from_millis(50);
@@ -43,9 +42,12 @@ async fn create_trigger(hub: &Hub, body: Value) -> Value {
     created["trigger"].clone()
 }
 
-/// Let both hubs run many scheduler passes, then count again: nothing more fired.
-async fn settle() {
-    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+/// Waits until each hub has run two whole scheduler passes after the clock last moved
+/// (the first may have begun before): whatever was due has fired by then.
+async fn settle(hubs: &[&Hub]) {
+    for hub in hubs {
+        hub.scheduler_passes(2).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -67,7 +69,7 @@ async fn cron_trigger_fires_once_per_slot_in_its_time_zone_with_two_hubs_on_post
     )
     .await;
     assert_eq!(trigger["nextRunAt"], "2026-03-28T08:00:00.000Z", "09:00 in Paris in winter");
-    settle().await;
+    settle(&[&first, &second]).await;
     assert!(tasks_of(&first, "morning-review").await.is_empty(), "not before its time");
 
     set_clock(&clock, "2026-03-28T08:00:00.200Z");
@@ -76,7 +78,7 @@ async fn cron_trigger_fires_once_per_slot_in_its_time_zone_with_two_hubs_on_post
         (!tasks.is_empty()).then_some(tasks)
     })
     .await;
-    settle().await;
+    settle(&[&first, &second]).await;
     let tasks = tasks_of(&first, "morning-review").await;
     assert_eq!(tasks.len(), 1, "two hubs, one slot, one task: {tasks:#?}");
     assert_eq!(fired[0]["source"], "schedule");
@@ -87,14 +89,14 @@ async fn cron_trigger_fires_once_per_slot_in_its_time_zone_with_two_hubs_on_post
     assert_eq!(read["trigger"]["nextRunAt"], "2026-03-29T07:00:00.000Z", "09:00 in Paris in summer");
 
     set_clock(&clock, "2026-03-29T06:59:59Z");
-    settle().await;
+    settle(&[&first, &second]).await;
     assert_eq!(tasks_of(&first, "morning-review").await.len(), 1);
     set_clock(&clock, "2026-03-29T07:00:00Z");
     eventually("the second slot to fire", || async {
         (tasks_of(&first, "morning-review").await.len() == 2).then_some(())
     })
     .await;
-    settle().await;
+    settle(&[&first, &second]).await;
     assert_eq!(tasks_of(&second, "morning-review").await.len(), 2, "each slot exactly once");
 }
 
@@ -117,7 +119,7 @@ async fn a_slot_missed_while_the_hub_was_down_fires_once_at_start_up() {
         (!tasks_of(&hub, "hourly").await.is_empty()).then_some(())
     })
     .await;
-    settle().await;
+    settle(&[&hub]).await;
     assert_eq!(tasks_of(&hub, "hourly").await.len(), 1, "once, not once per missed slot");
     let (_, read) = hub.get("/api/triggers/hourly", None).await;
     assert_eq!(read["trigger"]["nextRunAt"], "2026-01-10T16:00:00.000Z");
@@ -138,7 +140,7 @@ async fn interval_and_once_triggers_follow_the_clock() {
     eventually("the interval", || async { (tasks_of(&hub, "every-minute").await.len() == 1).then_some(()) })
         .await;
     set_clock(&clock, "2026-01-10T10:05:00Z");
-    settle().await;
+    settle(&[&hub]).await;
     assert_eq!(tasks_of(&hub, "launch").await.len(), 1, "once means once");
     let (_, read) = hub.get("/api/triggers/launch", None).await;
     assert_eq!(read["trigger"]["nextRunAt"], Value::Null);

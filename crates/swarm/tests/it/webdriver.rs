@@ -1,8 +1,7 @@
 //! A minimal W3C WebDriver client over reqwest, driving Debian's `chromium` through its
 //! `chromedriver`: the few commands the dashboard tests need, no new dependency.
 //!
-//! Without chromedriver and chromium the browser tests say so and skip, unless
-//! `SWARM_REQUIRE_BROWSER=1` (CI), when they fail.
+//! Without chromedriver and chromium the browser tests fail, naming what to install.
 
 use std::{
     net::TcpListener,
@@ -13,7 +12,6 @@ use std::{
 
 use serde_json::{Value, json};
 
-pub const REQUIRE_BROWSER_VAR: &str = "SWARM_REQUIRE_BROWSER";
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 const WITHIN: Duration = Duration::from_secs(30);
 
@@ -25,17 +23,14 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// A headless Chromium, or `None` (after saying why) when none is installed and
-    /// none is required.
-    pub async fn start() -> Option<Browser> {
+    /// A headless Chromium. A machine without one fails the test, naming what to
+    /// install: a browser test never passes by not running.
+    pub async fn start() -> Browser {
         let (Some(driver), Some(chromium)) = (find_program("chromedriver"), find_program("chromium")) else {
-            let message = "browser tests need chromium and chromedriver \
-                           (Debian: apt-get install chromium chromium-driver)";
-            if std::env::var(REQUIRE_BROWSER_VAR).is_ok_and(|value| value == "1") {
-                panic!("{REQUIRE_BROWSER_VAR}=1 but {message}");
-            }
-            eprintln!("skipped: {message}");
-            return None;
+            panic!(
+                "browser tests need chromium and chromedriver on PATH: run scripts/test, which \
+                 installs them, or apt-get install chromium chromium-driver"
+            );
         };
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(driver)
@@ -71,7 +66,7 @@ impl Browser {
         let session = browser.command(reqwest::Method::POST, "/session", Some(capabilities)).await;
         let id = session["sessionId"].as_str().expect("a WebDriver session id").to_string();
         browser.base = format!("{}/session/{id}", browser.base);
-        Some(browser)
+        browser
     }
 
     async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {

@@ -12,6 +12,9 @@ use sqlx::Connection;
 use swarm_store::Store;
 use tempfile::TempDir;
 
+mod wait;
+pub use wait::{WITHIN, eventually};
+
 pub const POSTGRES_URL_VAR: &str = "SWARM_TEST_POSTGRES_URL";
 pub const REQUIRE_POSTGRES_VAR: &str = "SWARM_REQUIRE_POSTGRES";
 
