@@ -404,8 +404,11 @@ pub enum TaskAction {
         assignee: Option<AgentId>,
         outcome: FinishOutcome,
     },
+    /// `unstarted_only`: refused once an agent has started the task (Inbox-MCP's
+    /// `task_cancel`, which may only withdraw what nobody works on yet).
     Cancel {
         reason: Option<String>,
+        unstarted_only: bool,
     },
     ToBacklog,
     FromBacklog,
@@ -538,10 +541,15 @@ impl TaskAction {
                 }
                 (&[InProgress], outcome.status(), None)
             }
-            TaskAction::Cancel { reason } => {
+            TaskAction::Cancel { reason, unstarted_only } => {
                 updates.set_finished_at = true;
                 updates.failure_reason = reason.clone();
-                (&[Pending, InProgress, Paused, Offered, Reviewing, Unassigned, Backlog], Cancelled, None)
+                let from: &'static [TaskStatus] = if *unstarted_only {
+                    &[Pending, Offered, Reviewing, Unassigned, Backlog]
+                } else {
+                    &[Pending, InProgress, Paused, Offered, Reviewing, Unassigned, Backlog]
+                };
+                (from, Cancelled, None)
             }
             TaskAction::ToBacklog => (&[Unassigned], Backlog, None),
             TaskAction::FromBacklog => (&[Backlog], Unassigned, None),
@@ -707,7 +715,8 @@ mod tests {
             TaskAction::Pause { agent },
             TaskAction::Resume { agent },
             TaskAction::Finish { assignee: None, outcome: FinishOutcome::Completed { output: None } },
-            TaskAction::Cancel { reason: None },
+            TaskAction::Cancel { reason: None, unstarted_only: false },
+            TaskAction::Cancel { reason: None, unstarted_only: true },
             TaskAction::ToBacklog,
             TaskAction::FromBacklog,
         ];
@@ -718,6 +727,18 @@ mod tests {
                 "{} may leave a finished status",
                 action.name()
             );
+        }
+    }
+
+    #[test]
+    fn an_unstarted_only_cancel_leaves_started_work_alone() {
+        let cancel = |unstarted_only| TaskAction::Cancel { reason: None, unstarted_only }.change().from;
+        for started in [TaskStatus::InProgress, TaskStatus::Paused] {
+            assert!(cancel(false).contains(&started), "an operator's cancel stops {started}");
+            assert!(!cancel(true).contains(&started), "the inbox's cancel refuses {started}");
+        }
+        for waiting in TaskStatus::EDITABLE {
+            assert!(cancel(true).contains(&waiting), "the inbox may withdraw a {waiting} task");
         }
     }
 

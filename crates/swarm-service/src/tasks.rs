@@ -26,15 +26,29 @@ pub enum TaskRequest {
     Claim,
     Release,
     Accept,
-    Reject { reason: Option<String> },
+    Reject {
+        reason: Option<String>,
+    },
     Start,
     Pause,
     Resume,
-    Finish { status: TaskStatus, output: Option<String>, failure_reason: Option<String> },
-    Cancel { reason: Option<String> },
+    Finish {
+        status: TaskStatus,
+        output: Option<String>,
+        failure_reason: Option<String>,
+    },
+    Cancel {
+        reason: Option<String>,
+    },
+    /// Cancel only if no agent has started it (Inbox-MCP's `task_cancel`).
+    CancelUnstarted {
+        reason: Option<String>,
+    },
     ToBacklog,
     FromBacklog,
-    Progress { progress: String },
+    Progress {
+        progress: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,6 +201,7 @@ impl Service {
         let privileged = caller_agent.is_none() || is_lead;
         let task = self.task_get(id).await?;
 
+        let unstarted_only = matches!(request, TaskRequest::CancelUnstarted { .. });
         let action = match request {
             TaskRequest::Progress { progress } => {
                 return self.task_progress(caller, &task, progress, privileged).await;
@@ -202,7 +217,7 @@ impl Service {
                 let assignee = if privileged { None } else { caller.agent_id() };
                 TaskAction::Finish { assignee, outcome }
             }
-            TaskRequest::Cancel { reason } => {
+            TaskRequest::Cancel { reason } | TaskRequest::CancelUnstarted { reason } => {
                 let is_creator = caller.agent_id().is_some() && task.creator_agent_id == caller.agent_id();
                 if !privileged && !is_creator {
                     return Err(ServiceError::Forbidden(
@@ -212,7 +227,7 @@ impl Service {
                 if task.status == TaskStatus::Cancelled {
                     return Ok(ActionOutcome { task, already_finished: true });
                 }
-                TaskAction::Cancel { reason: parse_note("reason", reason)? }
+                TaskAction::Cancel { reason: parse_note("reason", reason)?, unstarted_only }
             }
             TaskRequest::ToBacklog | TaskRequest::FromBacklog
                 if !privileged && task.creator_agent_id != caller.agent_id() =>

@@ -19,7 +19,7 @@ use swarm_domain::{
     poll::Trigger,
     task::{Task, TaskDraft, TaskStatus},
 };
-use swarm_service::{Finish, PollRequest, TaskListQuery, TaskReport, TaskRequest};
+use swarm_service::{Finish, PollRequest, ServiceError, TaskListQuery, TaskReport, TaskRequest};
 use uuid::Uuid;
 
 use super::{NoArguments, tasks::MCP_SOURCE};
@@ -206,15 +206,13 @@ struct UpdateArguments {
 
 async fn task_update(call: ToolCall, args: UpdateArguments) -> Outcome {
     let id = TaskId::from_uuid(args.task_id);
-    let task = call.service.task_get(id).await?;
-    if inbox_status(task.status) != "pending" {
-        return Err(Reply::refused(format!(
-            "task {id} is {} ({}): only a task that has not started can be updated",
-            inbox_status(task.status),
-            task.status
-        )));
-    }
-    let task = call.service.task_edit(call.caller(), id, &args.content).await?;
+    // The service's guard refuses, in the same statement as the edit, a task an agent
+    // has taken up.
+    let task = call
+        .service
+        .task_edit(call.caller(), id, &args.content)
+        .await
+        .map_err(|err| only_unstarted("updated", err))?;
     Ok(Reply::ok(format!("task {id} updated")).with("task", message(&task)))
 }
 
@@ -228,17 +226,23 @@ struct CancelArguments {
 
 async fn task_cancel(call: ToolCall, args: CancelArguments) -> Outcome {
     let id = TaskId::from_uuid(args.task_id);
-    let task = call.service.task_get(id).await?;
-    if inbox_status(task.status) != "pending" {
-        return Err(Reply::refused(format!(
-            "task {id} is {} ({}): only a task that has not started can be cancelled here",
-            inbox_status(task.status),
-            task.status
-        )));
-    }
-    let outcome =
-        call.service.task_act(call.caller(), id, TaskRequest::Cancel { reason: args.reason }).await?;
+    let request = TaskRequest::CancelUnstarted { reason: args.reason };
+    let outcome = call
+        .service
+        .task_act(call.caller(), id, request)
+        .await
+        .map_err(|err| only_unstarted("cancelled", err))?;
     Ok(Reply::ok(format!("task {id} cancelled")).with("task", message(&outcome.task)))
+}
+
+/// A refusal in the inbox's words: the service refused because the task had started.
+fn only_unstarted(done: &str, err: ServiceError) -> Reply {
+    match err {
+        ServiceError::Conflict(why) => {
+            Reply::refused(format!("only a task that has not started can be {done} here ({why})"))
+        }
+        other => other.into(),
+    }
 }
 
 async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {

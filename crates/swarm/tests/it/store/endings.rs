@@ -46,7 +46,8 @@ async fn cancel_from_every_open_status(store: Arc<dyn Store>) {
     for task in tasks {
         let from = task.status;
         let cancelled_at = fx.now();
-        let action = TaskAction::Cancel { reason: Some(format!("withdrawn from {from}")) };
+        let action =
+            TaskAction::Cancel { reason: Some(format!("withdrawn from {from}")), unstarted_only: false };
         let res = fx.store.task_apply(task.id, &action.change(), None, cancelled_at).await.unwrap();
         let Applied::Changed { before, after } = res else {
             panic!("cancel from {from}: expected Changed, got {res:?}")

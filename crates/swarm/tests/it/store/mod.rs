@@ -185,7 +185,7 @@ pub fn fail(agent: AgentId) -> TaskAction {
 }
 
 pub fn cancel() -> TaskAction {
-    TaskAction::Cancel { reason: Some("not needed".to_string()) }
+    TaskAction::Cancel { reason: Some("not needed".to_string()), unstarted_only: false }
 }
 
 /// The agent an action is performed by, as the service would pass it.
