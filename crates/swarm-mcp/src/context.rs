@@ -9,7 +9,14 @@ use std::sync::{Arc, RwLock};
 use swarm_domain::{agent::Agent, id::AgentId};
 use swarm_service::{Caller, Service, ServiceError, ServiceResult};
 
-use crate::registry::Role;
+/// Who a caller is, as far as tools are concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// No agent id, or one that is not registered yet.
+    Unregistered,
+    Worker,
+    Lead,
+}
 
 pub const AGENT_ID_HEADER: &str = "x-agent-id";
 

@@ -13,19 +13,11 @@ use schemars::{JsonSchema, generate::SchemaSettings};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use crate::context::Role;
 use crate::{
     context::ToolCall,
     reply::{Outcome, Reply},
 };
-
-/// Who a caller is, as far as tools are concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// No agent id, or one that is not registered yet.
-    Unregistered,
-    Worker,
-    Lead,
-}
 
 /// Who may see and call a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use swarm_client::Client;
 use swarm_domain::{
@@ -18,7 +18,10 @@ use swarm_domain::{
     time::Timestamp,
 };
 
-use super::{HookSettings, excerpt, short_id, trace};
+use super::{
+    HookSettings, excerpt, short_id,
+    trace::{self, Counts},
+};
 
 /// One piece of mail's body in the agent's context: enough to act on, never a flood.
 const BODY_EXCERPT_CHARS: usize = 2_000;
@@ -33,15 +36,6 @@ struct Delivered {
 #[derive(Debug, Deserialize)]
 struct MailPage {
     mail: Vec<Mail>,
-}
-
-/// `GET /api/mail/unread-count`, and the seed's `inbox_count.json`.
-#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub(super) struct Counts {
-    pub unread: i64,
-    pub urgent: i64,
-    pub waiting_for_response: bool,
 }
 
 /// Deliver the unread mail and say it; `None` when there is none (or the hub failed).

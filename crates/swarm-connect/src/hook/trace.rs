@@ -11,10 +11,18 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use swarm_domain::{id::AgentId, time::Timestamp};
 
-use super::mail::Counts;
+/// `GET /api/mail/unread-count`, and the seed's `inbox_count.json`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(super) struct Counts {
+    pub unread: i64,
+    pub urgent: i64,
+    pub waiting_for_response: bool,
+}
 
 const LOG_FILE: &str = "hook.log";
 const COUNTS_FILE: &str = "inbox_count.json";
