@@ -22,6 +22,7 @@ mod hub;
 mod logs;
 mod process;
 mod runner;
+mod settle;
 mod shipper;
 mod view;
 mod work;

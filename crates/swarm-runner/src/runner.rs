@@ -25,7 +25,7 @@ use crate::{
     config::{MAX_CONCURRENT_TASKS_LIMIT, RunnerConfig},
     doctor,
     hub::{Backoff, report_retry, with_retry},
-    shipper,
+    settle, shipper,
     view::{View, human_duration},
     work::{TaskOrigin, Work},
 };
@@ -557,7 +557,7 @@ async fn held_work(context: &Context, shutdown: &Shutdown, slots: usize) -> VecD
     for (n, task) in held.into_iter().enumerate() {
         if n < slots {
             work.push_back(Work::Task { task, origin: TaskOrigin::Held });
-        } else if agent_run::pause_task(context, task.id).await == Outcome::Paused {
+        } else if settle::pause_task(context, task.id).await == Outcome::Paused {
             overflow.push(Work::Resume { task });
         }
     }
@@ -617,7 +617,7 @@ async fn pause_leftovers(context: &Context) {
             return;
         };
         for task in list.tasks {
-            let outcome = agent_run::pause_task(context, task.id).await;
+            let outcome = settle::pause_task(context, task.id).await;
             context.view.info(
                 "task_paused",
                 &format!("task {} was claimed but not started: {outcome}", task.id),

@@ -161,7 +161,10 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<()> {
         checks.push(doctor::hooks_check(&env));
     }
     let swarm_on_path = doctor::cli_check(&Harness::from_command_line("swarm")?, &env).await;
-    checks.push(doctor::Check { name: "swarm on PATH (for hooks)".into(), ..swarm_on_path });
+    let fix = (!swarm_on_path.passed).then(|| {
+        "install it: cargo install --path crates/swarm (the hooks `swarm connect` writes call `swarm`)".into()
+    });
+    checks.push(doctor::Check { name: "swarm on PATH (for hooks)".into(), fix, ..swarm_on_path });
     for check in &checks {
         println!("{check}");
     }
