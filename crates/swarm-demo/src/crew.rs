@@ -99,7 +99,7 @@ pub(super) struct CrewSettings {
 pub(super) struct Crew {
     pub members: Vec<Member>,
     shutdown: Shutdown,
-    runners: JoinSet<(&'static str, anyhow::Result<RunnerExit>)>,
+    runners: JoinSet<(&'static str, Result<RunnerExit, swarm_runner::RunnerError>)>,
 }
 
 impl Crew {
@@ -133,7 +133,7 @@ impl Crew {
     pub async fn runner_stopped(&mut self) -> (String, String) {
         match self.runners.join_next().await {
             Some(Ok((name, Ok(RunnerExit::Stopped)))) => (name.into(), "it stopped".into()),
-            Some(Ok((name, Ok(RunnerExit::AgentFailed(end))))) => {
+            Some(Ok((name, Ok(RunnerExit::AgentFailed(end) | RunnerExit::EnvironmentFailed(end))))) => {
                 (name.into(), format!("an agent run failed ({end})"))
             }
             Some(Ok((name, Err(error)))) => (name.into(), format!("{error:#}")),
@@ -162,7 +162,7 @@ fn runner_config(member: &Member, hub: &DemoHub, program: &Path, settings: &Crew
         member.role,
         hub.url.clone(),
         member.agent_id,
-        Harness::Command { program: program.to_path_buf() },
+        Harness::Command { program: program.to_path_buf(), args: Vec::new() },
     );
     config.agent_name = member.name.to_string();
     config.api_key = Some(hub.api_key.clone());

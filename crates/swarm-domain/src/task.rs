@@ -375,7 +375,7 @@ pub enum TaskAction {
     Claim {
         agent: AgentId,
     },
-    /// An agent gives a pending task back to the pool.
+    /// An agent gives a pending or started task back to the pool.
     Release {
         agent: AgentId,
     },
@@ -496,11 +496,13 @@ impl TaskAction {
                 updates.from_pool = Some(true);
                 (&[Unassigned], Pending, Some(EventType::TaskClaimed))
             }
+            // Ours: work already started may be given back too, by a runner whose agent
+            // CLI cannot run (bad key, model down) rather than fail a task never worked.
             TaskAction::Release { agent } => {
                 guard.assignee = Some(*agent);
                 updates.agent_id = FieldUpdate::Clear;
                 updates.from_pool = Some(false);
-                (&[Pending], Unassigned, Some(EventType::TaskReleased))
+                (&[Pending, InProgress], Unassigned, Some(EventType::TaskReleased))
             }
             TaskAction::Accept { agent } => {
                 guard.offered_to = Some(*agent);

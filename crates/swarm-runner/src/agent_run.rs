@@ -3,6 +3,7 @@
 //! agent did not report on is failed with a reason, never silently "completed".
 
 use std::{
+    collections::VecDeque,
     fmt,
     path::PathBuf,
     sync::{
@@ -13,12 +14,8 @@ use std::{
 };
 
 use serde_json::json;
-use swarm_client::{Client, ClientError, FinishStatus, SessionCostRequest};
-use swarm_domain::{
-    id::TaskId,
-    session::SESSION_LINE_MAX_CHARS,
-    task::{Task, TaskStatus},
-};
+use swarm_client::{Client, SessionCostRequest};
+use swarm_domain::{id::TaskId, session::SESSION_LINE_MAX_CHARS, task::TaskStatus};
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     time::Instant,
@@ -28,24 +25,25 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     config::RunnerConfig,
     harness::{Invocation, RunReport},
-    hub::with_retry,
     logs::{RunLog, RunMetadata, append_error},
     process::{ChildExit, signal_group},
+    settle::{clip_chars, give_back, hand_back, settle},
     shipper::{RunKey, Shipper},
-    view::{View, human_duration},
+    view::View,
     work::Work,
 };
 
 /// How long a stopped agent gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(3);
+/// How often a run asks the hub whether its task was cancelled: a cancelled task's CLI
+/// must stop within seconds, not when it chooses to.
+const CANCEL_CHECK: Duration = Duration::from_secs(1);
+/// The agent's last stderr lines kept for a failure's reason.
+const STDERR_TAIL_LINES: usize = 12;
+const STDERR_LINE_CHARS: usize = 400;
 /// After the agent exits, how long its output pipes may stay open (held by a process it
 /// left behind) before the runner stops reading them.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
-/// How long the runner keeps trying to settle a run's task while the hub is away.
-const SETTLE_DEADLINE: Duration = Duration::from_secs(60);
-/// The same for pausing a stopped run's task: shutdown should not hang on an absent hub
-/// (the lease hands the task back anyway).
-const PAUSE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What every run shares: settings, the hub, the terminal, the log shipper.
 pub(crate) struct Context {
@@ -66,6 +64,9 @@ pub(crate) struct RunResult {
     pub elapsed: Duration,
     pub end: RunEnd,
     pub outcome: Outcome,
+    /// The agent CLI failed at once without doing anything: the environment's fault
+    /// (bad key, model unreachable, bad flag), with what the CLI said.
+    pub env_failure: Option<String>,
 }
 
 #[derive(Debug)]
@@ -74,6 +75,8 @@ pub(crate) enum RunEnd {
     Exited(ChildExit),
     /// The runner stopped it (shutdown).
     Stopped(ChildExit),
+    /// The runner stopped it because its task was cancelled at the hub.
+    Cancelled(ChildExit),
     /// The agent could not be started (missing CLI, log folder not writable, ...).
     NotStarted(String),
     /// There was nothing to run any more (a paused task could not be resumed).
@@ -81,10 +84,12 @@ pub(crate) enum RunEnd {
 }
 
 impl RunResult {
-    /// A failed agent run, which stops the runner unless `--yolo`.
+    /// A failed agent run, which stops the runner unless `--yolo`. Environment
+    /// failures are counted apart ([`RunResult::env_failure`]).
     pub fn agent_failed(&self) -> bool {
-        matches!(&self.end, RunEnd::Exited(exit) if !exit.success())
-            || matches!(self.end, RunEnd::NotStarted(_))
+        self.env_failure.is_none()
+            && (matches!(&self.end, RunEnd::Exited(exit) if !exit.success())
+                || matches!(self.end, RunEnd::NotStarted(_)))
     }
 }
 
@@ -101,6 +106,8 @@ pub(crate) enum Outcome {
     RejectedByRunner(String),
     /// The run was stopped and its task paused, for the next runner start to resume.
     Paused,
+    /// The agent CLI could not work (environment failure): the task went back to the pool.
+    Released,
     /// The task is in this status now, and the runner left it so (accepted, rejected,
     /// paused or released by the agent, returned through its lease, ...).
     Left(TaskStatus),
@@ -117,6 +124,7 @@ impl fmt::Display for Outcome {
             Outcome::FailedByRunner(reason) => write!(f, "failed by the runner: {reason}"),
             Outcome::RejectedByRunner(reason) => write!(f, "offer rejected by the runner: {reason}"),
             Outcome::Paused => write!(f, "paused, resumable by the next runner start"),
+            Outcome::Released => write!(f, "given back to the queue"),
             Outcome::Left(status) => write!(f, "left {}", status.as_str()),
             Outcome::Unsettled(reason) => write!(f, "unsettled: {reason}"),
         }
@@ -149,11 +157,12 @@ pub(crate) async fn run(
     let _active = ActiveGuard::new(&context.active);
     let started = Instant::now();
     let label = work.label();
-    let result = |end: RunEnd, outcome: Outcome| RunResult {
+    let result = |end: RunEnd, outcome: Outcome, env_failure: Option<String>| RunResult {
         label: label.clone(),
         elapsed: started.elapsed(),
         end,
         outcome,
+        env_failure,
     };
     if let Work::Resume { task } = &work
         && let Err(err) = context.client.resume_task(task.id).await
@@ -161,6 +170,7 @@ pub(crate) async fn run(
         return result(
             RunEnd::Skipped(format!("cannot resume it: {err}")),
             Outcome::Unsettled(err.to_string()),
+            None,
         );
     }
 
@@ -201,10 +211,9 @@ pub(crate) async fn run(
             let _ =
                 append_error(&context.session_dir, iteration, None, work.kind(), metadata.task_id, &reason)
                     .await;
-            // The work waits for a runner that can start its agent: the task is paused,
-            // and the next start of a (fixed) runner resumes it.
-            let outcome = hand_back(&context, &work).await;
-            return result(RunEnd::NotStarted(reason), outcome);
+            // Nobody here can do the work: it goes back to the queue for a runner that can.
+            let outcome = give_back(&context, &work, &reason).await;
+            return result(RunEnd::NotStarted(reason.clone()), outcome, Some(reason));
         }
     };
 
@@ -224,6 +233,7 @@ pub(crate) async fn run(
     let mut supervised = supervise(&context, child, log, &key, &stop).await;
     if let Some(session) = resume.take()
         && !supervised.stopped
+        && !supervised.cancelled
         && !supervised.exit.success()
         && supervised.report.session_id.is_none()
     {
@@ -273,7 +283,7 @@ pub(crate) async fn run(
             &[],
         );
     }
-    if !exit.success() && !supervised.stopped {
+    if !exit.success() && !supervised.stopped && !supervised.cancelled {
         let message = format!("the agent ended with {exit}");
         if let Err(err) =
             append_error(&context.session_dir, iteration, Some(exit), work.kind(), metadata.task_id, &message)
@@ -286,24 +296,39 @@ pub(crate) async fn run(
         context.shipper.cost(cost_request(&context, task_id, &supervised.report));
     }
 
+    let quick = started.elapsed() < config.quick_exit;
+    let env_failure = (!supervised.stopped
+        && !supervised.cancelled
+        && !exit.success()
+        && quick
+        && !supervised.report.activity)
+        .then(|| {
+            let said = match supervised.stderr_tail.as_str() {
+                "" => supervised.report.last_text.clone().unwrap_or_else(|| "(nothing on stderr)".into()),
+                tail => tail.to_string(),
+            };
+            format!("the agent CLI ended with {exit} at once, without doing anything: {said}")
+        });
     let outcome = if supervised.stopped {
         hand_back(&context, &work).await
+    } else if let Some(reason) = &env_failure {
+        context.view.warn(
+            "agent_env_failure",
+            &format!("{label}: {reason}"),
+            &[("stderr", json!(supervised.stderr_tail)), ("exitCode", json!(exit.code()))],
+        );
+        give_back(&context, &work, reason).await
     } else {
-        settle(&context, &work, exit).await
+        settle(&context, &work, exit, &supervised).await
     };
-    let end = if supervised.stopped { RunEnd::Stopped(exit) } else { RunEnd::Exited(exit) };
-    result(end, outcome)
-}
-
-/// Gives back the work of a run that was stopped or could not start: a task is paused
-/// for the next runner start; an offer under review goes back to `offered` through its
-/// lease.
-async fn hand_back(context: &Context, work: &Work) -> Outcome {
-    match work {
-        Work::Task { task, .. } | Work::Resume { task } => pause_task(context, task.id).await,
-        Work::Offer { .. } => Outcome::Left(TaskStatus::Reviewing),
-        Work::Notice { .. } | Work::TaskResult { .. } | Work::Loop => Outcome::NoTask,
-    }
+    let end = match (supervised.stopped, supervised.cancelled) {
+        (_, true) => RunEnd::Cancelled(exit),
+        (true, false) => RunEnd::Stopped(exit),
+        (false, false) => RunEnd::Exited(exit),
+    };
+    // The agent may have reported before failing: that is no environment failure.
+    let env_failure = env_failure.filter(|_| outcome == Outcome::Released || work.task_id().is_none());
+    result(end, outcome, env_failure)
 }
 
 fn spawn_agent(
@@ -336,10 +361,14 @@ fn spawn_agent(
     })
 }
 
-struct Supervised {
+pub(crate) struct Supervised {
     exit: ChildExit,
     stopped: bool,
-    report: RunReport,
+    /// Stopped because the task was cancelled at the hub.
+    cancelled: bool,
+    /// The agent's last lines on stderr.
+    pub stderr_tail: String,
+    pub report: RunReport,
     /// Output lines the hub did not get because the shipping queue was full.
     unshipped: u64,
 }
@@ -354,6 +383,13 @@ async fn supervise(
     stop: &CancellationToken,
 ) -> Supervised {
     let pid = child.id();
+    let cancelled_at_hub = CancellationToken::new();
+    let _watch = key.task_id.map(|task_id| {
+        let watch = tokio::spawn(watch_cancel(context.client.clone(), task_id, cancelled_at_hub.clone()));
+        AbortOnDrop(watch)
+    });
+    let mut cancelled = false;
+    let mut stderr_tail: VecDeque<String> = VecDeque::new();
     let mut stdout = child.stdout.take().map(BufReader::new);
     let mut stderr = child.stderr.take().map(BufReader::new);
     let mut report = RunReport::default();
@@ -379,15 +415,31 @@ async fn supervise(
                 None => stdout = None,
             },
             line = next_line(&mut stderr) => match line {
-                Some(line) => log_failed |= log.write_stderr(&line).await.is_err(),
+                Some(line) => {
+                    log_failed |= log.write_stderr(&line).await.is_err();
+                    if !line.trim().is_empty() {
+                        if stderr_tail.len() == STDERR_TAIL_LINES {
+                            stderr_tail.pop_front();
+                        }
+                        stderr_tail.push_back(clip_chars(&line, STDERR_LINE_CHARS));
+                    }
+                }
                 None => stderr = None,
             },
             status = child.wait(), if exit.is_none() => {
                 exit = Some(status.map(ChildExit::from_status).unwrap_or(ChildExit::Code(-1)));
                 drain_until = Some(Instant::now() + DRAIN_GRACE);
             }
-            _ = stop.cancelled(), if !stopped && exit.is_none() => {
+            _ = stop.cancelled(), if !stopped && !cancelled && exit.is_none() => {
                 stopped = true;
+                if let Some(pid) = pid {
+                    signal_group(pid, libc::SIGTERM);
+                }
+                kill_at = Some(Instant::now() + KILL_GRACE);
+            }
+            _ = cancelled_at_hub.cancelled(), if !stopped && !cancelled && exit.is_none() => {
+                cancelled = true;
+                context.view.info("task_cancelled", "its task was cancelled at the hub: stopping the agent CLI", &[]);
                 if let Some(pid) = pid {
                     signal_group(pid, libc::SIGTERM);
                 }
@@ -412,7 +464,41 @@ async fn supervise(
     if log.finish().await.is_err() || log_failed {
         context.view.warn("log_failed", "some agent output could not be written to the log file", &[]);
     }
-    Supervised { exit: exit.unwrap_or(ChildExit::Code(-1)), stopped, report, unshipped }
+    let stderr_tail = Vec::from(stderr_tail).join("\n");
+    Supervised {
+        exit: exit.unwrap_or(ChildExit::Code(-1)),
+        stopped,
+        cancelled,
+        stderr_tail,
+        report,
+        unshipped,
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Fires `cancelled` once the hub lists the task as cancelled. A failed check is tried
+/// again at the next tick: the hub may be away for a moment.
+async fn watch_cancel(client: Client, task_id: TaskId, cancelled: CancellationToken) {
+    let mut ticks = tokio::time::interval(CANCEL_CHECK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let answer: Result<serde_json::Value, _> =
+            client.get_json("/cancelled-tasks", &[("taskId", task_id.to_string())]).await;
+        let listed =
+            answer.ok().and_then(|body| body.get("cancelled").and_then(|list| list.as_array()).cloned());
+        if listed.is_some_and(|list| !list.is_empty()) {
+            cancelled.cancel();
+            return;
+        }
+    }
 }
 
 /// The next line of a pipe, lossily decoded; `None` at its end (or when there is no pipe).
@@ -459,81 +545,5 @@ fn cost_request(context: &Context, task_id: Option<TaskId>, report: &RunReport) 
         num_turns: report.num_turns,
         model: report.model.clone(),
         is_error: report.is_error,
-    }
-}
-
-/// After the agent exited by itself: the task's outcome is what the agent reported. A
-/// task still `in_progress` for this agent is failed, an offer still under review is
-/// rejected, each with a reason that says the agent exited without reporting.
-async fn settle(context: &Context, work: &Work, exit: ChildExit) -> Outcome {
-    let Some(task_id) = work.task_id() else {
-        return Outcome::NoTask;
-    };
-    let read = || context.client.get_task(task_id);
-    let task = match hub_call(context, "reading the task after its run", SETTLE_DEADLINE, read).await {
-        Ok(detail) => detail.task,
-        Err(reason) => return Outcome::Unsettled(reason),
-    };
-    let me = context.config.agent_id;
-    match task.status {
-        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled => finished(&task),
-        TaskStatus::InProgress if task.agent_id == Some(me) && !matches!(work, Work::Offer { .. }) => {
-            let reason = format!(
-                "the agent exited ({exit}) without reporting the task's outcome \
-                 (store-progress with status completed or failed)"
-            );
-            let finish = || context.client.finish_task(task_id, FinishStatus::Failed, None, Some(&reason));
-            match hub_call(context, "failing the unreported task", SETTLE_DEADLINE, finish).await {
-                Ok(response) if response.already_finished => finished(&response.task),
-                Ok(_) => Outcome::FailedByRunner(reason),
-                Err(err) => Outcome::Unsettled(err),
-            }
-        }
-        TaskStatus::Reviewing if task.offered_to == Some(me) => {
-            let reason = format!("the agent exited ({exit}) without accepting or rejecting the offer");
-            let reject = || context.client.reject_task(task_id, Some(&reason));
-            match hub_call(context, "rejecting the undecided offer", SETTLE_DEADLINE, reject).await {
-                Ok(_) => Outcome::RejectedByRunner(reason),
-                Err(err) => Outcome::Unsettled(err),
-            }
-        }
-        status => Outcome::Left(status),
-    }
-}
-
-fn finished(task: &Task) -> Outcome {
-    let detail = match task.status {
-        TaskStatus::Completed => task.output.clone(),
-        _ => task.failure_reason.clone(),
-    };
-    Outcome::Finished { status: task.status, detail }
-}
-
-/// Pauses a task this agent holds `in_progress`, so the next runner start resumes it.
-pub(crate) async fn pause_task(context: &Context, task_id: TaskId) -> Outcome {
-    let pause = || context.client.pause_task(task_id);
-    match hub_call(context, "pausing the task", PAUSE_DEADLINE, pause).await {
-        Ok(_) => Outcome::Paused,
-        // Not in progress any more (finished meanwhile, or returned by its lease).
-        Err(reason) => match context.client.get_task(task_id).await {
-            Ok(detail) if detail.task.status.is_finished() => finished(&detail.task),
-            Ok(detail) => Outcome::Left(detail.task.status),
-            Err(_) => Outcome::Unsettled(reason),
-        },
-    }
-}
-
-/// One call to the hub, retried while the hub is away, for at most `deadline`.
-async fn hub_call<T, F, Fut>(context: &Context, what: &str, deadline: Duration, call: F) -> Result<T, String>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, ClientError>>,
-{
-    let give_up = CancellationToken::new();
-    let attempt = with_retry(&context.view, what, &give_up, call);
-    match tokio::time::timeout(deadline, attempt).await {
-        Ok(Some(Ok(value))) => Ok(value),
-        Ok(Some(Err(err))) => Err(err.to_string()),
-        Ok(None) | Err(_) => Err(format!("the hub did not answer within {}", human_duration(deadline))),
     }
 }

@@ -12,6 +12,11 @@ use crate::harness::Harness;
 pub const DEFAULT_POLL_WAIT: Duration = Duration::from_secs(30);
 /// `SHUTDOWN_TIMEOUT` default: how long running agents get to finish after SIGINT/SIGTERM.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(30_000);
+/// A run that fails sooner than this without doing anything is the environment's
+/// failure (bad key, model unreachable, bad flag), not the task's.
+pub const DEFAULT_QUICK_EXIT: Duration = Duration::from_secs(10);
+/// Environment failures in a row after which the runner stops taking work.
+pub const DEFAULT_ENV_FAILURE_LIMIT: u32 = 3;
 /// The hub refuses `maxTasks` above this.
 pub const MAX_CONCURRENT_TASKS_LIMIT: u32 = 20;
 
@@ -96,6 +101,13 @@ pub struct RunnerConfig {
     /// How long one long-poll waits at the hub (at most 60 s).
     pub poll_wait: Duration,
     pub output: OutputFormat,
+    /// Check the agent CLI, the sandbox and the MCP config before taking work
+    /// ([`crate::doctor::preflight`]).
+    pub preflight: bool,
+    /// See [`DEFAULT_QUICK_EXIT`].
+    pub quick_exit: Duration,
+    /// See [`DEFAULT_ENV_FAILURE_LIMIT`].
+    pub env_failure_limit: u32,
 }
 
 impl RunnerConfig {
@@ -120,6 +132,9 @@ impl RunnerConfig {
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             poll_wait: DEFAULT_POLL_WAIT,
             output: OutputFormat::Text,
+            preflight: true,
+            quick_exit: DEFAULT_QUICK_EXIT,
+            env_failure_limit: DEFAULT_ENV_FAILURE_LIMIT,
         }
     }
 

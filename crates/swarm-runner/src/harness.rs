@@ -5,6 +5,8 @@ use std::{path::PathBuf, process::Stdio};
 
 use serde_json::Value;
 
+use crate::RunnerError;
+
 /// Which agent CLI a runner starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Harness {
@@ -12,9 +14,9 @@ pub enum Harness {
     Claude,
     /// OpenAI Codex: `codex exec --json ... <prompt>`.
     Codex,
-    /// Any program, run as `<program> [agent args] <prompt>`. Lines it prints in Claude's
-    /// stream-json or Codex's JSONL shape are understood like theirs.
-    Command { program: PathBuf },
+    /// Any program, run as `<program> [args] [agent args] <prompt>`. Lines it prints in
+    /// Claude's stream-json or Codex's JSONL shape are understood like theirs.
+    Command { program: PathBuf, args: Vec<String> },
 }
 
 /// One agent run to start.
@@ -28,12 +30,33 @@ pub(crate) struct Invocation<'a> {
 }
 
 impl Harness {
+    /// A program given as one command line (`--harness-cmd "python3 agent.py --fast"`),
+    /// split into words as a POSIX shell would, quotes and escapes included.
+    pub fn from_command_line(line: &str) -> Result<Harness, RunnerError> {
+        let invalid = |reason: String| RunnerError::HarnessCommand { line: line.to_string(), reason };
+        let mut words = shell_words::split(line).map_err(|err| invalid(err.to_string()))?.into_iter();
+        let program = words
+            .next()
+            .filter(|word| !word.is_empty())
+            .ok_or_else(|| invalid("it names no program".into()))?;
+        Ok(Harness::Command { program: PathBuf::from(program), args: words.collect() })
+    }
+
+    /// The program this harness starts, as named (a bare name is looked up on `PATH`).
+    pub fn program(&self) -> PathBuf {
+        match self {
+            Harness::Claude => PathBuf::from("claude"),
+            Harness::Codex => PathBuf::from("codex"),
+            Harness::Command { program, .. } => program.clone(),
+        }
+    }
+
     /// The name the hub's session logs record as `cli`.
     pub fn cli_name(&self) -> String {
         match self {
             Harness::Claude => "claude".into(),
             Harness::Codex => "codex".into(),
-            Harness::Command { program } => program
+            Harness::Command { program, .. } => program
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_else(|| program.display().to_string()),
@@ -75,8 +98,9 @@ impl Harness {
                 args.push(format!("{}\n\n{}", run.system_prompt, run.prompt));
                 (PathBuf::from("codex"), args)
             }
-            Harness::Command { program } => {
-                let mut args = run.agent_args.to_vec();
+            Harness::Command { program, args } => {
+                let mut args = args.clone();
+                args.extend(run.agent_args.iter().cloned());
                 args.push(run.prompt.to_string());
                 (program.clone(), args)
             }
@@ -123,6 +147,11 @@ pub(crate) struct RunReport {
     pub is_error: bool,
     /// The agent's final answer (Claude's `result`, Codex's last agent message).
     pub result: Option<String>,
+    /// The model answered or a tool ran: the run did something. A CLI that fails before
+    /// that (bad key, model unreachable, bad flag) only prints its own error.
+    pub activity: bool,
+    /// The last text the model wrote, for a reason when the run ends unreported.
+    pub last_text: Option<String>,
 }
 
 impl RunReport {
@@ -135,6 +164,10 @@ impl RunReport {
     /// reads, change nothing.
     pub fn observe(&mut self, line: &str) {
         let Ok(event) = serde_json::from_str::<Value>(line) else {
+            // A program of --harness-cmd that prints plain text is doing something.
+            if !line.trim().is_empty() {
+                self.activity = true;
+            }
             return;
         };
         let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_string);
@@ -149,6 +182,27 @@ impl RunReport {
                     self.model = Some(model);
                 }
             }
+            // Claude Code reports its own failures (bad key, no credit) as a "<synthetic>"
+            // assistant message: that is no sign of the model at work.
+            Some("assistant") => {
+                let message = event.get("message");
+                if message.and_then(|message| message.get("model")).and_then(Value::as_str)
+                    != Some("<synthetic>")
+                {
+                    self.activity = true;
+                }
+                let blocks = message.and_then(|message| message.get("content")).and_then(Value::as_array);
+                let texts: Vec<&str> = blocks
+                    .into_iter()
+                    .flatten()
+                    .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|block| block.get("text").and_then(Value::as_str))
+                    .collect();
+                if !texts.is_empty() {
+                    self.last_text = Some(texts.join("\n"));
+                }
+            }
+            Some("user") => self.activity = true,
             Some("result") => {
                 self.session_id = text("session_id").or(self.session_id.take());
                 self.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64).or(self.cost_usd);
@@ -183,13 +237,20 @@ impl RunReport {
                     self.output_tokens = add(self.output_tokens, "output_tokens");
                 }
             }
-            Some("item.completed") => {
+            Some(kind @ ("item.started" | "item.completed")) => {
                 let item = event.get("item");
-                let kind = item.and_then(|item| item.get("type").or_else(|| item.get("item_type")));
-                if kind.and_then(Value::as_str) == Some("agent_message")
+                let item_kind = item
+                    .and_then(|item| item.get("type").or_else(|| item.get("item_type")))
+                    .and_then(Value::as_str);
+                if item_kind.is_some_and(|item_kind| item_kind != "error") {
+                    self.activity = true;
+                }
+                if kind == "item.completed"
+                    && item_kind == Some("agent_message")
                     && let Some(message) = item.and_then(|item| item.get("text")).and_then(Value::as_str)
                 {
                     self.result = Some(message.to_string());
+                    self.last_text = Some(message.to_string());
                 }
             }
             Some("error") => self.is_error = true,
@@ -233,13 +294,28 @@ mod tests {
     #[test]
     fn a_program_gets_the_prompt_last() {
         let extra = vec!["stand-in-agent".to_string()];
-        let harness = Harness::Command { program: PathBuf::from("/bin/swarm") };
+        let harness = Harness::Command { program: PathBuf::from("/bin/swarm"), args: Vec::new() };
         let (program, args) = harness.command_line(&run(&extra));
         assert_eq!(program, PathBuf::from("/bin/swarm"));
         assert_eq!(args, ["stand-in-agent", "/work-on-task 1"]);
         assert_eq!(harness.cli_name(), "swarm");
         let (_, codex) = Harness::Codex.command_line(&run(&[]));
         assert_eq!(codex.last().unwrap(), "be good\n\n/work-on-task 1");
+    }
+
+    #[test]
+    fn a_command_line_is_split_into_shell_words() {
+        let harness = Harness::from_command_line(r#"python3 'my agent.py' --name "a b" \\x"#).unwrap();
+        let extra = vec!["--fast".to_string()];
+        let (program, args) = harness.command_line(&run(&extra));
+        assert_eq!(program, PathBuf::from("python3"));
+        assert_eq!(args, ["my agent.py", "--name", "a b", "\\x", "--fast", "/work-on-task 1"]);
+        assert_eq!(harness.cli_name(), "python3");
+
+        for bad in ["python3 'agent.py", "run \"half", "", "   "] {
+            let err = Harness::from_command_line(bad).unwrap_err().to_string();
+            assert!(err.contains("--harness-cmd") && err.contains("not a valid command line"), "{err}");
+        }
     }
 
     #[test]
@@ -269,9 +345,40 @@ mod tests {
                 num_turns: Some(3),
                 is_error: false,
                 result: Some("done".into()),
+                activity: true,
+                last_text: None,
             }
         );
         assert!(report.has_usage());
+    }
+
+    #[test]
+    fn a_cli_that_only_reports_its_own_failure_did_nothing() {
+        let mut claude = RunReport::default();
+        claude.observe(r#"{"type":"system","subtype":"init","session_id":"s"}"#);
+        claude.observe(
+            r#"{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"Invalid API key"}]}}"#,
+        );
+        claude.observe(r#"{"type":"result","is_error":true,"result":"Invalid API key"}"#);
+        assert!(!claude.activity && claude.is_error);
+        assert_eq!(claude.last_text.as_deref(), Some("Invalid API key"));
+        claude.observe(r#"{"type":"assistant","message":{"model":"claude-x","content":[{"type":"text","text":"On it"}]}}"#);
+        assert!(claude.activity);
+        assert_eq!(claude.last_text.as_deref(), Some("On it"));
+
+        let mut codex = RunReport::default();
+        codex.observe(r#"{"type":"thread.started","thread_id":"t"}"#);
+        codex.observe(r#"{"type":"error","message":"401 Unauthorized"}"#);
+        codex.observe(r#"{"type":"turn.failed","error":{"message":"401"}}"#);
+        assert!(!codex.activity);
+        codex.observe(r#"{"type":"item.started","item":{"id":"1","type":"mcp_tool_call"}}"#);
+        assert!(codex.activity);
+
+        let mut program = RunReport::default();
+        program.observe("   ");
+        assert!(!program.activity);
+        program.observe("working on it");
+        assert!(program.activity);
     }
 
     #[test]

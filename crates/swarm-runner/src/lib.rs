@@ -15,18 +15,23 @@
 
 mod agent_run;
 mod config;
+pub mod doctor;
+mod error;
 mod harness;
 mod hub;
 mod logs;
 mod process;
 mod runner;
+mod settle;
 mod shipper;
 mod view;
 mod work;
 
 pub use config::{
-    DEFAULT_POLL_WAIT, DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig,
+    DEFAULT_ENV_FAILURE_LIMIT, DEFAULT_POLL_WAIT, DEFAULT_QUICK_EXIT, DEFAULT_SHUTDOWN_TIMEOUT,
+    MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig,
 };
+pub use error::RunnerError;
 pub use harness::Harness;
 use tokio_util::sync::CancellationToken;
 
@@ -76,11 +81,16 @@ pub enum RunnerExit {
     /// An agent run failed (non-zero exit, or the agent CLI could not be started) and
     /// the runner was not told to keep going (`yolo`); says how the run ended.
     AgentFailed(String),
+    /// The agent CLI failed at once, without doing anything, too many times in a row
+    /// (bad key, model unreachable, bad flag): the environment needs fixing, the tasks
+    /// went back to the queue. Says what the CLI said last.
+    EnvironmentFailed(String),
 }
 
 /// Runs until `shutdown` (or, without `yolo`, until an agent run fails). Errors are
-/// the ones that make running pointless: a configuration the hub refuses (bad API key,
-/// a second lead), an invalid setting.
-pub async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Result<RunnerExit> {
+/// the ones that make running pointless: an agent CLI that cannot run here (found by
+/// [`doctor::preflight`] before anything is claimed), a configuration the hub refuses
+/// (bad API key, a second lead), an invalid setting.
+pub async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<RunnerExit, RunnerError> {
     runner::run(config, shutdown).await
 }

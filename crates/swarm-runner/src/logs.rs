@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::{
@@ -12,7 +11,11 @@ use tokio::{
     io::{AsyncWriteExt, BufWriter},
 };
 
-use crate::{process::ChildExit, work::short_id};
+use crate::{RunnerError, process::ChildExit, work::short_id};
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> RunnerError + '_ {
+    move |source| RunnerError::Io { path: path.to_path_buf(), source }
+}
 
 /// The metadata line that opens every run's log.
 #[derive(Debug, Clone)]
@@ -52,17 +55,13 @@ pub(crate) struct RunLog {
 
 impl RunLog {
     /// Creates the file (and its folder) and writes the metadata line.
-    pub async fn create(session_dir: &Path, metadata: &RunMetadata<'_>) -> anyhow::Result<RunLog> {
-        tokio::fs::create_dir_all(session_dir).await.with_context(|| {
-            format!("cannot create the log folder {}; set LOG_DIR", session_dir.display())
-        })?;
+    pub async fn create(session_dir: &Path, metadata: &RunMetadata<'_>) -> Result<RunLog, RunnerError> {
+        tokio::fs::create_dir_all(session_dir).await.map_err(at(session_dir))?;
         let now = chrono::Utc::now();
         let stamp = now.format("%Y-%m-%dT%H-%M-%S-%3fZ");
         let task = metadata.task_id.as_deref().map(short_id).unwrap_or("notask");
         let path = session_dir.join(format!("{stamp}-{task}.jsonl"));
-        let file = File::create(&path)
-            .await
-            .with_context(|| format!("cannot create the log file {}; set LOG_DIR", path.display()))?;
+        let file = File::create(&path).await.map_err(at(&path))?;
         let mut log = RunLog { path, file: BufWriter::new(file) };
         let line = MetadataLine {
             kind: format!("{}_metadata", metadata.role),
@@ -74,8 +73,8 @@ impl RunLog {
             yolo: metadata.yolo,
             task_id: metadata.task_id.as_deref(),
         };
-        let line = serde_json::to_string(&line)?;
-        log.write_line(&line).await?;
+        let line = serde_json::to_string(&line).map_err(|err| at(&log.path)(err.into()))?;
+        log.write_line(&line).await.map_err(at(&log.path))?;
         Ok(log)
     }
 
@@ -84,19 +83,19 @@ impl RunLog {
     }
 
     /// One line of the agent's standard output, as it came.
-    pub async fn write_line(&mut self, line: &str) -> anyhow::Result<()> {
+    pub async fn write_line(&mut self, line: &str) -> std::io::Result<()> {
         self.file.write_all(line.as_bytes()).await?;
         self.file.write_all(b"\n").await?;
         Ok(())
     }
 
     /// One line of the agent's standard error, wrapped so the file stays JSONL.
-    pub async fn write_stderr(&mut self, line: &str) -> anyhow::Result<()> {
+    pub async fn write_stderr(&mut self, line: &str) -> std::io::Result<()> {
         let wrapped = json!({"type": "stderr", "content": line, "timestamp": now_iso()});
         self.write_line(&wrapped.to_string()).await
     }
 
-    pub async fn finish(mut self) -> anyhow::Result<()> {
+    pub async fn finish(mut self) -> std::io::Result<()> {
         self.file.flush().await?;
         Ok(())
     }
@@ -110,7 +109,7 @@ pub(crate) async fn append_error(
     trigger: &str,
     task_id: Option<String>,
     message: &str,
-) -> anyhow::Result<()> {
+) -> Result<(), RunnerError> {
     let path = session_dir.join("errors.jsonl");
     let mut record = json!({
         "timestamp": now_iso(),
@@ -123,16 +122,11 @@ pub(crate) async fn append_error(
     if let Some(task_id) = task_id {
         record["taskId"] = Value::String(task_id);
     }
-    tokio::fs::create_dir_all(session_dir).await?;
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .await
-        .with_context(|| format!("cannot append to {}", path.display()))?;
-    file.write_all(format!("{record}\n").as_bytes()).await?;
+    tokio::fs::create_dir_all(session_dir).await.map_err(at(session_dir))?;
+    let mut file = OpenOptions::new().create(true).append(true).open(&path).await.map_err(at(&path))?;
+    file.write_all(format!("{record}\n").as_bytes()).await.map_err(at(&path))?;
     // tokio writes in the background: without a flush the line may land after we return.
-    file.flush().await?;
+    file.flush().await.map_err(at(&path))?;
     Ok(())
 }
 

@@ -13,7 +13,6 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context as _, bail};
 use serde_json::json;
 use swarm_client::{Client, ClientConfig, ClientError, RegisterAgentRequest, TaskQuery, Trigger};
 use swarm_domain::{id::RunnerId, task::TaskStatus};
@@ -21,11 +20,12 @@ use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    RunnerExit, Shutdown,
+    RunnerError, RunnerExit, Shutdown,
     agent_run::{self, Context, Outcome, RunEnd, RunResult},
     config::{MAX_CONCURRENT_TASKS_LIMIT, RunnerConfig},
+    doctor,
     hub::{Backoff, report_retry, with_retry},
-    shipper,
+    settle, shipper,
     view::{View, human_duration},
     work::{TaskOrigin, Work},
 };
@@ -48,23 +48,36 @@ type PollFuture = Pin<Box<dyn Future<Output = Result<Option<Trigger>, ClientErro
 enum StopReason {
     Signal,
     AgentFailed(String),
+    EnvironmentFailed(String),
 }
 
-pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Result<RunnerExit> {
+pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<RunnerExit, RunnerError> {
     if !(1..=MAX_CONCURRENT_TASKS_LIMIT).contains(&config.max_concurrent) {
-        bail!(
+        return Err(RunnerError::InvalidConfig(format!(
             "MAX_CONCURRENT_TASKS must be between 1 and {MAX_CONCURRENT_TASKS_LIMIT}, got {}",
             config.max_concurrent
-        );
+        )));
     }
     let view = View::new(&config.agent_name, config.output);
+    // Before the hub hears of this runner: a CLI that cannot run must not claim work
+    // (not even the agent's own paused tasks) only to hand it back.
+    if config.preflight {
+        let checks = doctor::preflight(&config, &doctor::Environment::of_this_process()).await;
+        if checks.iter().any(|check| !check.passed) {
+            return Err(RunnerError::Preflight(checks));
+        }
+        let passed: Vec<String> =
+            checks.iter().map(|check| format!("{}: {}", check.name, check.detail)).collect();
+        view.info("preflight", &format!("checked: {}", passed.join("; ")), &[("checks", json!(passed))]);
+    }
     // A new runner id per process: what this runner claims is held by it alone, so a
     // crashed runner's claims run out even while another runner of the agent lives.
     let client = Client::new(ClientConfig {
         base_url: config.hub_url.clone(),
         api_key: config.api_key.clone(),
         agent_id: Some(config.agent_id),
-    })?
+    })
+    .map_err(|source| RunnerError::Client { url: config.hub_url.clone(), source: Box::new(source) })?
     .with_runner_id(RunnerId::new_v7());
     let mode = if config.ai_loop {
         "ai-loop (legacy: the agent polls by itself)".to_string()
@@ -93,8 +106,11 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> anyhow::Res
     else {
         return Ok(RunnerExit::Stopped);
     };
-    let lease =
-        health.context("the hub's /health")?.lease_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_LEASE);
+    let lease = health
+        .map_err(|source| RunnerError::Hub { what: "/health", source: Box::new(source) })?
+        .lease_seconds
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_LEASE);
     if !register(&client, &config, &view, &shutdown.graceful).await? {
         return Ok(RunnerExit::Stopped);
     }
@@ -150,7 +166,7 @@ async fn register(
     config: &RunnerConfig,
     view: &View,
     stop: &CancellationToken,
-) -> anyhow::Result<bool> {
+) -> Result<bool, RunnerError> {
     let request = RegisterAgentRequest {
         name: config.agent_name.clone(),
         is_lead: Some(config.role == crate::Role::Lead),
@@ -161,8 +177,10 @@ async fn register(
     else {
         return Ok(false);
     };
-    let agent = registered.with_context(|| {
-        format!("cannot register agent {} ({}) with the hub", config.agent_name, config.agent_id)
+    let agent = registered.map_err(|source| RunnerError::Register {
+        name: config.agent_name.clone(),
+        id: config.agent_id,
+        source: Box::new(source),
     })?;
     view.info(
         "registered",
@@ -232,6 +250,10 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
         if config.ai_loop { VecDeque::new() } else { held_work(&context, shutdown, max_runs).await };
     let mut poll: Option<PollFuture> = None;
     let mut backoff = Backoff::default();
+    // Environment failures in a row, and their own backoff: polling again at once would
+    // only claim the next task for a CLI that cannot run.
+    let mut env_failures: u32 = 0;
+    let mut env_backoff = Backoff::default();
     let mut retry_at: Option<Instant> = None;
     let mut stop_reason: Option<StopReason> = None;
     let mut waiting_shown = false;
@@ -276,6 +298,32 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
             Some(joined) = runs.join_next_with_id(), if !runs.is_empty() => {
                 let Some(result) = finished_run(view, &mut running, joined) else { continue };
                 waiting_shown = false;
+                if let Some(reason) = &result.env_failure {
+                    env_failures += 1;
+                    if env_failures >= config.env_failure_limit {
+                        stop_reason = Some(StopReason::EnvironmentFailed(format!(
+                            "the agent CLI failed {env_failures} times in a row without doing anything; last: {reason}"
+                        )));
+                    } else {
+                        let delay = env_backoff.next_delay();
+                        view.warn(
+                            "env_backoff",
+                            &format!(
+                                "the agent CLI cannot work here ({env_failures} of {} failures in a row before the runner stops); \
+                                 its work went back to the queue; taking work again in {}",
+                                config.env_failure_limit,
+                                human_duration(delay)
+                            ),
+                            &[("failures", json!(env_failures)), ("retryInMs", json!(delay.as_millis() as u64))],
+                        );
+                        retry_at = Some(retry_at.map_or(Instant::now() + delay, |at| at.max(Instant::now() + delay)));
+                    }
+                    continue;
+                }
+                if !matches!(result.end, RunEnd::Skipped(_)) {
+                    env_failures = 0;
+                    env_backoff.reset();
+                }
                 if result.agent_failed() {
                     if !config.yolo {
                         stop_reason = Some(StopReason::AgentFailed(end_text(&result.end)));
@@ -306,7 +354,7 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
                             Ok(true) => {}
                             Ok(false) => stop_reason = Some(StopReason::Signal),
                             Err(err) => {
-                                view.warn("register_failed", &format!("{err:#}"), &[]);
+                                view.warn("register_failed", &err.to_string(), &[]);
                                 retry_at = Some(Instant::now() + backoff.next_delay());
                             }
                         }
@@ -335,9 +383,13 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
     let stop_reason = stop_reason.unwrap_or(StopReason::Signal);
     wind_down(&context, shutdown, &stop_reason, &mut runs, &mut running, &stop_runs).await;
     pause_leftovers(&context).await;
+    if let StopReason::EnvironmentFailed(reason) = &stop_reason {
+        tell_the_hub(&context, reason).await;
+    }
     match stop_reason {
         StopReason::Signal => RunnerExit::Stopped,
         StopReason::AgentFailed(reason) => RunnerExit::AgentFailed(reason),
+        StopReason::EnvironmentFailed(reason) => RunnerExit::EnvironmentFailed(reason),
     }
 }
 
@@ -366,6 +418,14 @@ async fn wind_down(
                 &[("running", json!(runs.len()))],
             );
             Some(Instant::now() + timeout)
+        }
+        StopReason::EnvironmentFailed(reason) => {
+            view.warn(
+                "stopping",
+                &format!("stopping: taking no more work, {reason}. Fix the environment (`swarm doctor`), then start the runner again"),
+                &[("reason", json!(reason))],
+            );
+            None
         }
         StopReason::AgentFailed(end) => {
             let waiting = if runs.is_empty() {
@@ -431,6 +491,7 @@ fn finished_run(
         ("elapsedMs", json!(result.elapsed.as_millis() as u64)),
     ];
     let troubled = result.agent_failed()
+        || result.env_failure.is_some()
         || matches!(
             result.outcome,
             Outcome::FailedByRunner(_) | Outcome::RejectedByRunner(_) | Outcome::Unsettled(_)
@@ -448,6 +509,7 @@ fn end_text(end: &RunEnd) -> String {
         RunEnd::Exited(exit) if exit.success() => "done".to_string(),
         RunEnd::Exited(exit) => format!("the agent ended with {exit}"),
         RunEnd::Stopped(exit) => format!("stopped by the runner ({exit})"),
+        RunEnd::Cancelled(exit) => format!("stopped: its task was cancelled ({exit})"),
         RunEnd::NotStarted(reason) => format!("not started: {reason}"),
         RunEnd::Skipped(reason) => format!("skipped: {reason}"),
     }
@@ -495,7 +557,7 @@ async fn held_work(context: &Context, shutdown: &Shutdown, slots: usize) -> VecD
     for (n, task) in held.into_iter().enumerate() {
         if n < slots {
             work.push_back(Work::Task { task, origin: TaskOrigin::Held });
-        } else if agent_run::pause_task(context, task.id).await == Outcome::Paused {
+        } else if settle::pause_task(context, task.id).await == Outcome::Paused {
             overflow.push(Work::Resume { task });
         }
     }
@@ -513,6 +575,34 @@ async fn held_work(context: &Context, shutdown: &Shutdown, slots: usize) -> VecD
     work
 }
 
+/// Says on the hub why this agent takes no more work: a message in `general` from the
+/// agent, which goes offline right after, so the dashboard shows both.
+async fn tell_the_hub(context: &Context, reason: &str) {
+    let content = format!(
+        "{} stopped taking work: {reason}. Its tasks went back to the queue; fix the environment \
+         (`swarm doctor` on its machine) and start it again.",
+        context.config.agent_name
+    );
+    let body = json!({ "content": content });
+    let post = async {
+        let list: serde_json::Value = context.client.get_json("/api/channels", &[]).await?;
+        let general = list["channels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|channel| channel["name"] == "general")
+            .and_then(|channel| channel["id"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "general".into());
+        let path = format!("/api/channels/{general}/messages");
+        context.client.post_json::<_, serde_json::Value>(&path, &body).await
+    };
+    match tokio::time::timeout(FAREWELL_DEADLINE, post).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => context.view.warn("tell_failed", &format!("cannot say so on the hub: {err}"), &[]),
+        Err(_) => context.view.warn("tell_failed", "cannot say so on the hub: it did not answer", &[]),
+    }
+}
+
 /// Pauses any task still `in_progress` for this agent once every run has ended: claims
 /// an abandoned poll may have made. The next runner start resumes them.
 async fn pause_leftovers(context: &Context) {
@@ -527,7 +617,7 @@ async fn pause_leftovers(context: &Context) {
             return;
         };
         for task in list.tasks {
-            let outcome = agent_run::pause_task(context, task.id).await;
+            let outcome = settle::pause_task(context, task.id).await;
             context.view.info(
                 "task_paused",
                 &format!("task {} was claimed but not started: {outcome}", task.id),

@@ -39,6 +39,8 @@ enum Command {
     /// Run the lead agent: like `worker`, registered as the swarm's lead.
     #[command(long_about = runner::LONG_ABOUT)]
     Lead(runner::RunnerArgs),
+    /// Check that an agent can run here: hub and key, registration, agent CLI, MCP entry, hooks, root/sandbox.
+    Doctor(runner::DoctorArgs),
     /// Create, list, show, finish and cancel tasks on a running hub.
     #[command(subcommand)]
     Task(swarm_cli::TaskCommand),
@@ -91,6 +93,7 @@ fn main() -> std::process::ExitCode {
             Command::Bench(args) => swarm_bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
             Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
+            Command::Doctor(args) => runner::doctor(args).await,
             Command::Demo(args) => swarm_demo::run(args).await,
             Command::StandInAgent(args) => swarm_demo::stand_in::run(args).await,
             Command::Connect(args) => swarm_connect::connect::run(args).await,

@@ -6,7 +6,10 @@ use std::{path::PathBuf, time::Duration};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use swarm_domain::id::AgentId;
-use swarm_runner::{Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown};
+use swarm_runner::{
+    Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown,
+    doctor::{self, Environment},
+};
 
 const DEFAULT_URL: &str = "http://localhost:3013";
 
@@ -20,7 +23,12 @@ pub const LONG_ABOUT: &str = "Run an agent for a hub: register it, wait for work
     running agents SHUTDOWN_TIMEOUT to finish, then stops them and pauses their tasks; the next start \
     with the same AGENT_ID resumes them. A second signal stops the agents at once.\n\n\
     The agent CLI reaches the hub through MCP: each run gets MCP_BASE_URL, API_KEY, AGENT_ID, and \
-    TASK_ID when it is about a task, in its environment.";
+    TASK_ID when it is about a task, in its environment.\n\n\
+    Before it takes any work the runner checks that the agent CLI can run here (on PATH and \
+    answering --version, IS_SANDBOX=1 for Claude Code as root, the MCP entry `swarm connect` \
+    writes) and stops with what to fix otherwise; `swarm doctor` shows the same checks. An agent \
+    CLI that fails at once without doing anything (bad key, model unreachable, bad flag) gives its \
+    task back to the queue; after ENV_FAILURE_LIMIT such failures in a row the runner stops.";
 
 /// Which agent CLI to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -58,10 +66,25 @@ pub struct RunnerArgs {
     /// Agent CLI to start
     #[arg(long, env = "HARNESS", value_enum, default_value = "claude")]
     harness: HarnessKind,
-    /// The program for --harness cmd (implies it when given alone); it gets the extra
-    /// arguments after `--`, then the prompt as its last argument
-    #[arg(long, env = "HARNESS_CMD", value_name = "PROGRAM")]
-    harness_cmd: Option<PathBuf>,
+    /// The command line for --harness cmd (implies it when given alone), split into words as
+    /// a shell would, e.g. "python3 agent.py --fast"; it gets the extra arguments after `--`,
+    /// then the prompt as its last argument
+    #[arg(long, env = "HARNESS_CMD", value_name = "COMMAND")]
+    harness_cmd: Option<String>,
+    /// Take work without checking first that the agent CLI can run here
+    #[arg(long, env = "SKIP_PREFLIGHT")]
+    skip_preflight: bool,
+    /// Agent CLI failures in a row, each at once and without doing anything, after which the
+    /// runner stops taking work
+    #[arg(long, env = "ENV_FAILURE_LIMIT", default_value_t = swarm_runner::DEFAULT_ENV_FAILURE_LIMIT,
+        value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    env_failure_limit: u32,
+    /// Milliseconds: an agent CLI that fails sooner than this without doing anything (no model
+    /// answer, no tool call, no report) is taken to fail for the environment's sake, and its task
+    /// goes back to the queue; 0 never takes it so
+    #[arg(long, env = "QUICK_EXIT_MS", default_value_t = swarm_runner::DEFAULT_QUICK_EXIT.as_millis() as u64,
+        value_name = "MS")]
+    quick_exit_ms: u64,
     /// Print JSON log lines (one object per line) on stderr instead of lines for people
     #[arg(long)]
     json: bool,
@@ -113,7 +136,44 @@ pub async fn run(role: Role, args: RunnerArgs) -> anyhow::Result<()> {
         RunnerExit::AgentFailed(end) => {
             bail!("an agent run failed ({end}); the runner stopped. Pass --yolo (YOLO=true) to keep going")
         }
+        RunnerExit::EnvironmentFailed(reason) => {
+            bail!(
+                "{reason}; the runner stopped. Fix the environment (`swarm doctor` lists what it checks) and start it again"
+            )
+        }
     }
+}
+
+/// `swarm doctor`: the runner's start-up checks and the hub's, for this directory and
+/// agent, each with its fix.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    runner: RunnerArgs,
+}
+
+pub async fn doctor(args: DoctorArgs) -> anyhow::Result<()> {
+    let config = config(Role::Worker, args.runner)?;
+    let env = Environment::of_this_process();
+    let mut checks = doctor::hub_checks(&config).await;
+    checks.extend(doctor::preflight(&config, &env).await);
+    if config.harness == Harness::Claude {
+        checks.push(doctor::hooks_check(&env));
+    }
+    let swarm_on_path = doctor::cli_check(&Harness::from_command_line("swarm")?, &env).await;
+    let fix = (!swarm_on_path.passed).then(|| {
+        "install it: cargo install --path crates/swarm (the hooks `swarm connect` writes call `swarm`)".into()
+    });
+    checks.push(doctor::Check { name: "swarm on PATH (for hooks)".into(), fix, ..swarm_on_path });
+    for check in &checks {
+        println!("{check}");
+    }
+    let failed = checks.iter().filter(|check| !check.passed).count();
+    if failed > 0 {
+        bail!("{failed} of {} checks failed", checks.len());
+    }
+    println!("all {} checks passed", checks.len());
+    Ok(())
 }
 
 fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
@@ -128,8 +188,8 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
             id
         }
     };
-    let harness = match (args.harness, non_empty_path(args.harness_cmd)) {
-        (HarnessKind::Cmd | HarnessKind::Claude, Some(program)) => Harness::Command { program },
+    let harness = match (args.harness, non_empty(args.harness_cmd)) {
+        (HarnessKind::Cmd | HarnessKind::Claude, Some(line)) => Harness::from_command_line(&line)?,
         (HarnessKind::Cmd, None) => {
             bail!("--harness cmd needs the program: pass --harness-cmd or set HARNESS_CMD")
         }
@@ -164,6 +224,9 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
     config.log_dir = agent.log_dir;
     config.shutdown_timeout = Duration::from_millis(agent.shutdown_timeout);
     config.output = if args.json { OutputFormat::Json } else { OutputFormat::Text };
+    config.preflight = !args.skip_preflight;
+    config.env_failure_limit = args.env_failure_limit;
+    config.quick_exit = Duration::from_millis(args.quick_exit_ms);
     Ok(config)
 }
 
@@ -212,10 +275,23 @@ mod tests {
     #[test]
     fn a_program_with_its_arguments_is_the_cmd_harness() {
         let config = parse(&["--harness-cmd", "/bin/agent", "--", "stand-in-agent", "--fast"]).unwrap();
-        assert_eq!(config.harness, Harness::Command { program: PathBuf::from("/bin/agent") });
+        assert_eq!(
+            config.harness,
+            Harness::Command { program: PathBuf::from("/bin/agent"), args: Vec::new() }
+        );
         assert_eq!(config.agent_args, ["stand-in-agent", "--fast"]);
         assert_eq!(config.agent_name, "worker-0190abcd");
         assert_eq!(config.default_prompt, "/start-worker");
+    }
+
+    #[test]
+    fn a_harness_command_line_is_split_into_words_and_a_broken_one_refused() {
+        let config = parse(&["--harness-cmd", "python3 'my agent.py' --fast", "--", "--model", "x"]).unwrap();
+        let args = ["my agent.py", "--fast"].map(String::from).to_vec();
+        assert_eq!(config.harness, Harness::Command { program: PathBuf::from("python3"), args });
+        assert_eq!(config.agent_args, ["--model", "x"]);
+        let err = parse(&["--harness-cmd", "python3 'agent.py"]).unwrap_err().to_string();
+        assert!(err.contains("HARNESS_CMD") && err.contains("not a valid command line"), "{err}");
     }
 
     #[test]
@@ -246,6 +322,11 @@ mod tests {
             "--system-prompt",
             "be brief",
             "--json",
+            "--quick-exit-ms",
+            "0",
+            "--env-failure-limit",
+            "5",
+            "--skip-preflight",
         ])
         .unwrap();
         assert!(config.yolo && config.ai_loop);
@@ -254,5 +335,9 @@ mod tests {
         assert_eq!(config.session_id, "s1");
         assert_eq!(config.system_prompt.as_deref(), Some("be brief"));
         assert_eq!(config.output, OutputFormat::Json);
+        assert_eq!(
+            (config.quick_exit, config.env_failure_limit, config.preflight),
+            (Duration::ZERO, 5, false)
+        );
     }
 }

@@ -17,6 +17,7 @@ mod mcp_race;
 mod mcp_stdio;
 mod poll;
 mod runner;
+mod runner_env;
 mod service_poll;
 mod service_race;
 mod slack;

@@ -40,6 +40,8 @@ pub(crate) struct RunnerSetup<'a> {
     pub harness: Option<&'a str>,
     /// The runner's (and so its agents') working directory: the project.
     pub cwd: Option<&'a Path>,
+    /// `--harness-cmd` instead of the stand-in (still given `stand-in-agent` after `--`).
+    pub harness_cmd: Option<String>,
 }
 
 impl<'a> RunnerSetup<'a> {
@@ -52,6 +54,7 @@ impl<'a> RunnerSetup<'a> {
             flags: Vec::new(),
             harness: None,
             cwd: None,
+            harness_cmd: None,
         }
     }
 
@@ -69,10 +72,35 @@ impl Runner {
         command.arg(setup.role);
         match setup.harness {
             None => {
-                command.args(["--harness", "cmd", "--harness-cmd", SWARM]);
+                command.args([
+                    "--harness",
+                    "cmd",
+                    "--harness-cmd",
+                    setup.harness_cmd.as_deref().unwrap_or(SWARM),
+                ]);
             }
             Some(cli) => {
                 command.args(["--harness", cli]).env("PATH", path_with_stand_in_as(cli, setup.dir));
+                // What the runner checks before taking work: tests run as root (as in a
+                // container), and the CLI must find the hub's MCP entry.
+                let project = setup.cwd.unwrap_or(setup.dir);
+                let mcp = project.join(".mcp.json");
+                if !mcp.exists() {
+                    std::fs::write(
+                        &mcp,
+                        r#"{"mcpServers":{"agent-swarm":{"type":"http","url":"http://x/mcp"}}}"#,
+                    )
+                    .unwrap();
+                }
+                std::fs::create_dir_all(setup.dir.join("codex")).unwrap();
+                std::fs::write(
+                    setup.dir.join("codex/config.toml"),
+                    "[mcp_servers.agent-swarm]\nurl = \"x\"\n",
+                )
+                .unwrap();
+                if setup.cwd.is_none() {
+                    command.current_dir(setup.dir);
+                }
             }
         }
         command
@@ -106,8 +134,16 @@ impl Runner {
             "STAND_IN_BEHAVIOUR",
             "STAND_IN_EXIT_CODE",
             "STAND_IN_SLEEP_MS",
+            "IS_SANDBOX",
+            "CODEX_HOME",
+            "SKIP_PREFLIGHT",
+            "QUICK_EXIT_MS",
+            "ENV_FAILURE_LIMIT",
         ] {
             command.env_remove(name);
+        }
+        if setup.harness.is_some() {
+            command.env("IS_SANDBOX", "1").env("CODEX_HOME", setup.dir.join("codex"));
         }
         for (name, value) in &setup.env {
             command.env(name, value);
@@ -140,7 +176,7 @@ impl Runner {
         self.wait()
     }
 
-    fn wait(&mut self) -> ExitStatus {
+    pub(crate) fn wait(&mut self) -> ExitStatus {
         let deadline = Instant::now() + WITHIN;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -170,8 +206,15 @@ fn path_with_stand_in_as(cli: &str, dir: &Path) -> std::ffi::OsString {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let shim = bin.join(cli);
-    std::fs::write(&shim, format!("#!/bin/sh\nexec '{SWARM}' stand-in-agent --as {cli} -- \"$@\"\n"))
-        .unwrap();
+    // The stand-in refuses any command line but the agent's; the runner asks for the version first.
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo '9.9.9 (stand-in {cli})'; exit 0; }}\n\
+             exec '{SWARM}' stand-in-agent --as {cli} -- \"$@\"\n"
+        ),
+    )
+    .unwrap();
     std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut path = bin.into_os_string();
     path.push(":");
@@ -220,13 +263,13 @@ pub(crate) fn records(dir: &Path) -> Vec<Record> {
     records
 }
 
-async fn task(hub: &Hub, id: &str) -> Value {
+pub(crate) async fn task(hub: &Hub, id: &str) -> Value {
     let (status, body) = hub.get(&format!("/api/tasks/{id}"), None).await;
     assert_eq!(status, 200, "{body}");
     body
 }
 
-async fn task_in(hub: &Hub, id: &str, statuses: &[&str]) -> Value {
+pub(crate) async fn task_in(hub: &Hub, id: &str, statuses: &[&str]) -> Value {
     eventually(&format!("task {id} to be {statuses:?}"), || async {
         let seen = task(hub, id).await;
         statuses.contains(&seen["status"].as_str().unwrap()).then_some(seen)
@@ -234,13 +277,13 @@ async fn task_in(hub: &Hub, id: &str, statuses: &[&str]) -> Value {
     .await
 }
 
-async fn create(hub: &Hub, body: Value) -> String {
+pub(crate) async fn create(hub: &Hub, body: Value) -> String {
     let (status, task) = hub.post("/api/tasks", None, body).await;
     assert_eq!(status, 201, "{task}");
     task["id"].as_str().unwrap().to_string()
 }
 
-async fn agent(hub: &Hub, id: &str) -> Option<Value> {
+pub(crate) async fn agent(hub: &Hub, id: &str) -> Option<Value> {
     let (status, body) = hub.get(&format!("/api/agents/{id}"), None).await;
     (status == 200).then_some(body)
 }
@@ -250,7 +293,7 @@ pub(crate) async fn registered(hub: &Hub, runner: &Runner) -> Value {
     eventually("the runner to register its agent", || agent(hub, &runner.agent_id)).await
 }
 
-fn event_types(task: &Value) -> Vec<String> {
+pub(crate) fn event_types(task: &Value) -> Vec<String> {
     task["logs"]
         .as_array()
         .unwrap()
@@ -504,6 +547,9 @@ async fn an_agent_that_exits_without_reporting_leaves_its_task_failed_with_that_
     let yolo_dir = dir.path().join("yolo");
     let mut setup =
         RunnerSetup::worker(&yolo_dir).env("STAND_IN_BEHAVIOUR", "silent").env("STAND_IN_EXIT_CODE", "3");
+    // A silent agent failing at once looks like a broken environment (runner_env.rs);
+    // here every exit counts as the task's.
+    setup.env.push(("QUICK_EXIT_MS", "0".into()));
     setup.flags.push("--yolo");
     let mut yolo = Runner::start(&hub, setup);
     registered(&hub, &yolo).await;
@@ -523,8 +569,10 @@ async fn an_agent_that_exits_without_reporting_leaves_its_task_failed_with_that_
 
     // Without it, the runner stops after the failed run and says how to keep going.
     let strict_dir = dir.path().join("strict");
-    let setup =
-        RunnerSetup::worker(&strict_dir).env("STAND_IN_BEHAVIOUR", "silent").env("STAND_IN_EXIT_CODE", "3");
+    let setup = RunnerSetup::worker(&strict_dir)
+        .env("STAND_IN_BEHAVIOUR", "silent")
+        .env("STAND_IN_EXIT_CODE", "3")
+        .env("QUICK_EXIT_MS", "0");
     let mut strict = Runner::start(&hub, setup);
     registered(&hub, &strict).await;
     let id = create(&hub, json!({"task": "third", "agentId": strict.agent_id})).await;

@@ -1,0 +1,413 @@
+//! Checks that tell, before any work is claimed, whether an agent CLI can run here: the
+//! runner stops on a failed [`preflight`] check, and `swarm doctor` prints them all
+//! (with [`hub_checks`] and [`hooks_check`]). Every failed check says how to fix it.
+
+use std::{
+    ffi::OsString,
+    fmt,
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use serde_json::Value;
+use swarm_client::{Client, ClientConfig};
+
+use crate::{config::RunnerConfig, harness::Harness};
+
+/// A CLI that takes longer than this to print its version is not going to run a task.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
+/// The MCP server name `swarm connect` writes.
+pub const MCP_SERVER_NAME: &str = "agent-swarm";
+
+/// One named check and its verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub name: String,
+    pub passed: bool,
+    /// What was found.
+    pub detail: String,
+    /// What to do about a failure.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    pub fn pass(name: &str, detail: impl Into<String>) -> Check {
+        Check { name: name.into(), passed: true, detail: detail.into(), fix: None }
+    }
+
+    pub fn fail(name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check { name: name.into(), passed: false, detail: detail.into(), fix: Some(fix.into()) }
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mark = if self.passed { "✓" } else { "✗" };
+        write!(f, "{mark} {}: {}", self.name, self.detail)?;
+        if let Some(fix) = &self.fix {
+            write!(f, "\n    fix: {fix}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the checks read from the process, so that tests can set it.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub path: Option<OsString>,
+    pub euid: u32,
+    pub is_sandbox: Option<String>,
+    pub home: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
+    /// The directory the agent CLI runs in (the project).
+    pub cwd: PathBuf,
+}
+
+impl Environment {
+    pub fn of_this_process() -> Environment {
+        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+        Environment {
+            path: var("PATH"),
+            // SAFETY: geteuid cannot fail and touches no memory.
+            euid: unsafe { libc::geteuid() },
+            is_sandbox: var("IS_SANDBOX").map(|value| value.to_string_lossy().into_owned()),
+            home: var("HOME").map(PathBuf::from),
+            codex_home: var("CODEX_HOME").map(PathBuf::from),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        }
+    }
+}
+
+/// The checks the runner makes before its first poll: the agent CLI is there and
+/// answers, Claude Code will accept its flags as this user, and the MCP config it reads
+/// names the hub's server.
+pub async fn preflight(config: &RunnerConfig, env: &Environment) -> Vec<Check> {
+    let mut checks = vec![cli_check(&config.harness, env).await];
+    if config.harness == Harness::Claude {
+        checks.push(root_check(env));
+    }
+    if let Some(check) = mcp_check(&config.harness, &config.agent_args, env) {
+        checks.push(check);
+    }
+    checks
+}
+
+/// The agent CLI on `PATH` (or the `--harness-cmd` program) and, for Claude Code and
+/// Codex, its `--version`. An arbitrary program is not run: `--version` may mean work.
+pub async fn cli_check(harness: &Harness, env: &Environment) -> Check {
+    let program = harness.program();
+    let name = "agent CLI";
+    let Some(found) = find_program(&program, env.path.as_deref()) else {
+        let fix = match harness {
+            Harness::Claude => {
+                "install Claude Code (npm install -g @anthropic-ai/claude-code) or put `claude` on PATH; \
+                 or choose another CLI with --harness / --harness-cmd"
+                    .to_string()
+            }
+            Harness::Codex => {
+                "install Codex (npm install -g @openai/codex) or put `codex` on PATH; or choose \
+                 another CLI with --harness / --harness-cmd"
+                    .to_string()
+            }
+            Harness::Command { .. } => {
+                "check --harness-cmd (HARNESS_CMD): the program must exist and be executable".to_string()
+            }
+        };
+        return Check::fail(name, format!("{} is not found or not executable", program.display()), fix);
+    };
+    if let Harness::Command { .. } = harness {
+        return Check::pass(name, format!("{}", found.display()));
+    }
+    let mut command = tokio::process::Command::new(&found);
+    command
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    match tokio::time::timeout(VERSION_TIMEOUT, command.output()).await {
+        Ok(Ok(output)) if output.status.success() => {
+            let version =
+                String::from_utf8_lossy(&output.stdout).lines().next().unwrap_or("").trim().to_string();
+            Check::pass(name, format!("{} {version}", found.display()))
+        }
+        Ok(Ok(output)) => Check::fail(
+            name,
+            format!(
+                "`{} --version` failed ({}): {}",
+                found.display(),
+                output.status,
+                tail(&String::from_utf8_lossy(&output.stderr), 3)
+            ),
+            "reinstall the CLI, or run it by hand to see what it needs",
+        ),
+        Ok(Err(err)) => Check::fail(
+            name,
+            format!("cannot run {}: {err}", found.display()),
+            "check the program's permissions and its interpreter",
+        ),
+        Err(_) => Check::fail(
+            name,
+            format!("`{} --version` did not answer within {}s", found.display(), VERSION_TIMEOUT.as_secs()),
+            "run it by hand to see what it waits for",
+        ),
+    }
+}
+
+/// As root, Claude Code refuses `--dangerously-skip-permissions` unless told it runs in
+/// a sandbox, and every run would fail at once.
+pub fn root_check(env: &Environment) -> Check {
+    let name = "root and sandbox";
+    if env.euid != 0 {
+        return Check::pass(name, "not root");
+    }
+    if env.is_sandbox.as_deref() == Some("1") {
+        return Check::pass(name, "root, with IS_SANDBOX=1");
+    }
+    Check::fail(
+        name,
+        "running as root without IS_SANDBOX=1: Claude Code refuses --dangerously-skip-permissions as root",
+        "set IS_SANDBOX=1 when this runs in a container or sandbox, or run the runner as a normal user",
+    )
+}
+
+/// The MCP entry the CLI will read; `None` for a program the runner knows nothing of.
+pub fn mcp_check(harness: &Harness, agent_args: &[String], env: &Environment) -> Option<Check> {
+    let name = "MCP config";
+    match harness {
+        Harness::Claude => {
+            if agent_args.iter().any(|arg| arg.starts_with("--mcp-config")) {
+                return Some(Check::pass(name, "given with --mcp-config"));
+            }
+            let project = env.cwd.join(".mcp.json");
+            if has_server(read_json(&project).as_ref().and_then(|json| json.get("mcpServers"))) {
+                return Some(Check::pass(name, format!("{} names {MCP_SERVER_NAME}", project.display())));
+            }
+            // User and local scopes live in ~/.claude.json.
+            if let Some(user) = env.home.as_ref().map(|home| home.join(".claude.json"))
+                && let Some(json) = read_json(&user)
+            {
+                let local = json
+                    .get("projects")
+                    .and_then(|projects| projects.get(env.cwd.to_string_lossy().as_ref()))
+                    .and_then(|project| project.get("mcpServers"));
+                if has_server(json.get("mcpServers")) || has_server(local) {
+                    return Some(Check::pass(name, format!("{} names {MCP_SERVER_NAME}", user.display())));
+                }
+            }
+            Some(Check::fail(
+                name,
+                format!("no {MCP_SERVER_NAME} server in {} (nor in ~/.claude.json)", project.display()),
+                format!(
+                    "run `swarm connect` in {} (where the runner starts), so Claude Code reaches the hub",
+                    env.cwd.display()
+                ),
+            ))
+        }
+        Harness::Codex => {
+            let file = match (&env.codex_home, &env.home) {
+                (Some(codex_home), _) => codex_home.join("config.toml"),
+                (None, Some(home)) => home.join(".codex").join("config.toml"),
+                (None, None) => {
+                    return Some(Check::fail(
+                        name,
+                        "HOME and CODEX_HOME are unset: Codex has no config.toml to read",
+                        "set HOME or CODEX_HOME, then run `swarm connect --harness codex`",
+                    ));
+                }
+            };
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            // The table header `swarm connect` writes, quoted or not.
+            let found = text.lines().any(|line| {
+                let line = line.trim().replace('"', "");
+                line == format!("[mcp_servers.{MCP_SERVER_NAME}]")
+            });
+            Some(if found {
+                Check::pass(name, format!("{} has [mcp_servers.{MCP_SERVER_NAME}]", file.display()))
+            } else {
+                Check::fail(
+                    name,
+                    format!("no [mcp_servers.{MCP_SERVER_NAME}] in {}", file.display()),
+                    "run `swarm connect --harness codex`, so Codex reaches the hub",
+                )
+            })
+        }
+        Harness::Command { .. } => None,
+    }
+}
+
+/// Claude Code's hooks, which deliver mail and stop tools of a cancelled task.
+pub fn hooks_check(env: &Environment) -> Check {
+    let name = "hooks";
+    let dir = env.cwd.join(".claude");
+    for file in ["settings.json", "settings.local.json"] {
+        let path = dir.join(file);
+        if std::fs::read_to_string(&path).is_ok_and(|text| text.contains("swarm hook")) {
+            return Check::pass(name, format!("{} calls `swarm hook`", path.display()));
+        }
+    }
+    Check::fail(
+        name,
+        format!("no `swarm hook` in {}/settings.json", dir.display()),
+        format!("run `swarm connect` in {}", env.cwd.display()),
+    )
+}
+
+/// The hub answers, takes the key, and knows the agent.
+pub async fn hub_checks(config: &RunnerConfig) -> Vec<Check> {
+    let client = match Client::new(ClientConfig {
+        base_url: config.hub_url.clone(),
+        api_key: config.api_key.clone(),
+        agent_id: Some(config.agent_id),
+    }) {
+        Ok(client) => client,
+        Err(err) => return vec![Check::fail("hub", err.to_string(), "check MCP_BASE_URL (--url)")],
+    };
+    let mut checks = Vec::new();
+    match client.health().await {
+        Ok(health) => checks
+            .push(Check::pass("hub", format!("{} answers (version {})", config.hub_url, health.version))),
+        Err(err) => {
+            checks.push(Check::fail(
+                "hub",
+                err.to_string(),
+                "start the hub (`swarm serve`) or point MCP_BASE_URL (--url) at it",
+            ));
+            return checks;
+        }
+    }
+    match client.get_agent(config.agent_id, false).await {
+        Ok(agent) => {
+            checks.push(Check::pass("API key", "accepted"));
+            checks.push(Check::pass(
+                "agent",
+                format!(
+                    "{} ({}) is registered, {}",
+                    agent.agent.name,
+                    config.agent_id,
+                    agent.agent.status.as_str()
+                ),
+            ));
+        }
+        Err(err) if err.status().is_some_and(|status| status.as_u16() == 404) => {
+            checks.push(Check::pass("API key", "accepted"));
+            checks.push(Check::fail(
+                "agent",
+                format!("{} is not registered", config.agent_id),
+                "start `swarm worker` (or `swarm lead`) with this AGENT_ID once: it registers the agent",
+            ));
+        }
+        Err(err) => checks.push(Check::fail(
+            "API key",
+            err.to_string(),
+            "set API_KEY to the hub's key (`swarm serve` prints where it keeps it)",
+        )),
+    }
+    checks
+}
+
+/// `program` as the OS would start it: a path as given, a bare name from `PATH`.
+fn find_program(program: &Path, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    if program.components().count() > 1 {
+        return is_executable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(path?).map(|dir| dir.join(program)).find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn has_server(servers: Option<&Value>) -> bool {
+    servers.and_then(|servers| servers.get(MCP_SERVER_NAME)).is_some()
+}
+
+/// The last `lines` non-empty lines of `text`.
+pub(crate) fn tail(text: &str, lines: usize) -> String {
+    let kept: Vec<&str> = text.lines().filter(|line| !line.trim().is_empty()).collect();
+    kept[kept.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(dir: &Path) -> Environment {
+        Environment {
+            path: Some(dir.join("bin").into_os_string()),
+            euid: 1000,
+            is_sandbox: None,
+            home: Some(dir.join("home")),
+            codex_home: None,
+            cwd: dir.join("project"),
+        }
+    }
+
+    fn script(dir: &Path, name: &str, body: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join(name), format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_cli_must_be_on_path_and_answer_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        let missing = cli_check(&Harness::Claude, &env).await;
+        assert!(!missing.passed && missing.fix.as_deref().unwrap().contains("npm install"), "{missing}");
+
+        script(dir.path(), "claude", "echo '2.0.14 (Claude Code)'");
+        let found = cli_check(&Harness::Claude, &env).await;
+        assert!(found.passed && found.detail.ends_with("2.0.14 (Claude Code)"), "{found}");
+
+        script(dir.path(), "codex", "echo 'not logged in' >&2; exit 3");
+        let broken = cli_check(&Harness::Codex, &env).await;
+        assert!(!broken.passed && broken.detail.contains("not logged in"), "{broken}");
+
+        let program = Harness::from_command_line("no-such-agent --fast").unwrap();
+        assert!(!cli_check(&program, &env).await.passed);
+    }
+
+    #[test]
+    fn root_needs_is_sandbox_for_claude() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = env(dir.path());
+        assert!(root_check(&env).passed);
+        env.euid = 0;
+        let refused = root_check(&env);
+        assert!(!refused.passed && refused.fix.as_deref().unwrap().contains("IS_SANDBOX=1"), "{refused}");
+        env.is_sandbox = Some("1".into());
+        assert!(root_check(&env).passed);
+    }
+
+    #[test]
+    fn the_mcp_entry_is_where_each_cli_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = env(dir.path());
+        std::fs::create_dir_all(&env.cwd).unwrap();
+        let claude = mcp_check(&Harness::Claude, &[], &env).unwrap();
+        assert!(!claude.passed && claude.fix.as_deref().unwrap().contains("swarm connect"), "{claude}");
+        std::fs::write(env.cwd.join(".mcp.json"), r#"{"mcpServers":{"agent-swarm":{"type":"http"}}}"#)
+            .unwrap();
+        assert!(mcp_check(&Harness::Claude, &[], &env).unwrap().passed);
+
+        assert!(!mcp_check(&Harness::Codex, &[], &env).unwrap().passed);
+        let codex_dir = dir.path().join("home/.codex");
+        std::fs::create_dir_all(&codex_dir).unwrap();
+        std::fs::write(
+            codex_dir.join("config.toml"),
+            "[mcp_servers.agent-swarm]\nurl = \"http://hub/mcp\"\n",
+        )
+        .unwrap();
+        assert!(mcp_check(&Harness::Codex, &[], &env).unwrap().passed);
+        assert_eq!(mcp_check(&Harness::from_command_line("agent").unwrap(), &[], &env), None);
+    }
+}
