@@ -21,8 +21,9 @@ pub enum TaskCommand {
     /// Create a task: in the pool (default), assigned (--agent), offered (--offer-to)
     /// or in the backlog (--backlog)
     ///
-    /// Prints the new task's id alone on a line, so that scripts can capture it
-    /// (`id=$(swarm task create "...")`); --json prints the whole task instead.
+    /// Prints the new task (id, status, priority, text) and the commands to follow it;
+    /// --quiet prints its id alone, for scripts (`id=$(swarm task create -q "...")`);
+    /// --json prints the whole task.
     Create(CreateArgs),
     /// List tasks, newest first, with optional filters
     ///
@@ -69,6 +70,9 @@ pub struct CreateArgs {
     /// Put the task in the backlog, where no agent picks it up yet
     #[arg(long)]
     backlog: bool,
+    /// Print the new task's id alone, for scripts
+    #[arg(short, long, conflicts_with = "json")]
+    quiet: bool,
     #[arg(long, help = JSON_HELP)]
     json: bool,
     #[command(flatten)]
@@ -190,7 +194,25 @@ async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&task);
     }
-    output::emit(&format!("{}\n", task.id))
+    if args.quiet {
+        return output::emit(&format!("{}\n", task.id));
+    }
+    let waits_for = match task.status {
+        TaskStatus::Unassigned => "in the pool: the first worker with a free slot takes it",
+        TaskStatus::Pending => "assigned: its agent starts it at its next poll",
+        TaskStatus::Offered => "offered: its agent accepts or rejects it",
+        TaskStatus::Backlog => "in the backlog: no agent takes it until it leaves the backlog",
+        _ => "",
+    };
+    output::emit(&format!(
+        "created task {id}\n{fields}\n{waits_for}\nnext: `swarm task show {id}` follows it; `swarm worker` runs an agent that takes work\n",
+        id = task.id,
+        fields = output::fields(&[
+            ("status", task.status.to_string()),
+            ("priority", task.priority.to_string()),
+            ("task", output::excerpt(&task.task, 200)),
+        ]),
+    ))
 }
 
 async fn task_list(args: ListArgs) -> anyhow::Result<()> {

@@ -50,8 +50,14 @@ async fn task_agent_and_stats_commands_drive_a_hub() {
 
     let plain = swarm(&url, Some(KEY), &["task", "create", "A pool task"]);
     assert!(plain.status.success());
-    let pool_id = String::from_utf8(plain.stdout).unwrap().trim().to_string();
-    assert!(uuid::Uuid::parse_str(&pool_id).is_ok(), "plain create prints the new id: {pool_id:?}");
+    let said = String::from_utf8(plain.stdout).unwrap();
+    let pool_id = said.lines().next().unwrap().trim_start_matches("created task ").to_string();
+    assert!(uuid::Uuid::parse_str(&pool_id).is_ok(), "create names the new task first: {said}");
+    assert!(said.contains("unassigned") && said.contains("A pool task"), "and shows it: {said}");
+    assert!(said.contains(&format!("swarm task show {pool_id}")), "and what to run next: {said}");
+    let quiet = swarm(&url, Some(KEY), &["task", "create", "-q", "Another pool task"]);
+    let quiet_id = String::from_utf8(quiet.stdout).unwrap().trim().to_string();
+    assert!(uuid::Uuid::parse_str(&quiet_id).is_ok(), "--quiet prints the id alone: {quiet_id:?}");
 
     let listed = stdout_json(&swarm(&url, Some(KEY), &["task", "list", "--status", "pending", "--json"]));
     assert_eq!(listed["total"], 1);
