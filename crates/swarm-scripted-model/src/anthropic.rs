@@ -17,6 +17,13 @@ pub(crate) fn message(
     let id = format!("msg_scripted_{turn}");
     let (block, stop_reason) = match action {
         Action::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
+        Action::ToolSearch { query } => {
+            // Never decided for this API (only Codex offers a `tool_search` tool).
+            (
+                json!({"type": "text", "text": format!("scripted model: cannot search tools for {query:?}")}),
+                "end_turn",
+            )
+        }
         Action::Tool { name, input, .. } => (
             json!({"type": "tool_use", "id": format!("toolu_scripted_{turn}"), "name": name, "input": input}),
             "tool_use",
@@ -50,7 +57,8 @@ pub(crate) fn message(
         }}),
     );
     match action {
-        Action::Text(text) => {
+        Action::Text(_) | Action::ToolSearch { .. } => {
+            let text = block["text"].as_str().unwrap_or_default();
             event(
                 "content_block_start",
                 json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),

@@ -170,11 +170,14 @@ impl Conversation {
         self.tool_results().len() + self.final_replies().len()
     }
 
-    /// The tools offered, Codex's namespaces flattened (including those Codex's code mode
-    /// offers in an `additional_tools` input item).
+    /// The tools offered, Codex's namespaces flattened, including those Codex's code mode
+    /// offers in an `additional_tools` input item and those its `tool_search` found (in
+    /// `tool_search_output` items).
     pub fn tools(&self) -> Vec<OfferedTool> {
         let mut tools = Vec::new();
-        let additional = self.items().filter(|item| item["type"] == "additional_tools");
+        let additional = self
+            .items()
+            .filter(|item| matches!(item["type"].as_str(), Some("additional_tools" | "tool_search_output")));
         let offered = self.body["tools"].as_array().into_iter().flatten();
         for tool in offered.chain(additional.flat_map(|item| item["tools"].as_array().into_iter().flatten()))
         {
@@ -193,6 +196,20 @@ impl Conversation {
             }
         }
         tools
+    }
+
+    /// Whether the model may ask Codex's `tool_search` for a tool it does not see: it is
+    /// offered, and no search has answered since the last tool result (so a search that finds
+    /// nothing ends in an error text, not a loop).
+    pub(crate) fn may_search_tools(&self) -> bool {
+        let offered =
+            self.body["tools"].as_array().into_iter().flatten().any(|tool| tool["type"] == "tool_search");
+        let searched_since_last_result = self
+            .items()
+            .rev()
+            .take_while(|item| !item["type"].as_str().is_some_and(|kind| kind.ends_with("call_output")))
+            .any(|item| item["type"] == "tool_search_output");
+        offered && !searched_since_last_result
     }
 
     /// The full names of the tools offered (see [`OfferedTool::full_name`]).
@@ -228,7 +245,7 @@ impl Conversation {
         }
     }
 
-    fn items(&self) -> impl Iterator<Item = &Value> {
+    fn items(&self) -> impl DoubleEndedIterator<Item = &Value> {
         self.body[self.items_key()].as_array().into_iter().flatten()
     }
 

@@ -21,6 +21,10 @@ pub(crate) fn response(
             "type": "message", "id": format!("msg_scripted_{turn}"), "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": text, "annotations": []}]
         }),
+        Action::ToolSearch { query } => json!({
+            "type": "tool_search_call", "id": format!("ts_scripted_{turn}"), "call_id": format!("search_scripted_{turn}"),
+            "execution": "client", "status": "completed", "arguments": {"query": query}
+        }),
         Action::Tool { namespace, name, input } => {
             let mut item = json!({
                 "type": "function_call", "id": format!("fc_scripted_{turn}"), "call_id": format!("call_scripted_{turn}"),
@@ -59,6 +63,8 @@ pub(crate) fn response(
         event(json!({"type": "response.output_item.added", "output_index": 0, "item": added}));
         event(json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0,
                      "item_id": item["id"], "delta": text}));
+    } else if let Action::ToolSearch { .. } = action {
+        event(json!({"type": "response.output_item.added", "output_index": 0, "item": added}));
     } else {
         added["arguments"] = json!("");
         event(json!({"type": "response.output_item.added", "output_index": 0, "item": added}));

@@ -15,6 +15,9 @@ pub enum Step {
     /// Call the offered tool whose name ends with `suffix` (`-` and `_` compare equal, so
     /// `"store-progress"` finds Claude Code's `mcp__agent-swarm__store-progress` and Codex's
     /// `store_progress` in namespace `mcp__agent_swarm`), with the arguments `args` builds.
+    /// Codex offers MCP tools only through its `tool_search` tool: when the tool is not in
+    /// sight and `tool_search` is offered, the model searches first (an extra request that is
+    /// not a step) and calls the tool in the next request.
     CallTool { suffix: String, args: Build<Value> },
     /// Run a shell command through the CLI's own shell tool (Claude Code: `Bash`; Codex:
     /// `exec_command`).
@@ -129,7 +132,15 @@ impl Script {
 /// What the model answers to one request, in terms both APIs can express.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Action {
-    Tool { namespace: Option<String>, name: String, input: Value },
+    Tool {
+        namespace: Option<String>,
+        name: String,
+        input: Value,
+    },
+    /// Codex defers MCP tools behind its `tool_search` tool: search first, call next turn.
+    ToolSearch {
+        query: String,
+    },
     Text(String),
 }
 
@@ -144,6 +155,9 @@ impl Script {
                 Some(tool) => {
                     Action::Tool { namespace: tool.namespace, name: tool.name, input: args(conversation) }
                 }
+                None if conversation.may_search_tools() => Action::ToolSearch {
+                    query: format!("{} {}", suffix.replace('-', "_"), suffix.replace(['-', '_'], " ")),
+                },
                 None => Action::Text(format!(
                     "scripted model: no offered tool ends with `{suffix}`; offered: {}",
                     conversation.tool_names().join(", ")

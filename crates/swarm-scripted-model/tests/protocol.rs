@@ -91,3 +91,49 @@ async fn failures_unknown_paths_and_count_tokens() {
     model.stop().await;
     assert!(reqwest::get(format!("{base}/")).await.is_err(), "the port is closed");
 }
+
+/// Codex (0.169, `gpt-5.5`) defers MCP tools: they are not in `tools` but behind a
+/// `tool_search` tool. The model searches first, then calls what the search returned.
+#[tokio::test]
+async fn openai_searches_for_a_deferred_mcp_tool_then_calls_it() {
+    let model = ScriptedModel::start(
+        Script::new().call_tool("store-progress", |_| json!({"progress": "p"})).reply("ok"),
+    )
+    .await;
+    let url = format!("{}/responses", model.openai_base_url());
+    let tools =
+        json!([{"type": "function", "name": "exec_command"}, {"type": "tool_search", "execution": "client"}]);
+    let prompt =
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]});
+    let done = |body: &str| {
+        let data: Value = serde_json::from_str(body).unwrap();
+        data["output"][0].clone()
+    };
+
+    let (_, body) = post(url.clone(), json!({"model": "m", "tools": tools, "input": [prompt]})).await;
+    let search = done(&body);
+    assert_eq!(search["type"], "tool_search_call");
+    assert_eq!(search["execution"], "client");
+    assert!(search["arguments"]["query"].as_str().unwrap().contains("store_progress"));
+
+    let found = json!({"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "status": "completed",
+        "tools": [{"type": "namespace", "name": "mcp__agent_swarm", "tools": [{"type": "function", "name": "store_progress"}]}]});
+    let (_, body) =
+        post(url.clone(), json!({"model": "m", "tools": tools, "input": [prompt, search, found]})).await;
+    let call = done(&body);
+    assert_eq!(
+        (call["type"].as_str(), call["namespace"].as_str()),
+        (Some("function_call"), Some("mcp__agent_swarm"))
+    );
+    assert_eq!(call["name"], "store_progress");
+
+    // A search that found nothing ends the turn with a text instead of searching forever.
+    let nothing = json!({"type": "tool_search_output", "call_id": search["call_id"], "execution": "client", "tools": []});
+    let (_, body) =
+        post(url, json!({"model": "m", "tools": tools, "input": [prompt, search, nothing]})).await;
+    let text = done(&body);
+    assert_eq!(text["type"], "message");
+    assert!(
+        text["content"][0]["text"].as_str().unwrap().contains("no offered tool ends with `store-progress`")
+    );
+}
