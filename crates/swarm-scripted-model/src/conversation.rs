@@ -106,12 +106,23 @@ impl Conversation {
     /// context block the CLI added itself (one starting with `<system-reminder>`,
     /// `<environment_context>`, `<user_instructions>` or `# AGENTS.md`).
     pub fn prompt(&self) -> String {
+        self.prompts().into_iter().next().unwrap_or_default()
+    }
+
+    /// The latest prompt: after `claude --resume` or `codex exec resume`, the one that resumed
+    /// the session (e.g. a relayed task result).
+    pub fn latest_prompt(&self) -> String {
+        self.prompts().pop().unwrap_or_default()
+    }
+
+    /// The user texts that are prompts, not context blocks the CLI added (see [`Conversation::prompt`]).
+    pub fn prompts(&self) -> Vec<String> {
         const ADDED_BY_CLI: [&str; 4] =
             ["<system-reminder>", "<environment_context>", "<user_instructions>", "# AGENTS.md"];
         self.user_texts()
             .into_iter()
-            .find(|text| !ADDED_BY_CLI.iter().any(|prefix| text.trim_start().starts_with(prefix)))
-            .unwrap_or_default()
+            .filter(|text| !ADDED_BY_CLI.iter().any(|prefix| text.trim_start().starts_with(prefix)))
+            .collect()
     }
 
     /// The outputs of the tool calls so far, in order, as text.
@@ -373,6 +384,7 @@ mod tests {
         ]});
         let conversation = Conversation::new(Api::Anthropic, body);
         assert_eq!(conversation.prompt(), "do it");
+        assert_eq!(conversation.latest_prompt(), "again");
         assert_eq!(conversation.tool_results(), ["ok"]);
         assert_eq!(conversation.final_replies(), ["done"]);
         assert_eq!(conversation.steps_done(), 2);

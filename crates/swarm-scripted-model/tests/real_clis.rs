@@ -272,3 +272,79 @@ async fn codex_waits_for_the_network_when_the_model_is_down() {
     assert!(child.try_wait().unwrap().is_none(), "codex is still running");
     child.kill().await.unwrap();
 }
+
+/// The second step answers the prompt that resumed the session.
+fn resume_script() -> Script {
+    Script::new().reply("First turn over.").reply_with(|c| format!("Relayed: {}", c.latest_prompt()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_resumes_a_session_with_its_history() {
+    let sandbox = Sandbox::new();
+    let model = ScriptedModel::start(resume_script()).await;
+    let first = run(claude_command(&model, &sandbox, "Start the session.")).await;
+    assert!(first.status.success(), "{}", describe(&first));
+    let session_id = json_lines(&first)
+        .iter()
+        .find(|event| event["type"] == "result")
+        .and_then(|event| event["session_id"].as_str().map(str::to_owned))
+        .expect("a session id");
+
+    let mut command = claude_command(&model, &sandbox, "task result: RELAY-1");
+    command.args(["--resume", &session_id]);
+    let second = run(command).await;
+
+    assert!(second.status.success(), "{}", describe(&second));
+    let events = json_lines(&second);
+    let result = events.iter().find(|event| event["type"] == "result").expect("a result event");
+    assert_eq!(result["result"], "Relayed: task result: RELAY-1", "{result}");
+    assert_eq!(result["session_id"], session_id.as_str(), "resuming keeps the session id");
+    // Usage in the result is this invocation's only.
+    assert_eq!(result["usage"]["input_tokens"], Script::new().usage.input_tokens, "{result}");
+    let last = model.conversations().pop().unwrap();
+    assert_eq!(last.prompt(), "Start the session.");
+    assert_eq!(last.final_replies(), ["First turn over."]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_resumes_a_thread_with_its_history() {
+    let sandbox = Sandbox::new();
+    let model = ScriptedModel::start(resume_script()).await;
+    let first = run(codex_command(&model.openai_base_url(), &sandbox, "Start the session.")).await;
+    assert!(first.status.success(), "{}", describe(&first));
+    let thread_id = json_lines(&first)
+        .iter()
+        .find(|event| event["type"] == "thread.started")
+        .and_then(|event| event["thread_id"].as_str().map(str::to_owned))
+        .expect("a thread id");
+
+    // `codex exec resume [flags] <thread id> <prompt>`: rebuild the argument list.
+    let codex = clis::codex_bin().unwrap();
+    let mut command = command(&codex, &sandbox);
+    command.env("CODEX_HOME", sandbox.home.join(".codex")).env(CODEX_KEY_ENV, "sk-scripted").args([
+        "exec",
+        "resume",
+        "--json",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--skip-git-repo-check",
+        &thread_id,
+        "task result: RELAY-2",
+    ]);
+    let second = run(command).await;
+
+    assert!(second.status.success(), "{}", describe(&second));
+    let events = json_lines(&second);
+    let started = events.iter().find(|event| event["type"] == "thread.started").expect("thread.started");
+    assert_eq!(started["thread_id"], thread_id.as_str(), "resuming keeps the thread id");
+    let message = events
+        .iter()
+        .find(|event| event["type"] == "item.completed" && event["item"]["type"] == "agent_message")
+        .expect("an agent message");
+    assert_eq!(message["item"]["text"], "Relayed: task result: RELAY-2");
+    // turn.completed counts the whole thread: both requests.
+    let completed = events.iter().find(|event| event["type"] == "turn.completed").expect("turn.completed");
+    assert_eq!(completed["usage"]["input_tokens"], 2 * Script::new().usage.input_tokens, "{completed}");
+    let last = model.conversations().pop().unwrap();
+    assert_eq!(last.prompt(), "Start the session.");
+    assert_eq!(last.final_replies(), ["First turn over."]);
+}
