@@ -1,0 +1,90 @@
+//! Where the pinned real CLIs are, and how to point them at a [`ScriptedModel`].
+
+use std::path::{Path, PathBuf};
+
+use crate::ScriptedModel;
+
+/// The environment variable Codex's scripted provider reads its key from (`env_key`).
+pub const CODEX_KEY_ENV: &str = "SCRIPTED_MODEL_API_KEY";
+
+/// The name of the Codex model provider [`codex_config`] writes.
+pub const CODEX_PROVIDER: &str = "scripted";
+
+/// The repository root (this crate lives in `crates/swarm-scripted-model`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root exists")
+}
+
+/// Claude Code: `SWARM_CLAUDE_BIN`, else `tools/agent-clis/node_modules/.bin/claude`. The error
+/// says how to install it.
+pub fn claude_bin() -> Result<PathBuf, String> {
+    find_bin("claude", "SWARM_CLAUDE_BIN")
+}
+
+/// Codex: `SWARM_CODEX_BIN`, else `tools/agent-clis/node_modules/.bin/codex`. The error says
+/// how to install it.
+pub fn codex_bin() -> Result<PathBuf, String> {
+    find_bin("codex", "SWARM_CODEX_BIN")
+}
+
+fn find_bin(name: &str, variable: &str) -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(variable).filter(|path| !path.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!("{variable}={} is not a file", path.display()))
+        };
+    }
+    let path = workspace_root().join("tools/agent-clis/node_modules/.bin").join(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{name} is not installed at {}: run scripts/install-agent-clis (or set {variable})",
+            path.display()
+        ))
+    }
+}
+
+/// The environment that points Claude Code at `model` and keeps it off the network, besides
+/// `HOME` (give each run a fresh one) and `PATH`. Includes `IS_SANDBOX=1`, without which Claude
+/// Code refuses `--dangerously-skip-permissions` as root, and `CLAUDE_CODE_MAX_RETRIES=0`:
+/// by default it retries even a 401 ten times with backoff (minutes), where with 0 it ends at
+/// once (exit 1, a `result` event with `is_error: true`).
+pub fn claude_env(model: &ScriptedModel) -> Vec<(&'static str, String)> {
+    vec![
+        ("ANTHROPIC_BASE_URL", model.anthropic_base_url()),
+        ("ANTHROPIC_API_KEY", "sk-scripted".to_owned()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ("IS_SANDBOX", "1".to_owned()),
+        ("CLAUDE_CODE_MAX_RETRIES", "0".to_owned()),
+    ]
+}
+
+/// A `$CODEX_HOME/config.toml` that makes Codex use `base_url` (see
+/// [`ScriptedModel::openai_base_url`]) through a provider named [`CODEX_PROVIDER`], its key in
+/// [`CODEX_KEY_ENV`], failing at once (no retries) when the model refuses or is down. Append
+/// MCP servers and other settings after it.
+///
+/// The model is `gpt-5.5`, a name the pinned Codex knows, for which it offers classic function
+/// tools (`exec_command`, MCP namespaces). Its default model (`gpt-6.1-sol`) runs in "code
+/// mode" instead: one JavaScript `exec` tool in an `additional_tools` input item, which the
+/// scripted model does not play. An unknown name works too but adds an error item ("Model
+/// metadata ... not found") to the `--json` output.
+pub fn codex_config(base_url: &str) -> String {
+    format!(
+        r#"model = "gpt-5.5"
+model_provider = "{CODEX_PROVIDER}"
+
+[model_providers.{CODEX_PROVIDER}]
+name = "{CODEX_PROVIDER}"
+base_url = "{base_url}"
+env_key = "{CODEX_KEY_ENV}"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+"#
+    )
+}
