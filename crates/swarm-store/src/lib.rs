@@ -1,13 +1,16 @@
 //! The storage interface of swarm.
 //!
 //! One trait, two implementations (`swarm-store-sqlite`, `swarm-store-postgres`), one
-//! conformance suite (`crates/swarm/tests/it/store/`) run against both.
+//! conformance suite ([`testkit`], feature `testkit`) that each runs from its `tests/`.
 //!
 //! Architecture invariant: every method that changes state is one transaction whose SQL
 //! carries its guard; a guard that is false changes nothing and is reported as an
 //! outcome ([`Applied::Refused`]), never as an error string. Every state change appends
 //! its event log rows in the same transaction. Permissions are not checked here: that is
 //! the service's job.
+
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 use async_trait::async_trait;
 use swarm_domain::{
