@@ -8,7 +8,7 @@
 //! agent carries that agent in `capacity_of` and takes the agent's row lock before the
 //! `UPDATE`, so they take turns and each counts what the previous one committed.
 
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::{PgConnection, PgPool, Postgres, QueryBuilder, Transaction};
 use swarm_domain::{
     event::EventType,
     event::NewEvent,
@@ -16,7 +16,7 @@ use swarm_domain::{
     task::{FieldUpdate, Task, TaskChange, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Applied, StoreResult};
+use swarm_store::{Applied, StoreResult, TaskWaiters};
 use uuid::Uuid;
 
 use crate::{
@@ -24,7 +24,7 @@ use crate::{
     error::db,
     events,
     rows::{task_from_row, task_select},
-    tasks::get_known,
+    tasks::{self, get_known},
 };
 
 pub(crate) async fn apply(
@@ -35,7 +35,48 @@ pub(crate) async fn apply(
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
     let mut tx = pool.begin().await.map_err(db)?;
-    let Some(before) = lock_task(&mut tx, id).await? else {
+    let applied = apply_in(&mut tx, id, change, actor, now).await?;
+    end(tx, &applied).await?;
+    Ok(applied)
+}
+
+/// [`apply`], and the waiters of a task the change finished, read in the same
+/// transaction: the finish needs no second round trip for them.
+pub(crate) async fn apply_with_waiters(
+    pool: &PgPool,
+    id: TaskId,
+    change: &TaskChange,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let applied = apply_in(&mut tx, id, change, actor, now).await?;
+    let waiters = match &applied {
+        Applied::Changed { after, .. } if after.status.is_finished() => {
+            Some(tasks::waiters(&mut *tx, id).await?)
+        }
+        _ => None,
+    };
+    end(tx, &applied).await?;
+    Ok((applied, waiters))
+}
+
+/// Commit what changed; a refusal wrote nothing and only gives its locks back.
+async fn end(tx: Transaction<'_, Postgres>, applied: &Applied<Task>) -> StoreResult<()> {
+    match applied {
+        Applied::Changed { .. } => tx.commit().await.map_err(db),
+        Applied::NotFound | Applied::Refused { .. } => tx.rollback().await.map_err(db),
+    }
+}
+
+async fn apply_in(
+    tx: &mut PgConnection,
+    id: TaskId,
+    change: &TaskChange,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let Some(before) = lock_task(tx, id).await? else {
         return Ok(Applied::NotFound);
     };
 
@@ -48,26 +89,24 @@ pub(crate) async fn apply(
     // id order: the capacity guard and the status updates below then cannot deadlock.
     let mut involved: Vec<AgentId> =
         [change.guard.capacity_of, before.agent_id, assignee_after].into_iter().flatten().collect();
-    agents::lock_in_order(&mut tx, &mut involved).await?;
+    agents::lock_in_order(tx, &mut involved).await?;
 
     let mut update = guarded_update(id, change, now);
     let changed: Option<Uuid> = update.build_query_scalar().fetch_optional(&mut *tx).await.map_err(db)?;
     if changed.is_none() {
-        tx.rollback().await.map_err(db)?;
         return Ok(Applied::Refused { current: before });
     }
 
     for event in change.events(id, actor, before.status) {
-        events::insert(&mut tx, &event, now).await?;
+        events::insert(tx, &event, now).await?;
     }
     let mut assignees: Vec<AgentId> = [before.agent_id, assignee_after].into_iter().flatten().collect();
     assignees.dedup();
     for agent in assignees {
-        agents::settle_status(&mut tx, agent, now, Wake::No).await?;
+        agents::settle_status(tx, agent, now, Wake::No).await?;
     }
 
-    let after = get_known(&mut tx, id).await?;
-    tx.commit().await.map_err(db)?;
+    let after = get_known(tx, id).await?;
     Ok(Applied::Changed { before, after })
 }
 

@@ -230,19 +230,16 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>>;
 
-    /// [`Store::task_apply`], and, when a store can read them in the same transaction,
-    /// the [`Store::task_waiters`] of a task the change finished (`None`: not read; the
-    /// caller reads them if it needs them). It spares a finish its one read after the
-    /// write.
+    /// [`Store::task_apply`], and the [`Store::task_waiters`] of a task the change
+    /// finished, read in the same transaction (`None` when the change finished nothing).
+    /// It spares a finish its one read after the write.
     async fn task_apply_with_waiters(
         &self,
         id: TaskId,
         change: &TaskChange,
         actor: Option<AgentId>,
         now: Timestamp,
-    ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
-        Ok((self.task_apply(id, change, actor, now).await?, None))
-    }
+    ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)>;
 
     /// Replace the task's text, guarded by its status being one of
     /// [`TaskStatus::EDITABLE`] (nobody has taken it up). Logs `task_edited`.

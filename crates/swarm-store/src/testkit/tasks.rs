@@ -272,12 +272,7 @@ pub async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
         let Applied::Changed { after, .. } = finished else { panic!("finish: {finished:?}") };
         assert_eq!(after.status, TaskStatus::Completed);
         assert_eq!(fx.store.task_waiters(task).await.unwrap(), expected);
-        if fx.store.backend_name() == "sqlite" {
-            // SQLite reads them in the finish's own transaction.
-            assert_eq!(waiters, Some(expected));
-        } else if let Some(waiters) = waiters {
-            assert_eq!(waiters, expected);
-        }
+        assert_eq!(waiters, Some(expected), "a finish brings its waiters, read in its own transaction");
     }
 }
 
