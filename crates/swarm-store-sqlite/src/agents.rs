@@ -14,8 +14,10 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 use crate::{
-    decode::{Columns, column, corrupt},
-    events, sql,
+    error::corrupt,
+    events,
+    rows::{Columns, column},
+    sql,
 };
 
 /// Every agent read carries its capacity, counted from its `in_progress` tasks (an

@@ -8,10 +8,7 @@ use rusqlite::{Connection, params};
 use swarm_domain::{id::AgentId, time::Timestamp};
 use swarm_store::StoreResult;
 
-use crate::{
-    decode::{agent_id, db},
-    sql,
-};
+use crate::{error::db, rows::agent_id, sql};
 
 /// One kind of held claim, by the names that differ.
 struct HeldClaim {

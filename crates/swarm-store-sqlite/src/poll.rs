@@ -14,8 +14,10 @@ use swarm_store::{PollView, StoreResult};
 
 use crate::{
     agents::{self, WorkMoved},
-    decode::{Columns, corrupt, get_task_id},
-    events, sql,
+    error::corrupt,
+    events,
+    rows::{Columns, get_task_id},
+    sql,
     tasks::{self, get_known, task_columns},
 };
 

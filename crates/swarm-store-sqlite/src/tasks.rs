@@ -1,4 +1,4 @@
-//! Tasks: creation and reads. Transitions live in `transitions.rs`.
+//! Tasks: creation and reads. Transitions live in `apply.rs`.
 
 use rusqlite::{Connection, Row, params};
 use swarm_domain::{
@@ -9,8 +9,9 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult, TaskFilter, TaskWaiters};
 
 use crate::{
-    decode::{Columns, corrupt, db, get_task_id, is_foreign_key_violation, task_id},
+    error::{corrupt, db, is_foreign_key_violation},
     events,
+    rows::{Columns, get_task_id, task_id},
     sql::{self, Sql},
 };
 

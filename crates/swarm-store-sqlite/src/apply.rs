@@ -13,7 +13,7 @@ use swarm_store::{Applied, StoreError, StoreResult};
 
 use crate::{
     agents::{self, WorkMoved},
-    decode::{db, is_foreign_key_violation},
+    error::{db, is_foreign_key_violation},
     events,
     sql::Sql,
     tasks::{self, get_known},
