@@ -16,7 +16,10 @@ use swarm_domain::{
     task::{FieldUpdate, Task, TaskChange, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Applied, StoreResult, TaskWaiters};
+use swarm_store::{
+    Applied, StoreResult, TaskWaiters,
+    sql::task_update::{self, Piece, Value},
+};
 use uuid::Uuid;
 
 use crate::{
@@ -110,83 +113,38 @@ async fn apply_in(
     Ok(Applied::Changed { before, after })
 }
 
-/// `UPDATE tasks SET <to, updates> WHERE id AND status IN <from> AND <guard> RETURNING id`.
-/// The shape follows the change; every value is a bound parameter.
+/// The change's guarded update ([`task_update::plan`]) with PostgreSQL's placeholders
+/// and column types, `RETURNING id` so that a refusal is told from a change.
 fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuilder<Postgres> {
-    let updates = &change.updates;
-    let mut query = QueryBuilder::<Postgres>::new("UPDATE tasks SET status = ");
-    query.push_bind(change.to.as_str());
-    query.push(", last_updated_at = ").push_bind(now.datetime());
-    match updates.agent_id {
-        FieldUpdate::Keep => {}
-        FieldUpdate::Set(agent) => {
-            query.push(", agent_id = ").push_bind(agent.as_uuid());
+    let mut query = QueryBuilder::<Postgres>::new("");
+    for piece in task_update::plan(id, change, now) {
+        match piece {
+            Piece::Sql(text) => {
+                query.push(text);
+            }
+            Piece::Bind(Value::Status(status)) => {
+                query.push_bind(status.as_str());
+            }
+            Piece::Bind(Value::Time(at)) => {
+                query.push_bind(at.datetime());
+            }
+            Piece::Bind(Value::Agent(agent)) => {
+                query.push_bind(agent.as_uuid());
+            }
+            Piece::Bind(Value::Task(task)) => {
+                query.push_bind(task.as_uuid());
+            }
+            Piece::Bind(Value::Bool(yes)) => {
+                query.push_bind(yes);
+            }
+            Piece::Bind(Value::Text(text)) => {
+                query.push_bind(text);
+            }
+            Piece::StatusIn(statuses) => {
+                let names: Vec<&str> = statuses.iter().map(TaskStatus::as_str).collect();
+                query.push("status = ANY(").push_bind(names).push(")");
+            }
         }
-        FieldUpdate::Clear => {
-            query.push(", agent_id = NULL");
-        }
-    }
-    match updates.offered_to {
-        FieldUpdate::Keep => {}
-        FieldUpdate::Set(agent) => {
-            query.push(", offered_to = ").push_bind(agent.as_uuid());
-        }
-        FieldUpdate::Clear => {
-            query.push(", offered_to = NULL");
-        }
-    }
-    if updates.set_accepted_at {
-        query.push(", accepted_at = ").push_bind(now.datetime());
-    }
-    if updates.set_finished_at {
-        query.push(", finished_at = ").push_bind(now.datetime());
-    }
-    match updates.lease_expires_at {
-        FieldUpdate::Keep => {}
-        FieldUpdate::Set(until) => {
-            query.push(", lease_expires_at = ").push_bind(until.datetime());
-        }
-        FieldUpdate::Clear => {
-            query.push(", lease_expires_at = NULL");
-        }
-    }
-    if let Some(from_pool) = updates.from_pool {
-        query.push(", from_pool = ").push_bind(from_pool);
-    }
-    if let Some(output) = &updates.output {
-        query.push(", output = ").push_bind(output.clone());
-    }
-    if let Some(reason) = &updates.failure_reason {
-        query.push(", failure_reason = ").push_bind(reason.clone());
-    }
-    if let Some(reason) = &updates.rejection_reason {
-        query.push(", rejection_reason = ").push_bind(reason.clone());
-    }
-
-    let from: Vec<&str> = change.from.iter().map(TaskStatus::as_str).collect();
-    query.push(" WHERE id = ").push_bind(id.as_uuid());
-    query.push(" AND status = ANY(").push_bind(from).push(")");
-    let guard = &change.guard;
-    if let Some(assignee) = guard.assignee {
-        query.push(" AND agent_id = ").push_bind(assignee.as_uuid());
-    }
-    if let Some(offered_to) = guard.offered_to {
-        query.push(" AND offered_to = ").push_bind(offered_to.as_uuid());
-    }
-    if guard.dependencies_completed {
-        query.push(
-            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d \
-              JOIN tasks dt ON dt.id = d.depends_on_task_id \
-              WHERE d.task_id = tasks.id AND dt.status <> 'completed')",
-        );
-    }
-    if let Some(agent) = guard.capacity_of {
-        query
-            .push(" AND (SELECT count(*) FROM tasks c WHERE c.agent_id = ")
-            .push_bind(agent.as_uuid())
-            .push(" AND c.status = 'in_progress') < (SELECT a.max_tasks FROM agents a WHERE a.id = ")
-            .push_bind(agent.as_uuid())
-            .push(")");
     }
     query.push(" RETURNING id");
     query

@@ -10,7 +10,7 @@ use swarm_domain::{
     poll::{TASKS_FINISHED_MAX, Trigger, TriggerKind},
     time::Timestamp,
 };
-use swarm_store::{PollView, StoreResult};
+use swarm_store::{PollView, StoreResult, sql::PollFlags};
 
 use crate::{
     agents::{self, WorkMoved},
@@ -113,19 +113,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
     else {
         return Ok(None);
     };
-    let mut waiting = Vec::new();
-    let found = [
-        (offered, TriggerKind::TaskOffered),
-        (pending, TriggerKind::TaskAssigned),
-        (urgent_mail, TriggerKind::UrgentMail),
-        (results, TriggerKind::TaskResult),
-        (inbox, TriggerKind::SlackInboxMessage),
-        (mentions, TriggerKind::UnreadMentions),
-        (finished, TriggerKind::TasksFinished),
-        (pool, TriggerKind::PoolTask),
-        (pool, TriggerKind::PoolTasksAvailable),
-    ];
-    waiting.extend(found.into_iter().filter(|(yes, _)| *yes).map(|(_, kind)| kind));
+    let flags = PollFlags { offered, pending, urgent_mail, results, inbox, mentions, finished, pool };
     Ok(Some(PollView {
         is_lead,
         status: AgentStatus::parse(&status).map_err(|error| corrupt(format!("agent {agent}: {error}")))?,
@@ -133,7 +121,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             .ok_or_else(|| corrupt(format!("agent {agent}: bad last_seen_at {last_seen_at}")))?,
         in_progress,
         max_tasks: i32::try_from(max_tasks).map_err(|_| corrupt(format!("agent {agent}: bad max_tasks")))?,
-        waiting,
+        waiting: flags.waiting(),
     }))
 }
 

@@ -9,6 +9,7 @@
 //! its event log rows in the same transaction. Permissions are not checked here: that is
 //! the service's job.
 
+pub mod sql;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
