@@ -164,9 +164,10 @@ pub(crate) async fn set_progress(
     let Some(before) = lock_task(&mut tx, id).await? else {
         return Ok(Applied::NotFound);
     };
+    let finished: Vec<&str> = TaskStatus::FINISHED.iter().map(TaskStatus::as_str).collect();
     let changed: Option<Uuid> = sqlx::query_scalar(
         "UPDATE tasks SET progress = $2, last_updated_at = $3 \
-         WHERE id = $1 AND status NOT IN ('completed', 'failed', 'cancelled') \
+         WHERE id = $1 AND status <> ALL($5) \
            AND ($4::uuid IS NULL OR agent_id = $4) \
          RETURNING id",
     )
@@ -174,6 +175,7 @@ pub(crate) async fn set_progress(
     .bind(progress)
     .bind(now.datetime())
     .bind(assignee.map(|agent| agent.as_uuid()))
+    .bind(finished)
     .fetch_optional(&mut *tx)
     .await
     .map_err(db)?;

@@ -29,8 +29,7 @@ use crate::{
 /// Appended to a query over `tasks t`: every dependency of `t` is completed.
 macro_rules! ready {
     () => {
-        " NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id \
-          WHERE d.task_id = t.id AND dt.status <> 'completed')"
+        swarm_store::sql_dependencies_completed!("t")
     };
 }
 

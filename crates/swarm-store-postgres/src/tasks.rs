@@ -95,10 +95,7 @@ fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &TaskFilter) {
         query.push(" AND t.finished_at >= ").push_bind(since.datetime());
     }
     if filter.ready_only {
-        query.push(
-            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id \
-               WHERE d.task_id = t.id AND dt.status <> 'completed')",
-        );
+        query.push(concat!(" AND", swarm_store::sql_dependencies_completed!("t")));
     }
 }
 

@@ -24,8 +24,7 @@ use crate::{
 /// Appended to a query over `tasks t`: every dependency of `t` is completed.
 macro_rules! ready {
     () => {
-        " NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id
-                      WHERE d.task_id = t.id AND dt.status <> 'completed')"
+        swarm_store::sql_dependencies_completed!("t")
     };
 }
 
@@ -45,7 +44,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, i64, i64, i64, PollFlags);
 
 pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sql::optional(
@@ -84,36 +83,22 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 column.take("last_seen_at")?,
                 column.take("max_tasks")?,
                 column.take("in_progress")?,
-                column.bool("offered")?,
-                column.bool("pending")?,
-                column.bool("urgent_mail")?,
-                column.bool("results")?,
-                column.bool("inbox")?,
-                column.bool("mentions")?,
-                column.bool("finished")?,
-                column.bool("pool")?,
+                PollFlags {
+                    offered: column.bool("offered")?,
+                    pending: column.bool("pending")?,
+                    urgent_mail: column.bool("urgent_mail")?,
+                    results: column.bool("results")?,
+                    inbox: column.bool("inbox")?,
+                    mentions: column.bool("mentions")?,
+                    finished: column.bool("finished")?,
+                    pool: column.bool("pool")?,
+                },
             ))
         },
     )?;
-    let Some((
-        is_lead,
-        status,
-        last_seen_at,
-        max_tasks,
-        in_progress,
-        offered,
-        pending,
-        urgent_mail,
-        results,
-        inbox,
-        mentions,
-        finished,
-        pool,
-    )) = row
-    else {
+    let Some((is_lead, status, last_seen_at, max_tasks, in_progress, flags)) = row else {
         return Ok(None);
     };
-    let flags = PollFlags { offered, pending, urgent_mail, results, inbox, mentions, finished, pool };
     Ok(Some(PollView {
         is_lead,
         status: AgentStatus::parse(&status).map_err(|error| corrupt(format!("agent {agent}: {error}")))?,

@@ -7,6 +7,21 @@ pub mod task_update;
 
 use swarm_domain::poll::TriggerKind;
 
+/// ` NOT EXISTS (...)`: every dependency of the task `$task` (a table or its alias) is
+/// `completed`, which is what makes a task ready to start. A literal, so that drivers
+/// can `concat!` it into static SQL.
+#[macro_export]
+macro_rules! sql_dependencies_completed {
+    ($task:literal) => {
+        concat!(
+            " NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id \
+              WHERE d.task_id = ",
+            $task,
+            ".id AND dt.status <> 'completed')"
+        )
+    };
+}
+
 /// How a driver writes the n-th bound parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

@@ -79,11 +79,7 @@ pub fn plan(id: TaskId, change: &TaskChange, now: Timestamp) -> Vec<Piece> {
         plan.sql(" AND offered_to = ").bind(Value::Agent(offered_to));
     }
     if guard.dependencies_completed {
-        plan.sql(
-            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d \
-              JOIN tasks dt ON dt.id = d.depends_on_task_id \
-              WHERE d.task_id = tasks.id AND dt.status <> 'completed')",
-        );
+        plan.sql(concat!(" AND", crate::sql_dependencies_completed!("tasks")));
     }
     if let Some(agent) = guard.capacity_of {
         // An unknown agent has no max_tasks: the comparison is NULL and the guard fails.
