@@ -100,7 +100,8 @@ pub(crate) async fn register(pool: &PgPool, new: &NewAgent, now: Timestamp) -> S
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    let joined = NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
+    let joined =
+        NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some(AgentStatus::Idle.as_str()));
     events::insert(&mut tx, &joined, now).await?;
     let agent = get_known(&mut tx, new.id).await?;
     tx.commit().await.map_err(db)?;

@@ -186,15 +186,7 @@ impl Store for PgStore {
     }
 
     async fn task_waiters(&self, id: TaskId) -> StoreResult<TaskWaiters> {
-        let (has_dependents, awaiting_agent): (bool, Option<uuid::Uuid>) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1),
-                    (SELECT agent_id FROM task_awaits WHERE task_id = $1)",
-        )
-        .bind(id.as_uuid())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db)?;
-        Ok(TaskWaiters { has_dependents, awaiting_agent: awaiting_agent.map(AgentId::from_uuid) })
+        tasks::waiters(&self.pool, id).await
     }
 
     async fn task_apply(
@@ -205,6 +197,16 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
         apply::apply(&self.pool, id, change, actor, now).await
+    }
+
+    async fn task_apply_with_waiters(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
+        apply::apply_with_waiters(&self.pool, id, change, actor, now).await
     }
 
     async fn task_edit_text(

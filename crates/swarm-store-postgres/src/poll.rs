@@ -15,7 +15,7 @@ use swarm_domain::{
     poll::{TASKS_FINISHED_MAX, Trigger, TriggerKind},
     time::Timestamp,
 };
-use swarm_store::{PollView, StoreResult};
+use swarm_store::{PollView, StoreResult, sql::PollFlags};
 use uuid::Uuid;
 
 use crate::{
@@ -29,8 +29,7 @@ use crate::{
 /// Appended to a query over `tasks t`: every dependency of `t` is completed.
 macro_rules! ready {
     () => {
-        " NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id \
-          WHERE d.task_id = t.id AND dt.status <> 'completed')"
+        swarm_store::sql_dependencies_completed!("t")
     };
 }
 
@@ -96,24 +95,14 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
     else {
         return Ok(None);
     };
-    let found = [
-        (offered, TriggerKind::TaskOffered),
-        (pending, TriggerKind::TaskAssigned),
-        (urgent_mail, TriggerKind::UrgentMail),
-        (results, TriggerKind::TaskResult),
-        (inbox, TriggerKind::SlackInboxMessage),
-        (mentions, TriggerKind::UnreadMentions),
-        (finished, TriggerKind::TasksFinished),
-        (pool, TriggerKind::PoolTask),
-        (pool, TriggerKind::PoolTasksAvailable),
-    ];
+    let flags = PollFlags { offered, pending, urgent_mail, results, inbox, mentions, finished, pool };
     Ok(Some(PollView {
         is_lead,
         status: AgentStatus::parse(&status).map_err(|error| db(crate::error::corrupt("status", error)))?,
         last_seen_at: Timestamp::from_datetime(last_seen_at),
         in_progress,
         max_tasks,
-        waiting: found.into_iter().filter(|(yes, _)| *yes).map(|(_, kind)| kind).collect(),
+        waiting: flags.waiting(),
     }))
 }
 

@@ -2,11 +2,11 @@
 
 use sqlx::{PgConnection, PgExecutor, PgPool, Postgres, QueryBuilder};
 use swarm_domain::{
-    id::TaskId,
+    id::{AgentId, TaskId},
     task::{NewTask, Task, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{StoreError, StoreResult, TaskFilter};
+use swarm_store::{StoreError, StoreResult, TaskFilter, TaskWaiters};
 use uuid::Uuid;
 
 use crate::{
@@ -27,6 +27,19 @@ pub(crate) async fn get<'e>(executor: impl PgExecutor<'e>, id: TaskId) -> StoreR
 /// Read back a row this transaction just wrote.
 pub(crate) async fn get_known(conn: &mut PgConnection, id: TaskId) -> StoreResult<Task> {
     get(conn, id).await?.ok_or_else(|| vanished("task", id))
+}
+
+/// Who waits for the task to finish: dependent tasks, an agent awaiting its result.
+pub(crate) async fn waiters<'e>(executor: impl PgExecutor<'e>, id: TaskId) -> StoreResult<TaskWaiters> {
+    let (has_dependents, awaiting_agent): (bool, Option<Uuid>) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1),
+                (SELECT agent_id FROM task_awaits WHERE task_id = $1)",
+    )
+    .bind(id.as_uuid())
+    .fetch_one(executor)
+    .await
+    .map_err(db)?;
+    Ok(TaskWaiters { has_dependents, awaiting_agent: awaiting_agent.map(AgentId::from_uuid) })
 }
 
 pub(crate) async fn list(pool: &PgPool, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
@@ -82,10 +95,7 @@ fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &TaskFilter) {
         query.push(" AND t.finished_at >= ").push_bind(since.datetime());
     }
     if filter.ready_only {
-        query.push(
-            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id \
-               WHERE d.task_id = t.id AND dt.status <> 'completed')",
-        );
+        query.push(concat!(" AND", swarm_store::sql_dependencies_completed!("t")));
     }
 }
 

@@ -14,8 +14,10 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 use crate::{
-    decode::{Columns, column, corrupt},
-    events, sql,
+    error::corrupt,
+    events,
+    rows::{Columns, column},
+    sql,
 };
 
 /// Every agent read carries its capacity, counted from its `in_progress` tasks (an
@@ -78,7 +80,8 @@ pub(crate) fn register(tx: &Connection, new: &NewAgent, now: Timestamp) -> Store
             now.unix_millis(),
         ],
     )?;
-    let joined = NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some("idle"));
+    let joined =
+        NewEvent::change(EventType::AgentJoined, Some(new.id), None, None, Some(AgentStatus::Idle.as_str()));
     events::insert(tx, &joined, now)?;
     Ok(Registration::Created(get_known(tx, new.id)?))
 }

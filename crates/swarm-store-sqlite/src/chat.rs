@@ -12,7 +12,8 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult};
 
 use crate::{
-    decode::{Columns, corrupt, db, is_foreign_key_violation, timestamp},
+    error::{corrupt, db, is_foreign_key_violation},
+    rows::{Columns, timestamp},
     sql::{self, Sql},
     tasks,
 };

@@ -32,7 +32,7 @@ use rusqlite::Connection;
 use swarm_store::{StoreError, StoreResult};
 use tokio::sync::oneshot;
 
-use crate::decode::{corrupt, db};
+use crate::error::{corrupt, db};
 
 /// How long a connection waits for another process's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -9,7 +9,8 @@ use swarm_domain::{
 use swarm_store::{EventFilter, StoreResult};
 
 use crate::{
-    decode::{Columns, corrupt, db},
+    error::{corrupt, db},
+    rows::Columns,
     sql::{self, Sql},
 };
 

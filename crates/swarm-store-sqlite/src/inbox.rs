@@ -14,7 +14,8 @@ use swarm_domain::{
 use swarm_store::{Applied, StoreError, StoreResult};
 
 use crate::{
-    decode::{Columns, corrupt, db, is_foreign_key_violation},
+    error::{corrupt, db, is_foreign_key_violation},
+    rows::Columns,
     sql::{self, Sql},
     tasks,
 };

@@ -12,19 +12,20 @@
 //! the blocking pool for listings.
 
 mod agents;
+mod apply;
 mod chat;
 mod database;
-mod decode;
+mod error;
 mod events;
 mod held_claims;
 mod inbox;
 mod mail;
 mod poll;
 mod rescue;
+mod rows;
 mod sessions;
 mod sql;
 mod tasks;
-mod transitions;
 mod triggers;
 
 use std::{path::Path, sync::Arc};
@@ -199,7 +200,7 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
         let change = change.clone();
-        self.database.write(move |tx| transitions::apply(tx, id, &change, actor, now)).await
+        self.database.write(move |tx| apply::apply(tx, id, &change, actor, now)).await
     }
 
     async fn task_apply_with_waiters(
@@ -212,7 +213,7 @@ impl Store for SqliteStore {
         let change = change.clone();
         self.database
             .write(move |tx| {
-                let applied = transitions::apply(tx, id, &change, actor, now)?;
+                let applied = apply::apply(tx, id, &change, actor, now)?;
                 let waiters = match &applied {
                     // The writer's pages are warm; a reader's are not, after a commit.
                     Applied::Changed { after, .. } if after.status.is_finished() => {
@@ -233,7 +234,7 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
         let text = text.to_string();
-        self.database.write(move |tx| transitions::edit_text(tx, id, &text, actor, now)).await
+        self.database.write(move |tx| apply::edit_text(tx, id, &text, actor, now)).await
     }
 
     async fn task_set_progress(
@@ -245,9 +246,7 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
         let progress = progress.to_string();
-        self.database
-            .write(move |tx| transitions::set_progress(tx, id, &progress, assignee, actor, now))
-            .await
+        self.database.write(move |tx| apply::set_progress(tx, id, &progress, assignee, actor, now)).await
     }
 
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {

@@ -10,20 +10,21 @@ use swarm_domain::{
     poll::{TASKS_FINISHED_MAX, Trigger, TriggerKind},
     time::Timestamp,
 };
-use swarm_store::{PollView, StoreResult};
+use swarm_store::{PollView, StoreResult, sql::PollFlags};
 
 use crate::{
     agents::{self, WorkMoved},
-    decode::{Columns, corrupt, get_task_id},
-    events, sql,
+    error::corrupt,
+    events,
+    rows::{Columns, get_task_id},
+    sql,
     tasks::{self, get_known, task_columns},
 };
 
 /// Appended to a query over `tasks t`: every dependency of `t` is completed.
 macro_rules! ready {
     () => {
-        " NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id
-                      WHERE d.task_id = t.id AND dt.status <> 'completed')"
+        swarm_store::sql_dependencies_completed!("t")
     };
 }
 
@@ -43,7 +44,7 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow = (bool, String, i64, i64, i64, bool, bool, bool, bool, bool, bool, bool, bool);
+type ViewRow = (bool, String, i64, i64, i64, PollFlags);
 
 pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sql::optional(
@@ -82,48 +83,22 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 column.take("last_seen_at")?,
                 column.take("max_tasks")?,
                 column.take("in_progress")?,
-                column.bool("offered")?,
-                column.bool("pending")?,
-                column.bool("urgent_mail")?,
-                column.bool("results")?,
-                column.bool("inbox")?,
-                column.bool("mentions")?,
-                column.bool("finished")?,
-                column.bool("pool")?,
+                PollFlags {
+                    offered: column.bool("offered")?,
+                    pending: column.bool("pending")?,
+                    urgent_mail: column.bool("urgent_mail")?,
+                    results: column.bool("results")?,
+                    inbox: column.bool("inbox")?,
+                    mentions: column.bool("mentions")?,
+                    finished: column.bool("finished")?,
+                    pool: column.bool("pool")?,
+                },
             ))
         },
     )?;
-    let Some((
-        is_lead,
-        status,
-        last_seen_at,
-        max_tasks,
-        in_progress,
-        offered,
-        pending,
-        urgent_mail,
-        results,
-        inbox,
-        mentions,
-        finished,
-        pool,
-    )) = row
-    else {
+    let Some((is_lead, status, last_seen_at, max_tasks, in_progress, flags)) = row else {
         return Ok(None);
     };
-    let mut waiting = Vec::new();
-    let found = [
-        (offered, TriggerKind::TaskOffered),
-        (pending, TriggerKind::TaskAssigned),
-        (urgent_mail, TriggerKind::UrgentMail),
-        (results, TriggerKind::TaskResult),
-        (inbox, TriggerKind::SlackInboxMessage),
-        (mentions, TriggerKind::UnreadMentions),
-        (finished, TriggerKind::TasksFinished),
-        (pool, TriggerKind::PoolTask),
-        (pool, TriggerKind::PoolTasksAvailable),
-    ];
-    waiting.extend(found.into_iter().filter(|(yes, _)| *yes).map(|(_, kind)| kind));
     Ok(Some(PollView {
         is_lead,
         status: AgentStatus::parse(&status).map_err(|error| corrupt(format!("agent {agent}: {error}")))?,
@@ -131,7 +106,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             .ok_or_else(|| corrupt(format!("agent {agent}: bad last_seen_at {last_seen_at}")))?,
         in_progress,
         max_tasks: i32::try_from(max_tasks).map_err(|_| corrupt(format!("agent {agent}: bad max_tasks")))?,
-        waiting,
+        waiting: flags.waiting(),
     }))
 }
 

@@ -16,8 +16,10 @@ use tokio::sync::mpsc;
 use crate::{
     agents::{self, Wake as Presence},
     database::Database,
-    decode::{column, corrupt, db, get_agent_id, get_bool, get_opt_agent_id, get_task_id},
-    events, sql,
+    error::{corrupt, db},
+    events,
+    rows::{column, get_agent_id, get_bool, get_opt_agent_id, get_task_id},
+    sql,
 };
 
 /// At most this many expired claims are returned per pass; the next pass takes the rest.

@@ -12,7 +12,8 @@ use swarm_domain::{
 use swarm_store::{SessionCostFilter, StoreResult};
 
 use crate::{
-    decode::{column, corrupt, db, get_agent_id, get_bool, get_opt_task_id, get_timestamp},
+    error::{corrupt, db},
+    rows::{column, get_agent_id, get_bool, get_opt_task_id, get_timestamp},
     sql::{self, Sql},
 };
 

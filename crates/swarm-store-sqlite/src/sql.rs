@@ -5,7 +5,7 @@
 use rusqlite::{Connection, Params, Row, params_from_iter, types::Value};
 use swarm_store::StoreResult;
 
-use crate::decode::db;
+use crate::error::db;
 
 /// Every row of `sql`, decoded by `decode`.
 pub(crate) fn all<T>(

@@ -1,4 +1,4 @@
-//! Tasks: creation and reads. Transitions live in `transitions.rs`.
+//! Tasks: creation and reads. Transitions live in `apply.rs`.
 
 use rusqlite::{Connection, Row, params};
 use swarm_domain::{
@@ -9,8 +9,9 @@ use swarm_domain::{
 use swarm_store::{StoreError, StoreResult, TaskFilter, TaskWaiters};
 
 use crate::{
-    decode::{Columns, corrupt, db, get_task_id, is_foreign_key_violation, task_id},
+    error::{corrupt, db, is_foreign_key_violation},
     events,
+    rows::{Columns, get_task_id, task_id},
     sql::{self, Sql},
 };
 
@@ -135,10 +136,7 @@ fn push_filter(query: &mut Sql, filter: &TaskFilter) {
         query.push(" AND t.finished_at >= ").bind(since.unix_millis());
     }
     if filter.ready_only {
-        query.push(
-            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d JOIN tasks dt ON dt.id = d.depends_on_task_id
-               WHERE d.task_id = t.id AND dt.status <> 'completed')",
-        );
+        query.push(concat!(" AND", swarm_store::sql_dependencies_completed!("t")));
     }
 }
 

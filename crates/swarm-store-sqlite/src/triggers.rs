@@ -13,7 +13,8 @@ use swarm_domain::{
 use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, StoreError, StoreResult};
 
 use crate::{
-    decode::{Columns, corrupt, db, is_foreign_key_violation},
+    error::{corrupt, db, is_foreign_key_violation},
+    rows::Columns,
     sql, tasks,
 };
 
@@ -296,7 +297,7 @@ pub(crate) fn claim_result(
            AND processing_since IS NULL
          RETURNING task_id",
         params![agent.to_string(), now.unix_millis(), lease_until.unix_millis()],
-        |row| crate::decode::get_task_id(row, "task_id"),
+        |row| crate::rows::get_task_id(row, "task_id"),
     )?;
     let Some(task_id) = claimed else {
         return Ok(None);
@@ -333,7 +334,7 @@ pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Vec
          WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?1
          RETURNING agent_id",
         [now.unix_millis()],
-        |row| crate::decode::get_agent_id(row, "agent_id"),
+        |row| crate::rows::get_agent_id(row, "agent_id"),
     )
 }
 

@@ -1,13 +1,17 @@
 //! The storage interface of swarm.
 //!
 //! One trait, two implementations (`swarm-store-sqlite`, `swarm-store-postgres`), one
-//! conformance suite (`crates/swarm/tests/it/store/`) run against both.
+//! conformance suite ([`testkit`], feature `testkit`) that each runs from its `tests/`.
 //!
 //! Architecture invariant: every method that changes state is one transaction whose SQL
 //! carries its guard; a guard that is false changes nothing and is reported as an
 //! outcome ([`Applied::Refused`]), never as an error string. Every state change appends
 //! its event log rows in the same transaction. Permissions are not checked here: that is
 //! the service's job.
+
+pub mod sql;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 
 use async_trait::async_trait;
 use swarm_domain::{
@@ -227,19 +231,16 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> StoreResult<Applied<Task>>;
 
-    /// [`Store::task_apply`], and, when a store can read them in the same transaction,
-    /// the [`Store::task_waiters`] of a task the change finished (`None`: not read; the
-    /// caller reads them if it needs them). It spares a finish its one read after the
-    /// write.
+    /// [`Store::task_apply`], and the [`Store::task_waiters`] of a task the change
+    /// finished, read in the same transaction (`None` when the change finished nothing).
+    /// It spares a finish its one read after the write.
     async fn task_apply_with_waiters(
         &self,
         id: TaskId,
         change: &TaskChange,
         actor: Option<AgentId>,
         now: Timestamp,
-    ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
-        Ok((self.task_apply(id, change, actor, now).await?, None))
-    }
+    ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)>;
 
     /// Replace the task's text, guarded by its status being one of
     /// [`TaskStatus::EDITABLE`] (nobody has taken it up). Logs `task_edited`.

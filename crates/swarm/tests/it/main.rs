@@ -22,7 +22,6 @@ mod service_poll;
 mod service_race;
 mod slack;
 mod slack_stand_in;
-mod store;
 mod stress;
 mod support;
 mod talk_runners;

@@ -72,9 +72,7 @@ async fn mcp_walks_a_task_from_offer_to_completion_sqlite() {
 
 #[tokio::test]
 async fn mcp_walks_a_task_from_offer_to_completion_postgres() {
-    let Some(url) = support::postgres_url() else {
-        return;
-    };
+    let url = support::postgres_url();
     offer_accept_progress_complete(Database::Postgres(support::postgres_fresh_database(&url).await)).await;
 }
 

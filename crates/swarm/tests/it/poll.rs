@@ -194,7 +194,7 @@ async fn a_change_made_by_another_process_on_the_same_sqlite_file_wakes_the_poll
 
 #[tokio::test]
 async fn a_change_made_by_another_replica_on_postgres_wakes_the_poll() {
-    let Some(url) = postgres_url() else { return };
+    let url = postgres_url();
     let database = Database::Postgres(postgres_fresh_database(&url).await);
     let first = Hub::start(&database, None);
     let second = Hub::start(&database, None);

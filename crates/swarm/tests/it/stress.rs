@@ -54,14 +54,14 @@ async fn every_trigger_is_delivered_exactly_once_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_trigger_is_delivered_exactly_once_on_postgres() {
-    let Some(url) = postgres_url() else { return };
+    let url = postgres_url();
     let hub = Hub::start(&Database::Postgres(postgres_fresh_database(&url).await), None);
     stress(&[hub]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_trigger_is_delivered_exactly_once_across_two_postgres_replicas() {
-    let Some(url) = postgres_url() else { return };
+    let url = postgres_url();
     let database = Database::Postgres(postgres_fresh_database(&url).await);
     let replicas = [Hub::start(&database, None), Hub::start(&database, None)];
     stress(&replicas).await;

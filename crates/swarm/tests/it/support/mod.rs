@@ -3,8 +3,7 @@
 //! SQLite: a new file in a temporary folder (never `sqlite::memory:`, whose pooled
 //! connections each see their own empty database). PostgreSQL: a new database
 //! `swarm_test_<uuid>` on the cluster named by `SWARM_TEST_POSTGRES_URL`; without that
-//! variable the PostgreSQL variants skip, unless `SWARM_REQUIRE_POSTGRES=1` (CI), in
-//! which case they fail.
+//! variable the PostgreSQL variants fail, naming it, rather than pass by skipping.
 
 use std::sync::Arc;
 
@@ -16,7 +15,6 @@ mod wait;
 pub use wait::{WITHIN, eventually};
 
 pub const POSTGRES_URL_VAR: &str = "SWARM_TEST_POSTGRES_URL";
-pub const REQUIRE_POSTGRES_VAR: &str = "SWARM_REQUIRE_POSTGRES";
 
 /// A SQLite store on a new file; keep the folder alive as long as the store.
 pub async fn sqlite_store() -> (Arc<dyn Store>, TempDir) {
@@ -28,31 +26,24 @@ pub async fn sqlite_store() -> (Arc<dyn Store>, TempDir) {
     (Arc::new(store), dir)
 }
 
-/// A PostgreSQL store on a new, empty database, or `None` (after saying so on stderr)
-/// when no test cluster is configured and none is required.
-pub async fn postgres_store() -> Option<Arc<dyn Store>> {
-    let url = postgres_url()?;
-    let database_url = postgres_fresh_database(&url).await;
+/// A PostgreSQL store on a new, empty database.
+pub async fn postgres_store() -> Arc<dyn Store> {
+    let database_url = postgres_fresh_database(&postgres_url()).await;
     let store = swarm_store_postgres::PgStore::connect(&database_url)
         .await
         .unwrap_or_else(|err| panic!("connect the PostgreSQL store to {database_url}: {err}"));
-    Some(Arc::new(store))
+    Arc::new(store)
 }
 
-/// The URL of the PostgreSQL test cluster, or `None` when the tests should skip.
-/// Panics when `SWARM_REQUIRE_POSTGRES=1` and the URL is missing.
-pub fn postgres_url() -> Option<String> {
+/// The URL of the PostgreSQL test cluster; panics, naming what is missing, without it.
+pub fn postgres_url() -> String {
     match std::env::var(POSTGRES_URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
-        _ if std::env::var(REQUIRE_POSTGRES_VAR).is_ok_and(|value| value == "1") => panic!(
-            "{REQUIRE_POSTGRES_VAR}=1 but {POSTGRES_URL_VAR} is not set: start a throwaway \
-             cluster with `scripts/pg-cluster start .pgtest` and export \
-             {POSTGRES_URL_VAR}=<the postgres:// URL it prints> (see README)"
+        Ok(url) if !url.trim().is_empty() => url.trim().to_string(),
+        _ => panic!(
+            "{POSTGRES_URL_VAR} is not set: run `scripts/test`, which starts a throwaway \
+             PostgreSQL cluster, or start one with `scripts/pg-cluster start DIR` and export \
+             {POSTGRES_URL_VAR}=<the postgres:// URL it prints>"
         ),
-        _ => {
-            eprintln!("skipped: PostgreSQL tests need {POSTGRES_URL_VAR} (see README)");
-            None
-        }
     }
 }
 
@@ -113,9 +104,7 @@ macro_rules! store_tests {
             $(
                 #[$test]
                 async fn $name() {
-                    let Some(store) = $crate::support::postgres_store().await else {
-                        return;
-                    };
+                    let store = $crate::support::postgres_store().await;
                     super::$name(store).await;
                 }
             )*

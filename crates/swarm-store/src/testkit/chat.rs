@@ -5,6 +5,7 @@
 
 use std::{collections::HashSet, sync::Arc};
 
+use crate::{Store, StoreError};
 use swarm_domain::{
     chat::{ChannelType, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     id::{AgentId, ChannelId, ChatMessageId},
@@ -13,24 +14,31 @@ use swarm_domain::{
     task::{NewTask, TaskDraft, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Store, StoreError};
 
 use super::{Fixture, draft};
-use crate::support::store_tests;
 
 const LEASE: i64 = 60_000;
 
-store_tests!(
-    chat_general_exists_and_names_are_unique,
-    chat_post_records_mentions_and_tasks,
-    chat_messages_windows_and_threads,
-    chat_mention_claim_is_cleared_by_reading,
-    chat_mention_claim_returns_after_its_lease,
-);
-
-mod race {
-    pub(super) use super::chat_concurrent_polls_never_share_mentions;
-    crate::support::store_tests!(multi_thread: chat_concurrent_polls_never_share_mentions);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_chat {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            chat,
+            [
+                chat_general_exists_and_names_are_unique,
+                chat_post_records_mentions_and_tasks,
+                chat_messages_windows_and_threads,
+                chat_mention_claim_is_cleared_by_reading,
+                chat_mention_claim_returns_after_its_lease,
+            ],
+            multi_thread: [
+                chat_concurrent_polls_never_share_mentions,
+            ]
+        );
+    };
 }
 
 fn message(
@@ -70,7 +78,7 @@ async fn poll_mentions(
     }
 }
 
-async fn chat_general_exists_and_names_are_unique(store: Arc<dyn Store>) {
+pub async fn chat_general_exists_and_names_are_unique(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let general = fx.store.channel_get(ChannelId::general()).await.unwrap().expect("general exists");
     assert_eq!(general.name, "general");
@@ -88,7 +96,7 @@ async fn chat_general_exists_and_names_are_unique(store: Arc<dyn Store>) {
     assert_eq!(names, vec!["dev", "general"], "the refused dm left nothing behind");
 }
 
-async fn chat_post_records_mentions_and_tasks(store: Arc<dyn Store>) {
+pub async fn chat_post_records_mentions_and_tasks(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (alpha, beta) = (fx.worker("alpha").await, fx.worker("beta").await);
     let general = ChannelId::general();
@@ -117,7 +125,7 @@ async fn chat_post_records_mentions_and_tasks(store: Arc<dyn Store>) {
     );
 }
 
-async fn chat_messages_windows_and_threads(store: Arc<dyn Store>) {
+pub async fn chat_messages_windows_and_threads(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let alpha = fx.worker("alpha").await;
     let general = ChannelId::general();
@@ -147,7 +155,7 @@ async fn chat_messages_windows_and_threads(store: Arc<dyn Store>) {
     assert!(matches!(fx.store.chat_post(&orphan, fx.now()).await, Err(StoreError::MissingReference(_))));
 }
 
-async fn chat_mention_claim_is_cleared_by_reading(store: Arc<dyn Store>) {
+pub async fn chat_mention_claim_is_cleared_by_reading(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let general = ChannelId::general();
@@ -175,7 +183,7 @@ async fn chat_mention_claim_is_cleared_by_reading(store: Arc<dyn Store>) {
     assert_eq!(fx.store.chat_unread_mentions(lead).await.unwrap(), vec![(general, 1)]);
 }
 
-async fn chat_mention_claim_returns_after_its_lease(store: Arc<dyn Store>) {
+pub async fn chat_mention_claim_returns_after_its_lease(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     post(&fx, message(ChannelId::general(), None, "@lead look", vec![lead])).await;
@@ -193,7 +201,7 @@ async fn chat_mention_claim_returns_after_its_lease(store: Arc<dyn Store>) {
     assert!(poll_mentions(fx.store.as_ref(), lead, fx.now()).await.is_some(), "claimable again");
 }
 
-async fn chat_concurrent_polls_never_share_mentions(store: Arc<dyn Store>) {
+pub async fn chat_concurrent_polls_never_share_mentions(store: Arc<dyn Store>) {
     let fx = Arc::new(Fixture::new(store));
     let lead = fx.register("lead", true, 3).await.id;
     let mut channels = HashSet::new();

@@ -6,6 +6,7 @@
 
 use std::{collections::HashSet, sync::Arc};
 
+use crate::{Store, StoreError};
 use swarm_domain::{
     chat::{ChatMessage, NewChatMessage},
     id::{AgentId, ChannelId, ChatMessageId, MailId, RunnerId},
@@ -14,28 +15,33 @@ use swarm_domain::{
     poll::{Trigger, TriggerKind},
     time::Timestamp,
 };
-use swarm_store::{Store, StoreError};
 
 use super::Fixture;
-use crate::support::store_tests;
 
 const LEASE: i64 = 60_000;
 
-store_tests!(
-    mail_is_appended_and_paged,
-    mail_counts_and_delivery_order,
-    mail_reply_answers_and_ends_waiting,
-    mail_urgent_claim_is_cleared_by_delivery,
-    mail_urgent_claim_returns_after_its_lease,
-    lead_side_claims_are_extended_only_by_their_runner,
-);
-
-mod race {
-    pub(super) use super::{mail_concurrent_deliveries_never_share, mail_concurrent_polls_never_share};
-    crate::support::store_tests!(
-        multi_thread: mail_concurrent_polls_never_share,
-        mail_concurrent_deliveries_never_share
-    );
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_mail {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            mail,
+            [
+                mail_is_appended_and_paged,
+                mail_counts_and_delivery_order,
+                mail_reply_answers_and_ends_waiting,
+                mail_urgent_claim_is_cleared_by_delivery,
+                mail_urgent_claim_returns_after_its_lease,
+                lead_side_claims_are_extended_only_by_their_runner,
+            ],
+            multi_thread: [
+                mail_concurrent_polls_never_share,
+                mail_concurrent_deliveries_never_share,
+            ]
+        );
+    };
 }
 
 fn new_mail(from: AgentId, to: AgentId, subject: &str, priority: MailPriority) -> NewMail {
@@ -78,7 +84,7 @@ async fn poll_urgent(store: &dyn Store, agent: AgentId, now: Timestamp) -> Optio
     }
 }
 
-async fn mail_is_appended_and_paged(store: Arc<dyn Store>) {
+pub async fn mail_is_appended_and_paged(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (alpha, beta) = (fx.worker("alpha").await, fx.worker("beta").await);
     let first = send(&fx, new_mail(alpha, beta, "one", MailPriority::Normal)).await;
@@ -118,7 +124,7 @@ async fn mail_is_appended_and_paged(store: Arc<dyn Store>) {
     assert_eq!(fx.store.mail_list(&everyone).await.unwrap().len(), 3, "refusals wrote nothing");
 }
 
-async fn mail_counts_and_delivery_order(store: Arc<dyn Store>) {
+pub async fn mail_counts_and_delivery_order(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (alpha, beta) = (fx.worker("alpha").await, fx.worker("beta").await);
     send(&fx, new_mail(alpha, beta, "normal-1", MailPriority::Normal)).await;
@@ -155,7 +161,7 @@ async fn mail_counts_and_delivery_order(store: Arc<dyn Store>) {
     assert_eq!(fx.store.mail_deliver(alpha, &by_id, fx.now()).await.unwrap().len(), 1);
 }
 
-async fn mail_reply_answers_and_ends_waiting(store: Arc<dyn Store>) {
+pub async fn mail_reply_answers_and_ends_waiting(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (lead, worker) = (fx.register("lead", true, 1).await.id, fx.worker("worker").await);
     let mut ask = new_mail(worker, lead, "build fails", MailPriority::Urgent);
@@ -188,7 +194,7 @@ async fn mail_reply_answers_and_ends_waiting(store: Arc<dyn Store>) {
     assert!(fx.store.mail_list(&pending).await.unwrap().is_empty());
 }
 
-async fn mail_urgent_claim_is_cleared_by_delivery(store: Arc<dyn Store>) {
+pub async fn mail_urgent_claim_is_cleared_by_delivery(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (alpha, beta) = (fx.worker("alpha").await, fx.worker("beta").await);
     send(&fx, new_mail(alpha, beta, "normal", MailPriority::Normal)).await;
@@ -216,7 +222,7 @@ async fn mail_urgent_claim_is_cleared_by_delivery(store: Arc<dyn Store>) {
     assert!(poll_urgent(fx.store.as_ref(), beta, fx.now()).await.is_none());
 }
 
-async fn mail_urgent_claim_returns_after_its_lease(store: Arc<dyn Store>) {
+pub async fn mail_urgent_claim_returns_after_its_lease(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (alpha, beta) = (fx.worker("alpha").await, fx.worker("beta").await);
     send(&fx, new_mail(alpha, beta, "help", MailPriority::Urgent)).await;
@@ -235,7 +241,7 @@ async fn mail_urgent_claim_returns_after_its_lease(store: Arc<dyn Store>) {
     assert_eq!(subjects(&again), ["help"]);
 }
 
-async fn mail_concurrent_polls_never_share(store: Arc<dyn Store>) {
+pub async fn mail_concurrent_polls_never_share(store: Arc<dyn Store>) {
     let fx = Arc::new(Fixture::new(store));
     let (alpha, beta) = (fx.worker("alpha").await, fx.register("beta", false, 3).await.id);
     let mut sent = HashSet::new();
@@ -263,7 +269,7 @@ async fn mail_concurrent_polls_never_share(store: Arc<dyn Store>) {
     assert_eq!(unique, sent, "every piece claimed");
 }
 
-async fn mail_concurrent_deliveries_never_share(store: Arc<dyn Store>) {
+pub async fn mail_concurrent_deliveries_never_share(store: Arc<dyn Store>) {
     let fx = Arc::new(Fixture::new(store));
     let (alpha, beta) = (fx.worker("alpha").await, fx.worker("beta").await);
     let mut sent = HashSet::new();
@@ -295,7 +301,7 @@ async fn mail_concurrent_deliveries_never_share(store: Arc<dyn Store>) {
 
 /// A runner's heartbeats extend the claims it took and those no runner holds, never a
 /// crashed runner's of the same agent: those run out and come back.
-async fn lead_side_claims_are_extended_only_by_their_runner(store: Arc<dyn Store>) {
+pub async fn lead_side_claims_are_extended_only_by_their_runner(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let (alpha, lead) = (fx.worker("alpha").await, fx.register("lead", true, 1).await.id);
     let (crashed, alive) = (RunnerId::new_v7(), RunnerId::new_v7());

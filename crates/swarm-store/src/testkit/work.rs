@@ -2,32 +2,43 @@
 
 use std::sync::Arc;
 
+use crate::{Applied, Store};
 use swarm_domain::{
     agent::AgentStatus,
     event::EventType,
     task::{FinishOutcome, TaskAction, TaskDraft, TaskStatus},
 };
-use swarm_store::{Applied, Store};
 
 use super::{Fixture, complete, draft, fail, of_type, pair, status_changes};
-use crate::support::store_tests;
 
-store_tests!(
-    start_makes_the_agent_busy,
-    start_needs_a_pending_task_of_mine,
-    start_needs_capacity,
-    start_waits_for_dependencies,
-    pause_and_resume,
-    resume_needs_capacity,
-    finish_completed_keeps_the_output,
-    finish_failed_keeps_the_reason,
-    finishing_twice_changes_nothing,
-    finish_is_guarded_by_the_assignee,
-    agent_stays_busy_while_it_holds_work,
-    offline_agent_stays_offline,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_work {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            work,
+            [
+                start_makes_the_agent_busy,
+                start_needs_a_pending_task_of_mine,
+                start_needs_capacity,
+                start_waits_for_dependencies,
+                pause_and_resume,
+                resume_needs_capacity,
+                finish_completed_keeps_the_output,
+                finish_failed_keeps_the_reason,
+                finishing_twice_changes_nothing,
+                finish_is_guarded_by_the_assignee,
+                agent_stays_busy_while_it_holds_work,
+                offline_agent_stays_offline,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
-async fn start_makes_the_agent_busy(store: Arc<dyn Store>) {
+pub async fn start_makes_the_agent_busy(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.assigned_task("assigned", agent).await;
@@ -52,7 +63,7 @@ async fn start_makes_the_agent_busy(store: Arc<dyn Store>) {
     assert_eq!(changes[0].new_value.as_deref(), Some("busy"));
 }
 
-async fn start_needs_a_pending_task_of_mine(store: Arc<dyn Store>) {
+pub async fn start_needs_a_pending_task_of_mine(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let other = fx.register("worker-2", false, 5).await.id;
@@ -71,7 +82,7 @@ async fn start_needs_a_pending_task_of_mine(store: Arc<dyn Store>) {
     assert_eq!(fx.agent(other).await.status, AgentStatus::Idle);
 }
 
-async fn start_needs_capacity(store: Arc<dyn Store>) {
+pub async fn start_needs_capacity(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await; // maxTasks 1
     let first = fx.assigned_task("first", agent).await;
@@ -85,7 +96,7 @@ async fn start_needs_capacity(store: Arc<dyn Store>) {
     fx.must_change(second.id, TaskAction::Start { agent }).await;
 }
 
-async fn start_waits_for_dependencies(store: Arc<dyn Store>) {
+pub async fn start_waits_for_dependencies(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let dependency = fx.assigned_task("first", agent).await;
@@ -101,7 +112,7 @@ async fn start_waits_for_dependencies(store: Arc<dyn Store>) {
     fx.must_change(dependent.id, TaskAction::Start { agent }).await;
 }
 
-async fn pause_and_resume(store: Arc<dyn Store>) {
+pub async fn pause_and_resume(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -141,7 +152,7 @@ async fn pause_and_resume(store: Arc<dyn Store>) {
     fx.must_refuse(pending.id, TaskAction::Pause { agent: other }).await;
 }
 
-async fn resume_needs_capacity(store: Arc<dyn Store>) {
+pub async fn resume_needs_capacity(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await; // maxTasks 1
     let paused = fx.started_task("paused", agent).await;
@@ -153,7 +164,7 @@ async fn resume_needs_capacity(store: Arc<dyn Store>) {
     fx.must_change(paused.id, TaskAction::Resume { agent }).await;
 }
 
-async fn finish_completed_keeps_the_output(store: Arc<dyn Store>) {
+pub async fn finish_completed_keeps_the_output(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.started_task("work", agent).await;
@@ -185,7 +196,7 @@ async fn finish_completed_keeps_the_output(store: Arc<dyn Store>) {
     assert_eq!(changes[0].new_value.as_deref(), Some("idle"), "busy -> idle logged: {events:?}");
 }
 
-async fn finish_failed_keeps_the_reason(store: Arc<dyn Store>) {
+pub async fn finish_failed_keeps_the_reason(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.started_task("work", agent).await;
@@ -202,7 +213,7 @@ async fn finish_failed_keeps_the_reason(store: Arc<dyn Store>) {
     );
 }
 
-async fn finishing_twice_changes_nothing(store: Arc<dyn Store>) {
+pub async fn finishing_twice_changes_nothing(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.started_task("work", agent).await;
@@ -220,7 +231,7 @@ async fn finishing_twice_changes_nothing(store: Arc<dyn Store>) {
     assert_eq!(current, finished, "the finished task is returned unchanged");
 }
 
-async fn finish_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
+pub async fn finish_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -248,7 +259,7 @@ async fn finish_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
     fx.must_refuse(pool.id, lead_finish).await;
 }
 
-async fn agent_stays_busy_while_it_holds_work(store: Arc<dyn Store>) {
+pub async fn agent_stays_busy_while_it_holds_work(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 2).await.id;
     let first = fx.started_task("first", agent).await;
@@ -264,7 +275,7 @@ async fn agent_stays_busy_while_it_holds_work(store: Arc<dyn Store>) {
     assert_eq!(fx.agent(agent).await.status, AgentStatus::Idle);
 }
 
-async fn offline_agent_stays_offline(store: Arc<dyn Store>) {
+pub async fn offline_agent_stays_offline(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 2).await.id;
     let task = fx.started_task("work", agent).await;

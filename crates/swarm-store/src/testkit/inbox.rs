@@ -5,6 +5,7 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
+use crate::{Applied, Store};
 use swarm_domain::{
     id::{AgentId, InboxMessageId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackContext, SlackMark},
@@ -13,28 +14,35 @@ use swarm_domain::{
     task::{NewTask, TaskAction, TaskDraft, TaskOrigin, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Applied, Store};
 
 use super::Fixture;
-use crate::support::store_tests;
 
 const LEASE: i64 = 60_000;
 
-store_tests!(
-    inbox_message_is_created_unread,
-    inbox_poll_claims_at_most_five_once,
-    inbox_poll_is_for_leads_only,
-    inbox_close_is_guarded,
-    inbox_delegate_creates_the_task_and_marks_in_one_step,
-    inbox_lease_expiry_returns_processing_to_unread,
-    inbox_heartbeat_extends_the_lease,
-    slack_marks_are_taken_once,
-    slack_outcomes_unannounced_until_marked,
-);
-
-mod race {
-    pub(super) use super::inbox_concurrent_polls_never_share_a_message;
-    crate::support::store_tests!(multi_thread: inbox_concurrent_polls_never_share_a_message);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_inbox {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            inbox,
+            [
+                inbox_message_is_created_unread,
+                inbox_poll_claims_at_most_five_once,
+                inbox_poll_is_for_leads_only,
+                inbox_close_is_guarded,
+                inbox_delegate_creates_the_task_and_marks_in_one_step,
+                inbox_lease_expiry_returns_processing_to_unread,
+                inbox_heartbeat_extends_the_lease,
+                slack_marks_are_taken_once,
+                slack_outcomes_unannounced_until_marked,
+            ],
+            multi_thread: [
+                inbox_concurrent_polls_never_share_a_message,
+            ]
+        );
+    };
 }
 
 fn slack() -> SlackContext {
@@ -62,7 +70,7 @@ async fn poll_inbox(fx: &Fixture, agent: AgentId, now: Timestamp) -> Vec<InboxMe
     }
 }
 
-async fn inbox_message_is_created_unread(store: Arc<dyn Store>) {
+pub async fn inbox_message_is_created_unread(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let message = receive(&fx, lead, "  hello swarm  ").await;
@@ -77,10 +85,10 @@ async fn inbox_message_is_created_unread(store: Arc<dyn Store>) {
 
     let nobody = NewInboxMessage::parse(AgentId::new_v7(), "x", slack(), None).unwrap();
     let missing = fx.store.inbox_create(&nobody, fx.now()).await;
-    assert!(matches!(missing, Err(swarm_store::StoreError::MissingReference(_))), "{missing:?}");
+    assert!(matches!(missing, Err(crate::StoreError::MissingReference(_))), "{missing:?}");
 }
 
-async fn inbox_poll_claims_at_most_five_once(store: Arc<dyn Store>) {
+pub async fn inbox_poll_claims_at_most_five_once(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let mut sent = Vec::new();
@@ -104,7 +112,7 @@ async fn inbox_poll_claims_at_most_five_once(store: Arc<dyn Store>) {
     assert!(!view.waiting.contains(&TriggerKind::SlackInboxMessage));
 }
 
-async fn inbox_poll_is_for_leads_only(store: Arc<dyn Store>) {
+pub async fn inbox_poll_is_for_leads_only(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let worker = fx.worker("worker").await;
@@ -115,7 +123,7 @@ async fn inbox_poll_is_for_leads_only(store: Arc<dyn Store>) {
     assert!(!TriggerKind::SlackInboxMessage.audience().admits(false));
 }
 
-async fn inbox_close_is_guarded(store: Arc<dyn Store>) {
+pub async fn inbox_close_is_guarded(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let message = receive(&fx, lead, "question").await;
@@ -135,7 +143,7 @@ async fn inbox_close_is_guarded(store: Arc<dyn Store>) {
     assert_eq!(unknown.unwrap(), Applied::NotFound);
 }
 
-async fn inbox_delegate_creates_the_task_and_marks_in_one_step(store: Arc<dyn Store>) {
+pub async fn inbox_delegate_creates_the_task_and_marks_in_one_step(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let worker = fx.worker("worker").await;
@@ -176,7 +184,7 @@ async fn inbox_delegate_creates_the_task_and_marks_in_one_step(store: Arc<dyn St
     assert!(fx.store.task_get(twice.id).await.unwrap().is_none(), "a refused delegation creates no task");
 }
 
-async fn inbox_lease_expiry_returns_processing_to_unread(store: Arc<dyn Store>) {
+pub async fn inbox_lease_expiry_returns_processing_to_unread(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let message = receive(&fx, lead, "anyone?").await;
@@ -195,7 +203,7 @@ async fn inbox_lease_expiry_returns_processing_to_unread(store: Arc<dyn Store>) 
     assert_eq!(again.iter().map(|m| m.id).collect::<Vec<_>>(), vec![message.id], "handed out again");
 }
 
-async fn inbox_heartbeat_extends_the_lease(store: Arc<dyn Store>) {
+pub async fn inbox_heartbeat_extends_the_lease(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let message = receive(&fx, lead, "long thought").await;
@@ -206,7 +214,7 @@ async fn inbox_heartbeat_extends_the_lease(store: Arc<dyn Store>) {
     assert_eq!(held.lease_expires_at, Some(until));
 }
 
-async fn slack_marks_are_taken_once(store: Arc<dyn Store>) {
+pub async fn slack_marks_are_taken_once(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     assert!(fx.store.slack_mark_once(SlackMark::Event, "Ev1", fx.now()).await.unwrap());
     assert!(!fx.store.slack_mark_once(SlackMark::Event, "Ev1", fx.now()).await.unwrap());
@@ -216,7 +224,7 @@ async fn slack_marks_are_taken_once(store: Arc<dyn Store>) {
     );
 }
 
-async fn slack_outcomes_unannounced_until_marked(store: Arc<dyn Store>) {
+pub async fn slack_outcomes_unannounced_until_marked(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.worker("worker").await;
     let draft = TaskDraft {
@@ -243,7 +251,7 @@ async fn slack_outcomes_unannounced_until_marked(store: Arc<dyn Store>) {
     assert!(fx.store.slack_outcomes_unannounced(since, 10).await.unwrap().is_empty());
 }
 
-async fn inbox_concurrent_polls_never_share_a_message(store: Arc<dyn Store>) {
+pub async fn inbox_concurrent_polls_never_share_a_message(store: Arc<dyn Store>) {
     let fx = Arc::new(Fixture::new(store));
     let lead = fx.register("lead", true, 3).await.id;
     let mut sent = HashSet::new();

@@ -2,27 +2,38 @@
 
 use std::sync::Arc;
 
+use crate::{Applied, Store};
 use swarm_domain::{
     agent::AgentStatus,
     event::EventType,
     id::{AgentId, TaskId},
     task::{FinishOutcome, Task, TaskAction, TaskDraft, TaskStatus},
 };
-use swarm_store::{Applied, Store};
 
 use super::{Fixture, cancel, complete, draft, fail, of_type, pair, status_changes};
-use crate::support::store_tests;
 
-store_tests!(
-    cancel_from_every_open_status,
-    cancel_refused_once_finished,
-    backlog_round_trip,
-    progress_recorded_while_open,
-    progress_is_guarded_by_the_assignee,
-    progress_never_revives_a_finished_task,
-    nothing_leaves_a_finished_status,
-    unknown_task_is_not_found,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_endings {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            endings,
+            [
+                cancel_from_every_open_status,
+                cancel_refused_once_finished,
+                backlog_round_trip,
+                progress_recorded_while_open,
+                progress_is_guarded_by_the_assignee,
+                progress_never_revives_a_finished_task,
+                nothing_leaves_a_finished_status,
+                unknown_task_is_not_found,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
 /// One task in each status that cancel accepts (all but `reviewing`, which no action
 /// reaches yet), with the agent that holds it.
@@ -37,7 +48,7 @@ async fn open_tasks(fx: &Fixture, agent: AgentId) -> Vec<Task> {
     vec![backlog, unassigned, offered, pending, in_progress, paused]
 }
 
-async fn cancel_from_every_open_status(store: Arc<dyn Store>) {
+pub async fn cancel_from_every_open_status(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let tasks = open_tasks(&fx, agent).await;
@@ -66,7 +77,7 @@ async fn cancel_from_every_open_status(store: Arc<dyn Store>) {
     assert_eq!(worker.capacity.current, 0);
 }
 
-async fn cancel_refused_once_finished(store: Arc<dyn Store>) {
+pub async fn cancel_refused_once_finished(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let completed = fx.completed_task("completed", agent).await;
@@ -81,7 +92,7 @@ async fn cancel_refused_once_finished(store: Arc<dyn Store>) {
     assert_eq!(fx.task(cancelled.id).await.failure_reason.as_deref(), Some("not needed"));
 }
 
-async fn backlog_round_trip(store: Arc<dyn Store>) {
+pub async fn backlog_round_trip(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.pool_task("someday").await;
@@ -107,7 +118,7 @@ async fn backlog_round_trip(store: Arc<dyn Store>) {
     fx.must_refuse(offered.id, TaskAction::ToBacklog).await;
 }
 
-async fn progress_recorded_while_open(store: Arc<dyn Store>) {
+pub async fn progress_recorded_while_open(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.started_task("work", agent).await;
@@ -142,7 +153,7 @@ async fn progress_recorded_while_open(store: Arc<dyn Store>) {
     assert_eq!(after.progress.as_deref(), Some("looked at it"));
 }
 
-async fn progress_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
+pub async fn progress_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -158,7 +169,7 @@ async fn progress_is_guarded_by_the_assignee(store: Arc<dyn Store>) {
     }
 }
 
-async fn progress_never_revives_a_finished_task(store: Arc<dyn Store>) {
+pub async fn progress_never_revives_a_finished_task(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let completed = fx.started_task("completed", agent).await;
@@ -193,7 +204,7 @@ async fn progress_never_revives_a_finished_task(store: Arc<dyn Store>) {
     assert_eq!(fx.agent(agent).await.status, AgentStatus::Idle);
 }
 
-async fn nothing_leaves_a_finished_status(store: Arc<dyn Store>) {
+pub async fn nothing_leaves_a_finished_status(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let completed = fx.completed_task("completed", agent).await;
@@ -224,7 +235,7 @@ async fn nothing_leaves_a_finished_status(store: Arc<dyn Store>) {
     }
 }
 
-async fn unknown_task_is_not_found(store: Arc<dyn Store>) {
+pub async fn unknown_task_is_not_found(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     fx.pool_task("a real task").await;

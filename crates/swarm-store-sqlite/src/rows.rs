@@ -7,17 +7,9 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     time::Timestamp,
 };
-use swarm_store::{StoreError, StoreResult};
+use swarm_store::StoreResult;
 
-/// Wrap a database error for the log.
-pub(crate) fn db(error: rusqlite::Error) -> StoreError {
-    StoreError::Backend(Box::new(error))
-}
-
-/// A value read back that the domain rejects.
-pub(crate) fn corrupt(message: String) -> StoreError {
-    StoreError::Backend(message.into())
-}
+use crate::error::{corrupt, db};
 
 pub(crate) fn column<T: FromSql>(row: &Row<'_>, name: &str) -> StoreResult<T> {
     row.get(name).map_err(db)
@@ -57,14 +49,6 @@ pub(crate) fn get_timestamp(row: &Row<'_>, name: &str) -> StoreResult<Timestamp>
 
 pub(crate) fn get_bool(row: &Row<'_>, name: &str) -> StoreResult<bool> {
     Ok(column::<i64>(row, name)? != 0)
-}
-
-pub(crate) fn is_foreign_key_violation(error: &rusqlite::Error) -> bool {
-    matches!(
-        error,
-        rusqlite::Error::SqliteFailure(failure, _)
-            if failure.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
-    )
 }
 
 /// The columns of a row read in the order of the `SELECT` list, by position: a lookup by

@@ -1,6 +1,6 @@
 //! What is particular to the SQLite backend: several stores (processes) on one file.
 //! The behaviour shared with PostgreSQL is covered by the conformance suite in
-//! the rest of `store/`.
+//! `swarm_store::testkit` (`tests/conformance.rs`).
 
 use std::sync::Arc;
 
@@ -230,8 +230,7 @@ async fn the_cheaper_schema_keeps_the_rows_and_the_constraints_of_an_older_file(
     let options = SqliteConnectOptions::new().filename(&path).create_if_missing(true).foreign_keys(true);
 
     // A file as the previous release left it: migrations up to 0006, with events in it.
-    let migrations_dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../swarm-store-sqlite/migrations");
+    let migrations_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
     let mut older = sqlx::migrate::Migrator::new(migrations_dir).await.unwrap();
     let all_versions: Vec<i64> = older.migrations.iter().map(|migration| migration.version).collect();
     assert!(all_versions.contains(&7), "migration 0007 is missing: {all_versions:?}");
@@ -341,7 +340,7 @@ async fn the_log_by_agent_is_whole_on_both_sides_of_a_batch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
     let store = Arc::new(SqliteStore::open(&path).await.unwrap());
-    let fx = super::Fixture::new(store.clone());
+    let fx = swarm_store::testkit::Fixture::new(store.clone());
     let (a, b) = (fx.worker("a").await, fx.worker("b").await);
     for n in 0..3 {
         fx.completed_task(&format!("a{n}"), a).await;
@@ -408,8 +407,7 @@ async fn an_older_file_gets_its_events_numbered_and_indexed_by_agent() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
-    let migrations_dir =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../swarm-store-sqlite/migrations");
+    let migrations_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
     let mut older = sqlx::migrate::Migrator::new(migrations_dir).await.unwrap();
     assert!(older.migrations.iter().any(|migration| migration.version == 8), "migration 0008 is missing");
     older.migrations = older.migrations.iter().filter(|migration| migration.version < 8).cloned().collect();
@@ -480,7 +478,7 @@ async fn a_backlog_of_events_goes_into_the_index_by_agent_batch_after_batch() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
     let store = Arc::new(SqliteStore::open(&path).await.unwrap());
-    let fx = super::Fixture::new(store.clone());
+    let fx = swarm_store::testkit::Fixture::new(store.clone());
     let agent = fx.worker("busy").await;
     store.index_agent_events().await.unwrap();
 

@@ -1,26 +1,36 @@
-//! The store conformance suite: every test runs against SQLite and PostgreSQL (see
-//! `support::store_tests!`) and checks what the `Store` trait documents, through the
-//! trait only.
+//! The store conformance suite (River's `riverdrivertest`): what the [`Store`] trait
+//! documents, checked through the trait only, so that every driver is held to the same
+//! behaviour. A driver runs the whole suite from its own `tests/` with one call of
+//! [`store_conformance!`](crate::store_conformance), given an async factory of a fresh,
+//! empty store:
+//!
+//! ```ignore
+//! async fn fresh_store() -> (Arc<dyn Store>, TempDir) { ... }
+//! swarm_store::store_conformance!(sqlite, fresh_store);
+//! ```
+//!
+//! The factory returns the store and whatever must outlive it (a temporary folder, or
+//! `()`); each test gets its own. The tests are named `<backend>::<area>::<test>`.
 
-mod agents;
-mod chat;
-mod claims;
-mod endings;
-mod inbox;
-mod lists;
-mod mail;
-mod poll;
-mod race;
-mod sqlite_only;
-mod tasks;
-mod triggers;
-mod work;
+pub mod agents;
+pub mod chat;
+pub mod claims;
+pub mod endings;
+pub mod inbox;
+pub mod lists;
+pub mod mail;
+pub mod poll;
+pub mod race;
+pub mod tasks;
+pub mod triggers;
+pub mod work;
 
 use std::sync::{
     Arc,
     atomic::{AtomicI64, Ordering},
 };
 
+use crate::{Applied, EventFilter, Store};
 use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{Agent, NewAgent},
@@ -29,7 +39,6 @@ use swarm_domain::{
     task::{FinishOutcome, NewTask, Task, TaskAction, TaskDraft},
     time::Timestamp,
 };
-use swarm_store::{Applied, EventFilter, Store};
 
 /// 2026-01-20T10:00:00.123Z: a start with a non-zero millisecond part, so that a
 /// store that drops milliseconds is caught.
@@ -227,4 +236,51 @@ pub fn pair(old: &str, new: &str) -> (String, String) {
 pub fn sorted<T: Ord>(mut items: Vec<T>) -> Vec<T> {
     items.sort();
     items
+}
+
+/// Every test of the suite, as `mod $backend { mod <area> { #[tokio::test] ... } }`
+/// beside the call; `$fresh` names an `async fn() -> (Arc<dyn Store>, impl Sized)`
+/// defined there.
+#[macro_export]
+macro_rules! store_conformance {
+    ($backend:ident, $fresh:ident) => {
+        mod $backend {
+            $crate::__store_conformance_agents!($fresh);
+            $crate::__store_conformance_chat!($fresh);
+            $crate::__store_conformance_claims!($fresh);
+            $crate::__store_conformance_endings!($fresh);
+            $crate::__store_conformance_inbox!($fresh);
+            $crate::__store_conformance_lists!($fresh);
+            $crate::__store_conformance_mail!($fresh);
+            $crate::__store_conformance_poll!($fresh);
+            $crate::__store_conformance_race!($fresh);
+            $crate::__store_conformance_tasks!($fresh);
+            $crate::__store_conformance_triggers!($fresh);
+            $crate::__store_conformance_work!($fresh);
+        }
+    };
+}
+
+/// One area's tests; the races run on several threads so that they really race.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_area {
+    ($fresh:ident, $area:ident, [$($name:ident),* $(,)?], multi_thread: [$($racing:ident),* $(,)?]) => {
+        mod $area {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let (store, _keep_alive) = super::super::$fresh().await;
+                    $crate::testkit::$area::$name(store).await;
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $racing() {
+                    let (store, _keep_alive) = super::super::$fresh().await;
+                    $crate::testkit::$area::$racing(store).await;
+                }
+            )*
+        }
+    };
 }

@@ -3,6 +3,7 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
+use crate::{Applied, Store};
 use swarm_domain::{
     agent::AgentStatus,
     event::EventType,
@@ -12,24 +13,34 @@ use swarm_domain::{
     task::{TaskAction, TaskDraft, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Applied, Store};
 
 use super::{Fixture, complete, draft, fail, of_type, pair, status_changes};
-use crate::support::store_tests;
 
-store_tests!(
-    poll_view_reports_what_waits,
-    poll_claims_in_order_each_once,
-    poll_respects_capacity_and_dependencies,
-    tasks_finished_go_to_the_lead_once,
-    pool_notify_counts_without_claiming,
-    heartbeat_renews_the_holders_leases,
-    rescue_returns_expired_claims_where_they_came_from,
-    rescue_fails_a_task_that_keeps_losing_its_lease,
-    rescue_marks_silent_agents_offline,
-    reviewing_offers_can_be_accepted_and_rejected,
-    concurrent_polls_claim_every_task_once,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_poll {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            poll,
+            [
+                poll_view_reports_what_waits,
+                poll_claims_in_order_each_once,
+                poll_respects_capacity_and_dependencies,
+                tasks_finished_go_to_the_lead_once,
+                pool_notify_counts_without_claiming,
+                heartbeat_renews_the_holders_leases,
+                rescue_returns_expired_claims_where_they_came_from,
+                rescue_fails_a_task_that_keeps_losing_its_lease,
+                rescue_marks_silent_agents_offline,
+                reviewing_offers_can_be_accepted_and_rejected,
+                concurrent_polls_claim_every_task_once,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
 const LEASE: i64 = 45_000;
 
@@ -64,7 +75,7 @@ fn task_of(trigger: Option<Trigger>) -> (String, TaskId) {
     }
 }
 
-async fn poll_view_reports_what_waits(store: Arc<dyn Store>) {
+pub async fn poll_view_reports_what_waits(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     assert_eq!(fx.store.poll_view(AgentId::new_v7()).await.unwrap(), None, "unknown agent");
 
@@ -97,7 +108,7 @@ async fn poll_view_reports_what_waits(store: Arc<dyn Store>) {
     assert_eq!(fx.store.poll_view(lead).await.unwrap().unwrap().waiting, vec![TriggerKind::TasksFinished]);
 }
 
-async fn poll_claims_in_order_each_once(store: Arc<dyn Store>) {
+pub async fn poll_claims_in_order_each_once(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.register("worker", false, 5).await.id;
     let pool = fx.pool_task("pool").await;
@@ -132,7 +143,7 @@ async fn poll_claims_in_order_each_once(store: Arc<dyn Store>) {
     assert!(fx.store.poll_view(worker).await.unwrap().unwrap().waiting.is_empty());
 }
 
-async fn poll_respects_capacity_and_dependencies(store: Arc<dyn Store>) {
+pub async fn poll_respects_capacity_and_dependencies(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.worker("worker").await; // one slot
     let busy_with = fx.started_task("busy", worker).await;
@@ -169,7 +180,7 @@ async fn poll_respects_capacity_and_dependencies(store: Arc<dyn Store>) {
     assert_eq!(fx.task(blocked.id).await.status, TaskStatus::Pending);
 }
 
-async fn tasks_finished_go_to_the_lead_once(store: Arc<dyn Store>) {
+pub async fn tasks_finished_go_to_the_lead_once(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let lead = fx.register("lead", true, 1).await.id;
     let worker = fx.register("worker", false, 5).await.id;
@@ -206,7 +217,7 @@ async fn tasks_finished_go_to_the_lead_once(store: Arc<dyn Store>) {
     assert_eq!(count, 3);
 }
 
-async fn pool_notify_counts_without_claiming(store: Arc<dyn Store>) {
+pub async fn pool_notify_counts_without_claiming(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.worker("worker").await;
     let a = fx.pool_task("a").await;
@@ -218,7 +229,7 @@ async fn pool_notify_counts_without_claiming(store: Arc<dyn Store>) {
     assert_eq!(fx.task(blocked.id).await.status, TaskStatus::Unassigned);
 }
 
-async fn heartbeat_renews_the_holders_leases(store: Arc<dyn Store>) {
+pub async fn heartbeat_renews_the_holders_leases(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.register("worker", false, 5).await.id;
     let other = fx.register("other", false, 5).await.id;
@@ -244,7 +255,7 @@ async fn heartbeat_renews_the_holders_leases(store: Arc<dyn Store>) {
     assert_eq!(view.last_seen_at, beat);
 }
 
-async fn rescue_returns_expired_claims_where_they_came_from(store: Arc<dyn Store>) {
+pub async fn rescue_returns_expired_claims_where_they_came_from(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.register("worker", false, 5).await.id;
     let offered = fx.offered_task("offer", worker).await;
@@ -299,7 +310,7 @@ async fn rescue_returns_expired_claims_where_they_came_from(store: Arc<dyn Store
     assert_eq!(task_of(claim(&fx, other, fx.now()).await).1, pooled.id);
 }
 
-async fn rescue_fails_a_task_that_keeps_losing_its_lease(store: Arc<dyn Store>) {
+pub async fn rescue_fails_a_task_that_keeps_losing_its_lease(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.worker("worker").await;
     let task = fx.pool_task("cursed").await;
@@ -324,7 +335,7 @@ async fn rescue_fails_a_task_that_keeps_losing_its_lease(store: Arc<dyn Store>) 
     assert_eq!(claim(&fx, worker, fx.now()).await, None, "a failed task is never handed out again");
 }
 
-async fn rescue_marks_silent_agents_offline(store: Arc<dyn Store>) {
+pub async fn rescue_marks_silent_agents_offline(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let silent = fx.worker("silent").await;
     let policy = LeasePolicy { period: Duration::from_secs(60), ..LeasePolicy::default() };
@@ -350,7 +361,7 @@ async fn rescue_marks_silent_agents_offline(store: Arc<dyn Store>) {
     assert_eq!(fx.agent(silent).await.status, AgentStatus::Idle);
 }
 
-async fn reviewing_offers_can_be_accepted_and_rejected(store: Arc<dyn Store>) {
+pub async fn reviewing_offers_can_be_accepted_and_rejected(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.worker("worker").await;
     let stranger = fx.worker("stranger").await;
@@ -380,7 +391,7 @@ async fn reviewing_offers_can_be_accepted_and_rejected(store: Arc<dyn Store>) {
     assert_eq!(after.rejection_reason.as_deref(), Some("not mine"));
 }
 
-async fn concurrent_polls_claim_every_task_once(store: Arc<dyn Store>) {
+pub async fn concurrent_polls_claim_every_task_once(store: Arc<dyn Store>) {
     const AGENTS: usize = 8;
     const TASKS: usize = 60;
     let fx = Arc::new(Fixture::new(store));

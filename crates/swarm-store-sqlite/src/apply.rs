@@ -9,11 +9,14 @@ use swarm_domain::{
     task::{FieldUpdate, Task, TaskChange, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{Applied, StoreError, StoreResult};
+use swarm_store::{
+    Applied, StoreError, StoreResult,
+    sql::task_update::{self, Piece},
+};
 
 use crate::{
     agents::{self, WorkMoved},
-    decode::{db, is_foreign_key_violation},
+    error::{db, is_foreign_key_violation},
     events,
     sql::Sql,
     tasks::{self, get_known},
@@ -54,82 +57,34 @@ pub(crate) fn apply(
     Ok(Applied::Changed { before, after })
 }
 
-/// `UPDATE tasks SET status, last_updated_at, <updates> WHERE id AND status IN <from>
-/// AND <guard>`. The shape comes from the change; every value is bound.
+/// The change's guarded update ([`task_update::plan`]) with SQLite's placeholders and
+/// column types: ids as text, times as milliseconds.
 fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> Sql {
-    let updates = &change.updates;
-    let mut query = Sql::new("UPDATE tasks SET status = ");
-    query.bind(change.to.as_str().to_string());
-    query.push(", last_updated_at = ").bind(now.unix_millis());
-    push_field(&mut query, "agent_id", updates.agent_id);
-    push_field(&mut query, "offered_to", updates.offered_to);
-    if updates.set_accepted_at {
-        query.push(", accepted_at = ").bind(now.unix_millis());
-    }
-    if updates.set_finished_at {
-        query.push(", finished_at = ").bind(now.unix_millis());
-    }
-    match updates.lease_expires_at {
-        FieldUpdate::Keep => {}
-        FieldUpdate::Set(until) => {
-            query.push(", lease_expires_at = ").bind(until.unix_millis());
+    let mut query = Sql::default();
+    for piece in task_update::plan(id, change, now) {
+        match piece {
+            Piece::Sql(text) => {
+                query.push(text);
+            }
+            Piece::Bind(value) => {
+                query.bind(sqlite_value(value));
+            }
+            Piece::StatusIn(statuses) => {
+                query.bind_any_of("status", statuses.iter().map(|status| status.as_str().to_string()));
+            }
         }
-        FieldUpdate::Clear => {
-            query.push(", lease_expires_at = NULL");
-        }
-    }
-    if let Some(from_pool) = updates.from_pool {
-        query.push(", from_pool = ").bind(from_pool);
-    }
-    let notes = [
-        ("output", &updates.output),
-        ("failure_reason", &updates.failure_reason),
-        ("rejection_reason", &updates.rejection_reason),
-    ];
-    for (column, note) in notes {
-        if let Some(note) = note {
-            query.push(&format!(", {column} = ")).bind(note.clone());
-        }
-    }
-
-    query.push(" WHERE id = ").bind(id.to_string());
-    query.push(" AND ").bind_any_of("status", change.from.iter().map(|status| status.as_str().to_string()));
-
-    let guard = &change.guard;
-    if let Some(assignee) = guard.assignee {
-        query.push(" AND agent_id = ").bind(assignee.to_string());
-    }
-    if let Some(offered_to) = guard.offered_to {
-        query.push(" AND offered_to = ").bind(offered_to.to_string());
-    }
-    if guard.dependencies_completed {
-        query.push(
-            " AND NOT EXISTS (SELECT 1 FROM task_dependencies d
-                              JOIN tasks dt ON dt.id = d.depends_on_task_id
-                              WHERE d.task_id = tasks.id AND dt.status <> 'completed')",
-        );
-    }
-    if let Some(agent) = guard.capacity_of {
-        // An unknown agent has no max_tasks: the comparison is NULL and the guard fails.
-        query
-            .push(" AND (SELECT count(*) FROM tasks c WHERE c.agent_id = ")
-            .bind(agent.to_string())
-            .push(" AND c.status = 'in_progress') < (SELECT max_tasks FROM agents WHERE id = ")
-            .bind(agent.to_string())
-            .push(")");
     }
     query
 }
 
-fn push_field(query: &mut Sql, column: &str, update: FieldUpdate<AgentId>) {
-    match update {
-        FieldUpdate::Keep => {}
-        FieldUpdate::Set(agent) => {
-            query.push(&format!(", {column} = ")).bind(agent.to_string());
-        }
-        FieldUpdate::Clear => {
-            query.push(&format!(", {column} = NULL"));
-        }
+fn sqlite_value(value: task_update::Value) -> rusqlite::types::Value {
+    match value {
+        task_update::Value::Status(status) => status.as_str().to_string().into(),
+        task_update::Value::Time(at) => at.unix_millis().into(),
+        task_update::Value::Agent(agent) => agent.to_string().into(),
+        task_update::Value::Task(task) => task.to_string().into(),
+        task_update::Value::Bool(yes) => yes.into(),
+        task_update::Value::Text(text) => text.into(),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::{Applied, EventFilter, SessionCostFilter, Store, TaskFilter};
 use swarm_domain::{
     event::EventType,
     id::TaskId,
@@ -10,21 +11,31 @@ use swarm_domain::{
     stats::{AgentCounts, Stats, TaskCounts, WorkCounts},
     task::{TaskAction, TaskDraft, TaskStatus},
 };
-use swarm_store::{Applied, EventFilter, SessionCostFilter, Store, TaskFilter};
 
 use super::{Fixture, cancel, complete, draft, fail};
-use crate::support::store_tests;
 
-store_tests!(
-    task_list_pages_newest_first,
-    task_list_filters,
-    task_list_search_is_a_literal_substring,
-    event_list_newest_first_and_filtered,
-    session_logs_in_order,
-    session_costs_newest_first_and_filtered,
-    stats_count_every_status,
-    work_counts_of_an_agent,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_lists {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            lists,
+            [
+                task_list_pages_newest_first,
+                task_list_filters,
+                task_list_search_is_a_literal_substring,
+                event_list_newest_first_and_filtered,
+                session_logs_in_order,
+                session_costs_newest_first_and_filtered,
+                stats_count_every_status,
+                work_counts_of_an_agent,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
 /// The ids of a page, in order, and the total.
 async fn page(fx: &Fixture, filter: TaskFilter) -> (Vec<TaskId>, i64) {
@@ -36,7 +47,7 @@ fn all() -> TaskFilter {
     TaskFilter { limit: 100, ..TaskFilter::default() }
 }
 
-async fn task_list_pages_newest_first(store: Arc<dyn Store>) {
+pub async fn task_list_pages_newest_first(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let mut ids = Vec::new();
     for n in 0..5 {
@@ -57,7 +68,7 @@ async fn task_list_pages_newest_first(store: Arc<dyn Store>) {
     }
 }
 
-async fn task_list_filters(store: Arc<dyn Store>) {
+pub async fn task_list_filters(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let creator = fx.worker("creator").await;
     let worker_a = fx.register("worker-a", false, 5).await.id;
@@ -175,7 +186,7 @@ async fn task_list_filters(store: Arc<dyn Store>) {
     check(unready, &[waiting.id, after_done.id, pool.id], "not only ready").await;
 }
 
-async fn task_list_search_is_a_literal_substring(store: Arc<dyn Store>) {
+pub async fn task_list_search_is_a_literal_substring(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let percent = fx.pool_task("Reach 100% coverage").await.id;
     let thousand = fx.pool_task("Count 1000 items").await.id;
@@ -197,7 +208,7 @@ async fn task_list_search_is_a_literal_substring(store: Arc<dyn Store>) {
     assert_eq!(search("nothing like this").await, []);
 }
 
-async fn event_list_newest_first_and_filtered(store: Arc<dyn Store>) {
+pub async fn event_list_newest_first_and_filtered(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -243,7 +254,7 @@ async fn event_list_newest_first_and_filtered(store: Arc<dyn Store>) {
     assert!(fx.store.event_list(&none).await.unwrap().is_empty());
 }
 
-async fn session_logs_in_order(store: Arc<dyn Store>) {
+pub async fn session_logs_in_order(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let task = fx.pool_task("logged").await;
     let other = fx.pool_task("elsewhere").await;
@@ -285,7 +296,7 @@ async fn session_logs_in_order(store: Arc<dyn Store>) {
     assert!(fx.store.session_logs_for_task(TaskId::new_v7()).await.unwrap().is_empty());
 }
 
-async fn session_costs_newest_first_and_filtered(store: Arc<dyn Store>) {
+pub async fn session_costs_newest_first_and_filtered(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -355,7 +366,7 @@ async fn session_costs_newest_first_and_filtered(store: Arc<dyn Store>) {
     assert_eq!(list(SessionCostFilter { limit: 2, ..everything }).await, [third, second]);
 }
 
-async fn stats_count_every_status(store: Arc<dyn Store>) {
+pub async fn stats_count_every_status(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     assert_eq!(fx.store.stats().await.unwrap(), Stats::default());
 
@@ -397,7 +408,7 @@ async fn stats_count_every_status(store: Arc<dyn Store>) {
     assert_eq!(fx.store.stats().await.unwrap(), expected);
 }
 
-async fn work_counts_of_an_agent(store: Arc<dyn Store>) {
+pub async fn work_counts_of_an_agent(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let other = fx.register("worker-2", false, 5).await.id;

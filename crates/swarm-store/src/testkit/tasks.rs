@@ -3,29 +3,40 @@
 
 use std::sync::Arc;
 
+use crate::{Applied, Store, StoreError, TaskFilter, TaskWaiters};
 use swarm_domain::{
     event::EventType,
     id::{AgentId, TaskId},
     task::{FinishOutcome, NewTask, PRIORITY_DEFAULT, TaskAction, TaskDraft, TaskOrigin, TaskStatus},
 };
-use swarm_store::{Applied, Store, StoreError, TaskFilter, TaskWaiters};
 
 use super::{Fixture, cancel, complete, draft, fail, of_type, sorted};
-use crate::support::store_tests;
 
-store_tests!(
-    create_round_trips_every_field,
-    create_picks_the_initial_status,
-    odd_text_and_tags_round_trip,
-    create_logs_created_and_offered,
-    create_refuses_missing_references,
-    unknown_task_reads_as_none,
-    unfinished_dependencies_are_those_not_completed,
-    a_finish_may_bring_its_waiters_along,
-    text_changes_only_before_anyone_takes_the_task_up,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_tasks {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            tasks,
+            [
+                create_round_trips_every_field,
+                create_picks_the_initial_status,
+                odd_text_and_tags_round_trip,
+                create_logs_created_and_offered,
+                create_refuses_missing_references,
+                unknown_task_reads_as_none,
+                unfinished_dependencies_are_those_not_completed,
+                a_finish_may_bring_its_waiters_along,
+                text_changes_only_before_anyone_takes_the_task_up,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
-async fn create_round_trips_every_field(store: Arc<dyn Store>) {
+pub async fn create_round_trips_every_field(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let creator = fx.worker("creator").await;
     let assignee = fx.worker("assignee").await;
@@ -98,7 +109,7 @@ async fn create_round_trips_every_field(store: Arc<dyn Store>) {
     assert_eq!(fx.task(plain.id).await, plain);
 }
 
-async fn odd_text_and_tags_round_trip(store: Arc<dyn Store>) {
+pub async fn odd_text_and_tags_round_trip(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let text = "Fix «ünïcode» 日本語 🚀\n\tline two with 'quotes' and \"doubles\" and \\ and %_";
@@ -130,7 +141,7 @@ async fn odd_text_and_tags_round_trip(store: Arc<dyn Store>) {
     assert_eq!(fx.task(task.id).await, done);
 }
 
-async fn create_picks_the_initial_status(store: Arc<dyn Store>) {
+pub async fn create_picks_the_initial_status(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
 
@@ -158,7 +169,7 @@ async fn create_picks_the_initial_status(store: Arc<dyn Store>) {
     }
 }
 
-async fn create_logs_created_and_offered(store: Arc<dyn Store>) {
+pub async fn create_logs_created_and_offered(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let creator = fx.worker("creator").await;
     let agent = fx.worker("worker-1").await;
@@ -177,7 +188,7 @@ async fn create_logs_created_and_offered(store: Arc<dyn Store>) {
     assert!(events.iter().all(|event| event.task_id == Some(offered.id)));
 }
 
-async fn create_refuses_missing_references(store: Arc<dyn Store>) {
+pub async fn create_refuses_missing_references(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let ghost = AgentId::new_v7();
     let drafts = [
@@ -199,13 +210,13 @@ async fn create_refuses_missing_references(store: Arc<dyn Store>) {
     assert_eq!(fx.store.task_list(&filter).await.unwrap().1, 0);
 }
 
-async fn unknown_task_reads_as_none(store: Arc<dyn Store>) {
+pub async fn unknown_task_reads_as_none(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     fx.pool_task("something").await;
     assert_eq!(fx.store.task_get(TaskId::new_v7()).await.unwrap(), None);
 }
 
-async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) {
+pub async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let completed = fx.completed_task("completed", agent).await;
@@ -236,7 +247,7 @@ async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Store>) 
 
 /// The waiters a store brings along with a change are those `task_waiters` reads after
 /// it, and only a change that finishes a task brings any.
-async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
+pub async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let depended_on = fx.started_task("depended on", agent).await;
@@ -261,16 +272,11 @@ async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
         let Applied::Changed { after, .. } = finished else { panic!("finish: {finished:?}") };
         assert_eq!(after.status, TaskStatus::Completed);
         assert_eq!(fx.store.task_waiters(task).await.unwrap(), expected);
-        if fx.store.backend_name() == "sqlite" {
-            // SQLite reads them in the finish's own transaction.
-            assert_eq!(waiters, Some(expected));
-        } else if let Some(waiters) = waiters {
-            assert_eq!(waiters, expected);
-        }
+        assert_eq!(waiters, Some(expected), "a finish brings its waiters, read in its own transaction");
     }
 }
 
-async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>) {
+pub async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let worker = fx.register("worker", false, 5).await.id;
     let editable = [
@@ -282,7 +288,7 @@ async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>
     for task in &editable {
         let at = fx.now();
         let applied = fx.store.task_edit_text(task.id, "new words", Some(worker), at).await.unwrap();
-        let swarm_store::Applied::Changed { before, after } = applied else {
+        let crate::Applied::Changed { before, after } = applied else {
             panic!("{} tasks can be edited: {applied:?}", task.status);
         };
         assert_eq!((before.task.as_str(), after.task.as_str()), (task.task.as_str(), "new words"));
@@ -295,9 +301,9 @@ async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>
     let done = fx.completed_task("done", worker).await;
     for task in [started, done] {
         let applied = fx.store.task_edit_text(task.id, "rewritten", None, fx.now()).await.unwrap();
-        assert_eq!(applied, swarm_store::Applied::Refused { current: task.clone() }, "{}", task.status);
+        assert_eq!(applied, crate::Applied::Refused { current: task.clone() }, "{}", task.status);
         assert_eq!(fx.task(task.id).await, task, "a refused edit changes nothing");
     }
     let missing = fx.store.task_edit_text(TaskId::new_v7(), "x", None, fx.now()).await.unwrap();
-    assert_eq!(missing, swarm_store::Applied::NotFound);
+    assert_eq!(missing, crate::Applied::NotFound);
 }

@@ -2,31 +2,42 @@
 
 use std::sync::Arc;
 
+use crate::{Store, StoreError};
 use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::{AgentStatus, Capacity, NewAgent, ProfileUpdate},
     event::EventType,
     id::AgentId,
 };
-use swarm_store::{Store, StoreError};
 
 use super::{Fixture, complete, new_agent, of_type};
-use crate::support::store_tests;
 
-store_tests!(
-    register_creates_then_returns_existing,
-    register_brings_an_offline_agent_back,
-    register_refuses_a_taken_name,
-    one_active_lead_at_a_time,
-    rename_refuses_a_taken_name,
-    profile_update_changes_only_given_fields,
-    heartbeat_brings_an_offline_agent_back,
-    close_takes_an_agent_offline_once,
-    list_is_ordered_by_name,
-    capacity_counts_in_progress_tasks,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_agents {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            agents,
+            [
+                register_creates_then_returns_existing,
+                register_brings_an_offline_agent_back,
+                register_refuses_a_taken_name,
+                one_active_lead_at_a_time,
+                rename_refuses_a_taken_name,
+                profile_update_changes_only_given_fields,
+                heartbeat_brings_an_offline_agent_back,
+                close_takes_an_agent_offline_once,
+                list_is_ordered_by_name,
+                capacity_counts_in_progress_tasks,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
-async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
+pub async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let id = AgentId::new_v7();
     let new = NewAgent::parse(
@@ -76,7 +87,7 @@ async fn register_creates_then_returns_existing(store: Arc<dyn Store>) {
     assert_eq!(fx.store.agent_list().await.unwrap().len(), 1);
 }
 
-async fn register_brings_an_offline_agent_back(store: Arc<dyn Store>) {
+pub async fn register_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 1).await;
     let closed = fx.store.agent_close(agent.id, fx.now()).await.unwrap().unwrap();
@@ -96,7 +107,7 @@ async fn register_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     assert_eq!(changes[0].new_value.as_deref(), Some("idle"));
 }
 
-async fn register_refuses_a_taken_name(store: Arc<dyn Store>) {
+pub async fn register_refuses_a_taken_name(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     fx.register("worker-1", false, 1).await;
     let other = new_agent(AgentId::new_v7(), "worker-1", false, 1);
@@ -107,7 +118,7 @@ async fn register_refuses_a_taken_name(store: Arc<dyn Store>) {
     assert_eq!(fx.store.agent_list().await.unwrap().len(), 1);
 }
 
-async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
+pub async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let first = fx.register("lead-1", true, 1).await;
     assert!(first.is_lead);
@@ -150,7 +161,7 @@ async fn one_active_lead_at_a_time(store: Arc<dyn Store>) {
     assert_eq!(back.status, AgentStatus::Idle);
 }
 
-async fn rename_refuses_a_taken_name(store: Arc<dyn Store>) {
+pub async fn rename_refuses_a_taken_name(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let first = fx.worker("worker-1").await;
     let second = fx.worker("worker-2").await;
@@ -175,7 +186,7 @@ async fn rename_refuses_a_taken_name(store: Arc<dyn Store>) {
     assert_eq!(fx.store.agent_rename(AgentId::new_v7(), "ghost", fx.now()).await.unwrap(), None);
 }
 
-async fn profile_update_changes_only_given_fields(store: Arc<dyn Store>) {
+pub async fn profile_update_changes_only_given_fields(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let id = AgentId::new_v7();
     let new = NewAgent::parse(
@@ -211,7 +222,7 @@ async fn profile_update_changes_only_given_fields(store: Arc<dyn Store>) {
     assert_eq!(res, None);
 }
 
-async fn heartbeat_brings_an_offline_agent_back(store: Arc<dyn Store>) {
+pub async fn heartbeat_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let id = fx.worker("worker-1").await;
 
@@ -240,7 +251,7 @@ async fn heartbeat_brings_an_offline_agent_back(store: Arc<dyn Store>) {
     assert_eq!(fx.store.agent_heartbeat(AgentId::new_v7(), fx.now(), fx.now()).await.unwrap(), None);
 }
 
-async fn close_takes_an_agent_offline_once(store: Arc<dyn Store>) {
+pub async fn close_takes_an_agent_offline_once(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let id = fx.worker("worker-1").await;
     let agent = fx.store.agent_close(id, fx.now()).await.unwrap().unwrap();
@@ -260,7 +271,7 @@ async fn close_takes_an_agent_offline_once(store: Arc<dyn Store>) {
     assert_eq!(fx.store.agent_close(AgentId::new_v7(), fx.now()).await.unwrap(), None);
 }
 
-async fn list_is_ordered_by_name(store: Arc<dyn Store>) {
+pub async fn list_is_ordered_by_name(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     for name in ["charlie", "alpha", "delta", "bravo"] {
         fx.worker(name).await;
@@ -270,7 +281,7 @@ async fn list_is_ordered_by_name(store: Arc<dyn Store>) {
     assert_eq!(names, ["alpha", "bravo", "charlie", "delta"]);
 }
 
-async fn capacity_counts_in_progress_tasks(store: Arc<dyn Store>) {
+pub async fn capacity_counts_in_progress_tasks(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let id = fx.register("worker-1", false, 3).await.id;
     fx.assigned_task("pending work", id).await;

@@ -4,6 +4,7 @@
 
 use std::{collections::HashMap, sync::Arc};
 
+use crate::{Applied, Store, StoreError, TaskFilter};
 use swarm_domain::agent::Registration;
 use swarm_domain::{
     agent::AgentStatus,
@@ -11,17 +12,27 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     task::{TaskAction, TaskStatus},
 };
-use swarm_store::{Applied, Store, StoreError, TaskFilter};
 use tokio::sync::Barrier;
 
 use super::{Fixture, actor_of, cancel, complete, new_agent, of_type};
-use crate::support::store_tests;
 
-store_tests!(
-    multi_thread: concurrent_transitions_happen_once,
-    concurrent_starts_respect_capacity,
-    concurrent_registrations_keep_one_lead_and_unique_names,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_race {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            race,
+            [],
+            multi_thread: [
+                concurrent_transitions_happen_once,
+                concurrent_starts_respect_capacity,
+                concurrent_registrations_keep_one_lead_and_unique_names,
+            ]
+        );
+    };
+}
 
 const N_AGENTS: usize = 8;
 const N_WORKERS: usize = 32;
@@ -112,7 +123,7 @@ async fn worker(
     wins
 }
 
-async fn concurrent_transitions_happen_once(store: Arc<dyn Store>) {
+pub async fn concurrent_transitions_happen_once(store: Arc<dyn Store>) {
     let fx = Arc::new(Fixture::new(store));
     let mut agents = Vec::new();
     for n in 0..N_AGENTS {
@@ -206,7 +217,7 @@ async fn concurrent_transitions_happen_once(store: Arc<dyn Store>) {
     assert_eq!(stats.agents.busy, 0, "{stats:?}");
 }
 
-async fn concurrent_starts_respect_capacity(store: Arc<dyn Store>) {
+pub async fn concurrent_starts_respect_capacity(store: Arc<dyn Store>) {
     const MAX_TASKS: i64 = 2;
     const N_TASKS: usize = 12;
     let fx = Arc::new(Fixture::new(store));
@@ -250,7 +261,7 @@ async fn concurrent_starts_respect_capacity(store: Arc<dyn Store>) {
     assert_eq!(capped.status, AgentStatus::Busy);
 }
 
-async fn concurrent_registrations_keep_one_lead_and_unique_names(store: Arc<dyn Store>) {
+pub async fn concurrent_registrations_keep_one_lead_and_unique_names(store: Arc<dyn Store>) {
     let fx = Arc::new(Fixture::new(store));
     let barrier = Arc::new(Barrier::new(2 * N_WORKERS));
     let mut handles = Vec::new();

@@ -5,28 +5,39 @@
 
 use std::sync::Arc;
 
+use crate::{Applied, Store};
 use swarm_domain::{
     agent::AgentStatus,
     event::EventType,
     id::TaskId,
     task::{TaskAction, TaskDraft, TaskStatus},
 };
-use swarm_store::{Applied, Store};
 
 use super::{Fixture, cancel, complete, draft, fail, of_type, pair, status_changes};
-use crate::support::store_tests;
 
-store_tests!(
-    claim_takes_a_pool_task,
-    claim_needs_an_unassigned_task,
-    claim_waits_for_dependencies,
-    claim_needs_capacity,
-    release_gives_back_own_pending_task,
-    accept_takes_an_offer_made_to_me,
-    reject_returns_an_offer_to_the_pool,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_claims {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            claims,
+            [
+                claim_takes_a_pool_task,
+                claim_needs_an_unassigned_task,
+                claim_waits_for_dependencies,
+                claim_needs_capacity,
+                release_gives_back_own_pending_task,
+                accept_takes_an_offer_made_to_me,
+                reject_returns_an_offer_to_the_pool,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
-async fn claim_takes_a_pool_task(store: Arc<dyn Store>) {
+pub async fn claim_takes_a_pool_task(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let task = fx.pool_task("pool work").await;
@@ -51,7 +62,7 @@ async fn claim_takes_a_pool_task(store: Arc<dyn Store>) {
     assert_eq!(fx.agent(agent).await.status, AgentStatus::Idle);
 }
 
-async fn claim_needs_an_unassigned_task(store: Arc<dyn Store>) {
+pub async fn claim_needs_an_unassigned_task(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let other = fx.register("worker-2", false, 5).await.id;
@@ -78,7 +89,7 @@ async fn claim_needs_an_unassigned_task(store: Arc<dyn Store>) {
     assert_eq!(res, Applied::NotFound);
 }
 
-async fn claim_waits_for_dependencies(store: Arc<dyn Store>) {
+pub async fn claim_waits_for_dependencies(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.register("worker-1", false, 5).await.id;
     let first = fx.pool_task("first").await;
@@ -112,7 +123,7 @@ async fn claim_waits_for_dependencies(store: Arc<dyn Store>) {
     }
 }
 
-async fn claim_needs_capacity(store: Arc<dyn Store>) {
+pub async fn claim_needs_capacity(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await; // maxTasks 1
     let busy_with = fx.started_task("current work", agent).await;
@@ -131,7 +142,7 @@ async fn claim_needs_capacity(store: Arc<dyn Store>) {
     fx.must_change(pool.id, TaskAction::Claim { agent: roomy }).await;
 }
 
-async fn release_gives_back_own_pending_task(store: Arc<dyn Store>) {
+pub async fn release_gives_back_own_pending_task(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -161,7 +172,7 @@ async fn release_gives_back_own_pending_task(store: Arc<dyn Store>) {
     fx.must_refuse(pool.id, TaskAction::Release { agent }).await;
 }
 
-async fn accept_takes_an_offer_made_to_me(store: Arc<dyn Store>) {
+pub async fn accept_takes_an_offer_made_to_me(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;
@@ -189,7 +200,7 @@ async fn accept_takes_an_offer_made_to_me(store: Arc<dyn Store>) {
     fx.must_refuse(pool.id, TaskAction::Accept { agent }).await;
 }
 
-async fn reject_returns_an_offer_to_the_pool(store: Arc<dyn Store>) {
+pub async fn reject_returns_an_offer_to_the_pool(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let agent = fx.worker("worker-1").await;
     let other = fx.worker("worker-2").await;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::{FireGuard, FireOutcome, NewTaskAwait, Store, StoreError};
 use swarm_domain::{
     id::TriggerId,
     lease::LeasePolicy,
@@ -13,18 +14,28 @@ use swarm_domain::{
     time::Timestamp,
     trigger::{TriggerDef, TriggerDraft},
 };
-use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, Store, StoreError};
 
 use super::{Fixture, complete, draft};
-use crate::support::store_tests;
 
-store_tests!(
-    trigger_round_trips_and_names_are_unique,
-    trigger_slot_fires_once_under_its_guard,
-    trigger_delivery_fires_once,
-    trigger_sessions_are_upserted_and_deleted_with_the_trigger,
-    trigger_awaited_task_result_is_claimed_once_and_delivered,
-);
+/// The tests of this module, for [`crate::store_conformance!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_conformance_triggers {
+    ($fresh:ident) => {
+        $crate::__store_conformance_area!(
+            $fresh,
+            triggers,
+            [
+                trigger_round_trips_and_names_are_unique,
+                trigger_slot_fires_once_under_its_guard,
+                trigger_delivery_fires_once,
+                trigger_sessions_are_upserted_and_deleted_with_the_trigger,
+                trigger_awaited_task_result_is_claimed_once_and_delivered,
+            ],
+            multi_thread: []
+        );
+    };
+}
 
 fn cron_trigger(name: &str, now: Timestamp) -> TriggerDef {
     TriggerDraft {
@@ -42,7 +53,7 @@ fn cron_trigger(name: &str, now: Timestamp) -> TriggerDef {
     .expect("a valid trigger")
 }
 
-async fn trigger_round_trips_and_names_are_unique(store: Arc<dyn Store>) {
+pub async fn trigger_round_trips_and_names_are_unique(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let trigger = cron_trigger("nightly", fx.now());
     let created = fx.store.trigger_create(&trigger).await.unwrap();
@@ -77,7 +88,7 @@ async fn trigger_round_trips_and_names_are_unique(store: Arc<dyn Store>) {
     assert_eq!(fx.store.trigger_get("nightly").await.unwrap(), None);
 }
 
-async fn trigger_slot_fires_once_under_its_guard(store: Arc<dyn Store>) {
+pub async fn trigger_slot_fires_once_under_its_guard(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let trigger = fx.store.trigger_create(&cron_trigger("nightly", fx.now())).await.unwrap();
     let slot = trigger.next_run_at.unwrap();
@@ -101,7 +112,7 @@ async fn trigger_slot_fires_once_under_its_guard(store: Arc<dyn Store>) {
     assert_eq!((after.run_count, after.last_run_at, after.next_run_at), (1, Some(slot), next));
 }
 
-async fn trigger_delivery_fires_once(store: Arc<dyn Store>) {
+pub async fn trigger_delivery_fires_once(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let hook = TriggerDraft {
         name: "gh".into(),
@@ -147,7 +158,7 @@ async fn trigger_delivery_fires_once(store: Arc<dyn Store>) {
     );
 }
 
-async fn trigger_sessions_are_upserted_and_deleted_with_the_trigger(store: Arc<dyn Store>) {
+pub async fn trigger_sessions_are_upserted_and_deleted_with_the_trigger(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let trigger = fx.store.trigger_create(&cron_trigger("nightly", fx.now())).await.unwrap();
     assert_eq!(fx.store.trigger_session_get("nightly", "o/r#1").await.unwrap(), None);
@@ -161,7 +172,7 @@ async fn trigger_sessions_are_upserted_and_deleted_with_the_trigger(store: Arc<d
     assert_eq!(fx.store.trigger_session_get("nightly", "o/r#2").await.unwrap(), None);
 }
 
-async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Arc<dyn Store>) {
+pub async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let triage = fx.worker("triage").await;
     let worker = fx.worker("worker").await;
@@ -182,7 +193,7 @@ async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Arc<dy
     let record = fx.store.task_await_get(child.id).await.unwrap().unwrap();
     assert_eq!((record.agent_id, record.parent_task_id, record.delivered_at), (triage, parent.id, None));
     let waiters = fx.store.task_waiters(child.id).await.unwrap();
-    assert_eq!(waiters, swarm_store::TaskWaiters { has_dependents: false, awaiting_agent: Some(triage) });
+    assert_eq!(waiters, crate::TaskWaiters { has_dependents: false, awaiting_agent: Some(triage) });
 
     // Not finished yet: nothing to hand over.
     let kinds = [TriggerKind::TaskResult];
