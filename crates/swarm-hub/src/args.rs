@@ -16,7 +16,8 @@ pub struct ServeArgs {
     pub database: DatabaseArgs,
     /// Require `Authorization: Bearer <key>` on every request except GET /health and the
     /// static pages (the dashboard at / and the API docs at /docs, which ask for the key
-    /// before they fetch data). Empty = open hub.
+    /// before they fetch data); Slack's events and triggers' webhooks are signed instead.
+    /// Empty = open hub.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Log format on stderr: text or json. The level is set with RUST_LOG (default info).

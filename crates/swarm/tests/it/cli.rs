@@ -152,6 +152,18 @@ fn help_lists_every_command_and_flag() {
     ] {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flowing.contains("except GET /health and the static pages"),
+        "serve --help says what needs no key, as the README does: {text}"
+    );
+    // Tests set their clock and scheduler tick through `HubOptions`, never a flag: the
+    // binary users run has no hidden test-only option.
+    for hidden in ["--test-clock-file", "--scheduler-tick-ms"] {
+        let refused = Command::new(SWARM).args(["serve", hidden, "1", "--port", "0"]).output().unwrap();
+        assert!(!refused.status.success(), "swarm serve has no {hidden}");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("unexpected argument"));
+    }
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ mod demo;
 mod durability;
 mod hostile_input;
 mod hub;
+mod layering;
 mod mail;
 mod mcp_client;
 mod mcp_http;
