@@ -16,6 +16,7 @@ pub enum ApiError {
     NotFound(String),
     Conflict(String),
     PayloadTooLarge(String),
+    Unavailable(String),
     Internal,
 }
 
@@ -28,6 +29,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -38,7 +40,8 @@ impl ApiError {
             | ApiError::Forbidden(message)
             | ApiError::NotFound(message)
             | ApiError::Conflict(message)
-            | ApiError::PayloadTooLarge(message) => message,
+            | ApiError::PayloadTooLarge(message)
+            | ApiError::Unavailable(message) => message,
             ApiError::Unauthorized => "Unauthorized",
             ApiError::Internal => "internal error: the hub's log has the details",
         }
@@ -53,6 +56,10 @@ impl From<ServiceError> for ApiError {
             ServiceError::Forbidden(message) => ApiError::Forbidden(message),
             ServiceError::NotFound(message) => ApiError::NotFound(message),
             ServiceError::Conflict(message) => ApiError::Conflict(message),
+            ServiceError::Unavailable(message) => {
+                tracing::warn!(%message, "the database refused a request");
+                ApiError::Unavailable(message)
+            }
             ServiceError::Internal(source) => {
                 tracing::error!(error = %display_chain(&source), "request failed inside the hub");
                 ApiError::Internal

@@ -19,6 +19,9 @@ pub enum ServiceError {
     /// The request is well-formed but the current state does not allow it.
     #[error("{0}")]
     Conflict(String),
+    /// The database cannot serve this now (disk full, server unreachable); retry later.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("internal error")]
     Internal(#[source] StoreError),
 }
@@ -34,6 +37,7 @@ impl From<StoreError> for ServiceError {
         match err {
             StoreError::Conflict(message) => ServiceError::Conflict(message),
             StoreError::MissingReference(message) => ServiceError::Invalid(message),
+            StoreError::Unavailable(message) => ServiceError::Unavailable(message),
             backend @ StoreError::Backend(_) => ServiceError::Internal(backend),
         }
     }

@@ -10,8 +10,21 @@ use swarm_store::StoreError;
 /// `MissingReference`, everything else `Backend`.
 pub(crate) fn db(err: sqlx::Error) -> StoreError {
     let Some(database_error) = err.as_database_error() else {
+        if matches!(err, sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed) {
+            return StoreError::Unavailable(format!(
+                "the PostgreSQL server cannot be reached ({err}): nothing was changed; retry when it is back"
+            ));
+        }
         return StoreError::Backend(Box::new(err));
     };
+    // Class 08 (connection exception) and 57P0x (the server shutting down or restarting).
+    let code = database_error.code().unwrap_or_default();
+    if code.starts_with("08") || code.starts_with("57P0") {
+        return StoreError::Unavailable(format!(
+            "the PostgreSQL server went away ({}): nothing was changed; retry when it is back",
+            database_error.message()
+        ));
+    }
     let constraint = database_error.constraint().unwrap_or_default();
     match database_error.kind() {
         ErrorKind::UniqueViolation => StoreError::Conflict(unique_message(constraint).to_string()),

@@ -59,8 +59,10 @@ trait WriteJob: Send {
     /// Run the work (`None`: it cannot run, the group already failed); whether its changes
     /// are to be kept.
     fn run(&mut self, connection: Option<&Connection>) -> bool;
+    /// Whether its last run failed because the disk is full.
+    fn found_disk_full(&self) -> bool;
     /// Answer the caller, once the outcome of the `COMMIT` is known.
-    fn answer(self: Box<Self>, committed: Result<(), String>);
+    fn answer(self: Box<Self>, committed: Result<(), GroupFailure>);
 }
 
 struct Job<T, F> {
@@ -85,12 +87,52 @@ where
         keep
     }
 
-    fn answer(self: Box<Self>, committed: Result<(), String>) {
+    fn found_disk_full(&self) -> bool {
+        matches!(self.result, Some(Err(StoreError::Unavailable(_))))
+    }
+
+    fn answer(self: Box<Self>, committed: Result<(), GroupFailure>) {
         let outcome = match committed {
             Ok(()) => self.result.unwrap_or_else(|| Err(corrupt("the write transaction was not run".into()))),
-            Err(message) => Err(StoreError::Backend(message.into())),
+            Err(failure) => Err(failure.into_store_error()),
         };
         let _ = self.answer.send(outcome);
+    }
+}
+
+/// Why a group's transaction did not commit; every job of the group gets it.
+#[derive(Debug, Clone)]
+enum GroupFailure {
+    /// Out of disk space: the operator's to fix, the client's to retry.
+    DiskFull,
+    /// SQLite rolled the whole transaction back after a job's error.
+    RolledBack,
+    Other(String),
+}
+
+impl GroupFailure {
+    fn of(doing: &str, error: &rusqlite::Error) -> GroupFailure {
+        match error {
+            rusqlite::Error::SqliteFailure(failure, _) if failure.code == rusqlite::ErrorCode::DiskFull => {
+                GroupFailure::DiskFull
+            }
+            _ => GroupFailure::Other(format!("{doing}: {error}")),
+        }
+    }
+
+    /// What rolled the group back after `job` ran: its full disk, or an error of its own.
+    fn after(job: &dyn WriteJob) -> GroupFailure {
+        if job.found_disk_full() { GroupFailure::DiskFull } else { GroupFailure::RolledBack }
+    }
+
+    fn into_store_error(self) -> StoreError {
+        match self {
+            GroupFailure::DiskFull => StoreError::Unavailable(crate::error::DISK_FULL.to_string()),
+            GroupFailure::RolledBack => {
+                StoreError::Backend("SQLite rolled back the transaction after an error".into())
+            }
+            GroupFailure::Other(message) => StoreError::Backend(message.into()),
+        }
     }
 }
 
@@ -342,7 +384,7 @@ fn commit_group(
 ) -> Option<Command> {
     let mut jobs = vec![first];
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        answer_all(jobs, Err(format!("cannot start a write transaction: {error}")));
+        answer_all(jobs, Err(GroupFailure::of("cannot start a write transaction", &error)));
         return None;
     }
     let mut held_back = None;
@@ -353,7 +395,8 @@ fn commit_group(
         next += 1;
         if connection.is_autocommit() {
             // Some errors (I/O, a full disk) make SQLite roll back the whole transaction.
-            answer_all(jobs, Err("SQLite rolled back the transaction after an error".into()));
+            let failure = GroupFailure::after(&*jobs[next - 1]);
+            answer_all(jobs, Err(failure));
             return held_back;
         }
         if !kept {
@@ -370,7 +413,7 @@ fn commit_group(
         }
     }
     if all_kept {
-        let committed = connection.execute_batch("COMMIT").map_err(|error| format!("cannot commit: {error}"));
+        let committed = connection.execute_batch("COMMIT").map_err(|error| GroupFailure::of("cannot commit", &error));
         if committed.is_err() && !connection.is_autocommit() {
             let _ = connection.execute_batch("ROLLBACK");
         }
@@ -380,7 +423,7 @@ fn commit_group(
     // A job failed: none of the group's changes stay; run them again, one savepoint each.
     jobs.truncate(next);
     if let Err(error) = connection.execute_batch("ROLLBACK") {
-        answer_all(jobs, Err(format!("cannot roll back a failed group: {error}")));
+        answer_all(jobs, Err(GroupFailure::of("cannot roll back a failed group", &error)));
         return held_back;
     }
     commit_in_savepoints(connection, jobs);
@@ -391,33 +434,33 @@ fn commit_group(
 /// its savepoint and leaves the others' changes in place.
 fn commit_in_savepoints(connection: &Connection, mut jobs: Vec<Box<dyn WriteJob>>) {
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
-        answer_all(jobs, Err(format!("cannot start a write transaction: {error}")));
+        answer_all(jobs, Err(GroupFailure::of("cannot start a write transaction", &error)));
         return;
     }
-    let mut broken: Option<String> = None;
+    let mut broken: Option<GroupFailure> = None;
     for job in &mut jobs {
         if broken.is_some() {
             job.run(None);
             continue;
         }
         if let Err(error) = connection.execute_batch("SAVEPOINT job") {
-            broken = Some(format!("cannot start a savepoint: {error}"));
+            broken = Some(GroupFailure::of("cannot start a savepoint", &error));
             job.run(None);
             continue;
         }
         let keep = job.run(Some(connection));
         if connection.is_autocommit() {
-            broken = Some("SQLite rolled back the transaction after an error".to_string());
+            broken = Some(GroupFailure::after(&**job));
             continue;
         }
         let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
         if let Err(error) = connection.execute_batch(end) {
-            broken = Some(format!("cannot end a savepoint: {error}"));
+            broken = Some(GroupFailure::of("cannot end a savepoint", &error));
         }
     }
     let committed = match broken {
         Some(message) => Err(message),
-        None => connection.execute_batch("COMMIT").map_err(|error| format!("cannot commit: {error}")),
+        None => connection.execute_batch("COMMIT").map_err(|error| GroupFailure::of("cannot commit", &error)),
     };
     if committed.is_err() && !connection.is_autocommit() {
         let _ = connection.execute_batch("ROLLBACK");
@@ -425,7 +468,7 @@ fn commit_in_savepoints(connection: &Connection, mut jobs: Vec<Box<dyn WriteJob>
     answer_all(jobs, committed);
 }
 
-fn answer_all(jobs: Vec<Box<dyn WriteJob>>, committed: Result<(), String>) {
+fn answer_all(jobs: Vec<Box<dyn WriteJob>>, committed: Result<(), GroupFailure>) {
     for job in jobs {
         job.answer(committed.clone());
     }

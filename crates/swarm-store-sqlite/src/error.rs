@@ -3,10 +3,19 @@
 
 use swarm_store::StoreError;
 
-/// Wrap a database error for the log.
+/// Wrap a database error: a full disk is the operator's to fix and the client's to
+/// retry (the transaction rolled back whole); anything else is for the log.
 pub(crate) fn db(error: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(failure, _) = &error
+        && failure.code == rusqlite::ErrorCode::DiskFull
+    {
+        return StoreError::Unavailable(DISK_FULL.to_string());
+    }
     StoreError::Backend(Box::new(error))
 }
+
+pub(crate) const DISK_FULL: &str = "the hub's disk is full: nothing was written. Free space where the \
+     SQLite database lives, then retry; reads keep working meanwhile";
 
 /// A value read back that the domain rejects.
 pub(crate) fn corrupt(message: String) -> StoreError {

@@ -40,6 +40,11 @@ pub enum StoreError {
     /// A referenced row does not exist (foreign key). The message is user-facing.
     #[error("{0}")]
     MissingReference(String),
+    /// The database cannot take writes or answer for now (its disk is full, its server is
+    /// unreachable): nothing was changed, and the same request may succeed later. The
+    /// message is user-facing and says what to do.
+    #[error("{0}")]
+    Unavailable(String),
     /// The database failed; the message is for the log, not the user.
     #[error("database error: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -122,9 +122,19 @@ impl Hub {
 
     /// The real `swarm serve` process.
     pub fn spawn(database: &Database, api_key: Option<&str>) -> Hub {
+        Self::spawn_with(database, api_key, &[])
+    }
+
+    /// The real `swarm serve` process with extra flags (a `--port` of its own, so that a
+    /// restarted hub is where its clients look for it).
+    pub fn spawn_with(database: &Database, api_key: Option<&str>, extra_args: &[&str]) -> Hub {
         let mut command = Command::new(SWARM);
+        command.args(["serve", "--host", "127.0.0.1"]);
+        if !extra_args.contains(&"--port") {
+            command.args(["--port", "0"]);
+        }
         command
-            .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+            .args(extra_args)
             .env_remove("API_KEY")
             .env_remove("DATABASE_URL")
             .env_remove("DATABASE_PATH")
