@@ -56,9 +56,9 @@ impl DemoHub {
                 slack_api_url: String::new(),
             },
         };
-        let hub = Hub::start(&args, HubOptions::default()).await.with_context(|| {
-            format!("cannot start the demo's hub (pick another --port; 0 picks a free one)")
-        })?;
+        let hub = Hub::start(&args, HubOptions::default())
+            .await
+            .context("cannot start the demo's hub (pick another --port; 0 picks a free one)")?;
         Ok(DemoHub { service: hub.service.clone(), url: hub.url(), api_key, hub })
     }
 

@@ -28,6 +28,7 @@ use crate::{
     settle, shipper,
     view::{View, human_duration},
     work::{TaskOrigin, Work},
+    worktree::Worktrees,
 };
 
 /// The hub's lease when it does not say (older hubs): `LEASE_SECONDS`' default.
@@ -127,6 +128,19 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
         heartbeat_every,
         heartbeat_stop.clone(),
     ));
+    let here = std::env::current_dir().map_err(|source| RunnerError::Io { path: ".".into(), source })?;
+    let worktrees = Worktrees::for_runner(config.worktree, max_runs(&config), &here).await?;
+    if let Some(worktrees) = &worktrees {
+        view.info(
+            "worktrees",
+            &format!(
+                "each task run works in a git worktree of its own under {} (--no-worktree: all in {})",
+                worktrees.dir().display(),
+                here.display()
+            ),
+            &[("dir", json!(worktrees.dir()))],
+        );
+    }
     let context = Arc::new(Context {
         system_prompt: config.full_system_prompt(),
         session_dir: config.session_log_dir(),
@@ -135,6 +149,7 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
         view: view.clone(),
         shipper,
         active,
+        worktrees,
     });
 
     let exit = work_loop(Arc::clone(&context), &shutdown).await;
@@ -231,6 +246,11 @@ async fn heartbeat(
     }
 }
 
+/// Agent runs at once: `--ai-loop` runs one agent that polls by itself.
+fn max_runs(config: &RunnerConfig) -> u32 {
+    if config.ai_loop { 1 } else { config.max_concurrent }
+}
+
 /// A run under way, for the view.
 struct Running {
     label: String,
@@ -241,7 +261,7 @@ struct Running {
 async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
     let config = &context.config;
     let view = &context.view;
-    let max_runs = if config.ai_loop { 1 } else { config.max_concurrent as usize };
+    let max_runs = max_runs(config) as usize;
     let stop_runs = CancellationToken::new();
     let mut runs: JoinSet<RunResult> = JoinSet::new();
     let mut running: HashMap<tokio::task::Id, Running> = HashMap::new();

@@ -18,6 +18,7 @@ mod mcp_stdio;
 mod poll;
 mod runner;
 mod runner_env;
+mod runner_worktree;
 mod service_poll;
 mod service_race;
 mod slack;

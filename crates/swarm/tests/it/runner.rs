@@ -98,9 +98,6 @@ impl Runner {
                     "[mcp_servers.agent-swarm]\nurl = \"x\"\n",
                 )
                 .unwrap();
-                if setup.cwd.is_none() {
-                    command.current_dir(setup.dir);
-                }
             }
         }
         command
@@ -111,9 +108,9 @@ impl Runner {
         if setup.harness.is_none() {
             command.args(["--", "stand-in-agent"]);
         }
-        if let Some(cwd) = setup.cwd {
-            command.current_dir(cwd);
-        }
+        // Never the test's own directory: it is in swarm's repository, where a runner
+        // with several slots would make git worktrees.
+        command.current_dir(setup.cwd.unwrap_or(setup.dir));
         command
             .env("MCP_BASE_URL", &hub.base_url)
             .env("AGENT_ID", &setup.agent_id)
@@ -139,6 +136,7 @@ impl Runner {
             "SKIP_PREFLIGHT",
             "QUICK_EXIT_MS",
             "ENV_FAILURE_LIMIT",
+            "WORKTREE",
         ] {
             command.env_remove(name);
         }
