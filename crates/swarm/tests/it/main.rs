@@ -7,6 +7,7 @@ mod cli;
 mod connect;
 mod dashboard;
 mod demo;
+mod doctor;
 mod durability;
 mod hostile_input;
 mod hub;
