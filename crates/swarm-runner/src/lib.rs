@@ -20,6 +20,7 @@ mod error;
 mod harness;
 mod hub;
 mod logs;
+mod presence;
 mod process;
 mod runner;
 mod settle;
