@@ -25,6 +25,8 @@ pub(crate) struct Runner {
     pub(crate) agent_id: String,
     /// Its terminal lines so far.
     lines: Arc<Mutex<Vec<String>>>,
+    /// Reads them; done once the runner has exited and its stderr is drained.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A runner's settings beyond the defaults.
@@ -155,13 +157,13 @@ impl Runner {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
         let sink = Arc::clone(&lines);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[runner] {line}");
                 sink.lock().unwrap().push(line);
             }
         });
-        Runner { child, agent_id: setup.agent_id, lines }
+        Runner { child, agent_id: setup.agent_id, lines, reader: Some(reader) }
     }
 
     pub(crate) fn output(&self) -> String {
@@ -178,6 +180,11 @@ impl Runner {
         let deadline = Instant::now() + WITHIN;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its last lines may still be in the pipe, and they are what the caller
+                // checks next. Only the runner holds the pipe (its agents write to pipes of its own).
+                if let Some(reader) = self.reader.take() {
+                    let _ = reader.join();
+                }
                 return status;
             }
             std::thread::sleep(Duration::from_millis(20));
