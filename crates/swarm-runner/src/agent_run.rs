@@ -31,6 +31,7 @@ use crate::{
     shipper::{RunKey, Shipper},
     view::View,
     work::Work,
+    worktree::{self, Worktrees},
 };
 
 /// How long a stopped agent gets between SIGTERM and SIGKILL.
@@ -55,6 +56,8 @@ pub(crate) struct Context {
     pub session_dir: PathBuf,
     /// Runs under way: the heartbeat pings while it is above zero.
     pub active: Arc<AtomicUsize>,
+    /// The repository whose task runs get a worktree each, when they do.
+    pub worktrees: Option<Worktrees>,
 }
 
 /// How a run ended.
@@ -201,11 +204,26 @@ pub(crate) async fn run(
         }),
         (_, None) => None,
     };
-    let spawned = match RunLog::create(&context.session_dir, &metadata).await {
-        Ok(log) => spawn_agent(&context, &work, &prompt, resume.as_deref()).map(|child| (log, child)),
-        Err(err) => Err(format!("{err:#}")),
+    let worktree = worktree::enter(&context, &work, &label).await;
+    let cwd =
+        worktree.as_ref().ok().and_then(|worktree| worktree.as_ref().map(|worktree| worktree.cwd.clone()));
+    let key = RunKey { iteration, task_id };
+    let spawned = match (RunLog::create(&context.session_dir, &metadata).await, worktree) {
+        (Ok(log), Ok(worktree)) => {
+            match spawn_agent(&context, &work, &prompt, resume.as_deref(), cwd.as_deref()) {
+                Ok(child) => Ok((log, child, worktree)),
+                Err(reason) => {
+                    if let Some(worktree) = worktree {
+                        worktree::leave(&context, worktree, &work, &key, &label).await;
+                    }
+                    Err(reason)
+                }
+            }
+        }
+        (Err(err), _) => Err(format!("{err:#}")),
+        (_, Err(reason)) => Err(reason),
     };
-    let (log, child) = match spawned {
+    let (log, child, worktree) = match spawned {
         Ok(spawned) => spawned,
         Err(reason) => {
             let _ =
@@ -229,7 +247,6 @@ pub(crate) async fn run(
         ],
     );
 
-    let key = RunKey { iteration, task_id };
     let mut supervised = supervise(&context, child, log, &key, &stop).await;
     if let Some(session) = resume.take()
         && !supervised.stopped
@@ -245,7 +262,7 @@ pub(crate) async fn run(
             &[("sessionId", json!(session))],
         );
         let retried = match RunLog::create(&context.session_dir, &metadata).await {
-            Ok(log) => spawn_agent(&context, &work, &prompt, None).map(|child| (log, child)),
+            Ok(log) => spawn_agent(&context, &work, &prompt, None, cwd.as_deref()).map(|child| (log, child)),
             Err(err) => Err(format!("{err:#}")),
         };
         if let Ok((log, child)) = retried {
@@ -296,6 +313,10 @@ pub(crate) async fn run(
         context.shipper.cost(cost_request(&context, task_id, &supervised.report));
     }
 
+    // Before settling: the task may still take a note of what its worktree holds.
+    if let Some(worktree) = worktree {
+        worktree::leave(&context, worktree, &work, &key, &label).await;
+    }
     let quick = started.elapsed() < config.quick_exit;
     let env_failure = (!supervised.stopped
         && !supervised.cancelled
@@ -336,6 +357,7 @@ fn spawn_agent(
     work: &Work,
     prompt: &str,
     resume: Option<&str>,
+    cwd: Option<&std::path::Path>,
 ) -> Result<tokio::process::Child, String> {
     let config = &context.config;
     let invocation =
@@ -352,6 +374,14 @@ fn spawn_agent(
         None => command.env_remove("TASK_ID"),
     };
     command.env("SWARM_TRIGGER", work.kind());
+    if let Some(cwd) = cwd {
+        // Inherited from a git hook, these would point the agent's git at the main tree.
+        command
+            .current_dir(cwd)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE");
+    }
     let (program, _) = config.harness.command_line(&invocation);
     command.spawn().map_err(|err| {
         format!(

@@ -63,6 +63,18 @@ pub enum OutputFormat {
     WarningsOnly,
 }
 
+/// Whether task runs get a git worktree each ([`crate::worktree`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorktreeMode {
+    /// When more than one run may be under way at once, in a git repository.
+    Auto,
+    /// Always (`--worktree`); the runner refuses to start outside a git repository.
+    On,
+    /// Never (`--no-worktree`): every run works in the runner's directory.
+    #[default]
+    Off,
+}
+
 /// Everything a runner needs. Build it with [`RunnerConfig::new`] and adjust the fields.
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
@@ -108,6 +120,9 @@ pub struct RunnerConfig {
     pub quick_exit: Duration,
     /// See [`DEFAULT_ENV_FAILURE_LIMIT`].
     pub env_failure_limit: u32,
+    /// Off unless set: a runner embedded in another program (`swarm demo`) should not
+    /// add worktrees to whatever repository that program runs in.
+    pub worktree: WorktreeMode,
 }
 
 impl RunnerConfig {
@@ -135,6 +150,7 @@ impl RunnerConfig {
             preflight: true,
             quick_exit: DEFAULT_QUICK_EXIT,
             env_failure_limit: DEFAULT_ENV_FAILURE_LIMIT,
+            worktree: WorktreeMode::Off,
         }
     }
 

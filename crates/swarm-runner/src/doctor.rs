@@ -304,7 +304,56 @@ pub async fn hub_checks(config: &RunnerConfig) -> Vec<Check> {
             "set API_KEY to the hub's key (`swarm serve` prints where it keeps it)",
         )),
     }
+    checks.push(mcp_endpoint_check(config).await);
     checks
+}
+
+/// The hub's `/mcp`, as the agent CLI reaches it when the runner starts it (the runner
+/// gives it `MCP_BASE_URL`, `API_KEY` and `AGENT_ID`): an MCP `initialize` answered. A
+/// hub whose HTTP API works may still refuse MCP (a proxy that drops `/mcp` or its
+/// event streams), and then every tool call of the agent fails.
+pub async fn mcp_endpoint_check(config: &RunnerConfig) -> Check {
+    let name = "MCP endpoint";
+    let url = format!("{}/mcp", config.hub_url.trim_end_matches('/'));
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "swarm-doctor", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let http = reqwest::Client::new();
+    let mut request = http
+        .post(&url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("X-Agent-ID", config.agent_id.to_string())
+        .json(&initialize);
+    if let Some(key) = &config.api_key {
+        request = request.bearer_auth(key);
+    }
+    let exchange = async {
+        let response = request.send().await?;
+        let (status, session) = (response.status(), response.headers().get("mcp-session-id").cloned());
+        Ok::<_, reqwest::Error>((status, session, response.text().await?))
+    };
+    let fix = "serve the hub with /mcp reachable at MCP_BASE_URL (a proxy in front must pass /mcp and its \
+               event streams), and set API_KEY to the hub's key";
+    match tokio::time::timeout(VERSION_TIMEOUT, exchange).await {
+        Ok(Ok((status, session, body))) if status.is_success() && body.contains("serverInfo") => {
+            // The check's session is of no further use: end it rather than let it linger.
+            if let Some(session) = session {
+                let _ = http.delete(&url).header("mcp-session-id", session).send().await;
+            }
+            Check::pass(name, format!("{url} answers MCP initialize"))
+        }
+        Ok(Ok((status, _, body))) => {
+            Check::fail(name, format!("{url} answered {status} to MCP initialize: {}", tail(&body, 3)), fix)
+        }
+        Ok(Err(err)) => Check::fail(name, format!("{url}: {err}"), fix),
+        Err(_) => {
+            Check::fail(name, format!("{url} did not answer within {}s", VERSION_TIMEOUT.as_secs()), fix)
+        }
+    }
 }
 
 /// `program` as the OS would start it: a path as given, a bare name from `PATH`.

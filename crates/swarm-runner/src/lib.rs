@@ -20,16 +20,18 @@ mod error;
 mod harness;
 mod hub;
 mod logs;
+mod presence;
 mod process;
 mod runner;
 mod settle;
 mod shipper;
 mod view;
 mod work;
+mod worktree;
 
 pub use config::{
     DEFAULT_ENV_FAILURE_LIMIT, DEFAULT_POLL_WAIT, DEFAULT_QUICK_EXIT, DEFAULT_SHUTDOWN_TIMEOUT,
-    MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig,
+    MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig, WorktreeMode,
 };
 pub use error::RunnerError;
 pub use harness::Harness;

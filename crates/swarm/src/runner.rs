@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use swarm_domain::id::AgentId;
 use swarm_runner::{
-    Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown,
+    Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown, WorktreeMode,
     doctor::{self, Environment},
 };
 
@@ -85,6 +85,17 @@ pub struct RunnerArgs {
     #[arg(long, env = "QUICK_EXIT_MS", default_value_t = swarm_runner::DEFAULT_QUICK_EXIT.as_millis() as u64,
         value_name = "MS")]
     quick_exit_ms: u64,
+    /// Give each task run a git worktree of its own (<repo>/.swarm/worktrees/, on a branch
+    /// swarm/<id>-<slug> from HEAD) even with one run at a time. The default does so when
+    /// MAX_CONCURRENT_TASKS is above 1 and the runner starts in a git repository. WORKTREE=0
+    /// is --no-worktree
+    #[arg(long, env = "WORKTREE", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(), value_name = "BOOL")]
+    worktree: Option<bool>,
+    /// Every run works in the runner's directory, however many run at once (wins over
+    /// --worktree)
+    #[arg(long)]
+    no_worktree: bool,
     /// Print JSON log lines (one object per line) on stderr instead of lines for people
     #[arg(long)]
     json: bool,
@@ -227,6 +238,11 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
     config.preflight = !args.skip_preflight;
     config.env_failure_limit = args.env_failure_limit;
     config.quick_exit = Duration::from_millis(args.quick_exit_ms);
+    config.worktree = match (args.no_worktree, args.worktree) {
+        (true, _) | (false, Some(false)) => WorktreeMode::Off,
+        (false, Some(true)) => WorktreeMode::On,
+        (false, None) => WorktreeMode::Auto,
+    };
     Ok(config)
 }
 
@@ -304,6 +320,18 @@ mod tests {
         assert!(format!("{err:#}").contains("AGENT_ID"), "{err:#}");
         assert!(parse(&["--max-concurrent-tasks", "21"]).is_err());
         assert!(parse(&["--system-prompt-file", "/no/such/file"]).is_err());
+    }
+
+    #[test]
+    fn worktrees_are_automatic_unless_forced_or_refused() {
+        assert_eq!(parse(&[]).unwrap().worktree, WorktreeMode::Auto);
+        assert_eq!(parse(&["--worktree"]).unwrap().worktree, WorktreeMode::On);
+        assert_eq!(parse(&["--worktree=0"]).unwrap().worktree, WorktreeMode::Off);
+        assert_eq!(parse(&["--no-worktree"]).unwrap().worktree, WorktreeMode::Off);
+        assert_eq!(parse(&["--worktree", "--no-worktree"]).unwrap().worktree, WorktreeMode::Off);
+        // `--worktree` takes no separate value: what follows is the next flag.
+        let config = parse(&["--worktree", "--yolo"]).unwrap();
+        assert!(config.yolo && config.worktree == WorktreeMode::On);
     }
 
     #[test]

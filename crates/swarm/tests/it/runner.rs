@@ -25,6 +25,8 @@ pub(crate) struct Runner {
     pub(crate) agent_id: String,
     /// Its terminal lines so far.
     lines: Arc<Mutex<Vec<String>>>,
+    /// Reads them; done once the runner has exited and its stderr is drained.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A runner's settings beyond the defaults.
@@ -98,9 +100,6 @@ impl Runner {
                     "[mcp_servers.agent-swarm]\nurl = \"x\"\n",
                 )
                 .unwrap();
-                if setup.cwd.is_none() {
-                    command.current_dir(setup.dir);
-                }
             }
         }
         command
@@ -111,9 +110,9 @@ impl Runner {
         if setup.harness.is_none() {
             command.args(["--", "stand-in-agent"]);
         }
-        if let Some(cwd) = setup.cwd {
-            command.current_dir(cwd);
-        }
+        // Never the test's own directory: it is in swarm's repository, where a runner
+        // with several slots would make git worktrees.
+        command.current_dir(setup.cwd.unwrap_or(setup.dir));
         command
             .env("MCP_BASE_URL", &hub.base_url)
             .env("AGENT_ID", &setup.agent_id)
@@ -139,6 +138,7 @@ impl Runner {
             "SKIP_PREFLIGHT",
             "QUICK_EXIT_MS",
             "ENV_FAILURE_LIMIT",
+            "WORKTREE",
         ] {
             command.env_remove(name);
         }
@@ -157,13 +157,13 @@ impl Runner {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
         let sink = Arc::clone(&lines);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[runner] {line}");
                 sink.lock().unwrap().push(line);
             }
         });
-        Runner { child, agent_id: setup.agent_id, lines }
+        Runner { child, agent_id: setup.agent_id, lines, reader: Some(reader) }
     }
 
     pub(crate) fn output(&self) -> String {
@@ -180,6 +180,11 @@ impl Runner {
         let deadline = Instant::now() + WITHIN;
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its last lines may still be in the pipe, and they are what the caller
+                // checks next. Only the runner holds the pipe (its agents write to pipes of its own).
+                if let Some(reader) = self.reader.take() {
+                    let _ = reader.join();
+                }
                 return status;
             }
             std::thread::sleep(Duration::from_millis(20));

@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// An executable shell script named `name` in `dir`; its path.
-fn script(dir: &Path, name: &str, body: &str) -> String {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
