@@ -85,6 +85,11 @@ pub struct RunnerArgs {
     #[arg(long, env = "QUICK_EXIT_MS", default_value_t = swarm_runner::DEFAULT_QUICK_EXIT.as_millis() as u64,
         value_name = "MS")]
     quick_exit_ms: u64,
+    /// Milliseconds an agent CLI may keep retrying a model it cannot reach, with no progress,
+    /// before the runner stops it and gives its task back to the queue (Codex retries forever)
+    #[arg(long, env = "MODEL_UNREACHABLE_MS",
+        default_value_t = swarm_runner::DEFAULT_MODEL_UNREACHABLE.as_millis() as u64, value_name = "MS")]
+    model_unreachable_ms: u64,
     /// Print JSON log lines (one object per line) on stderr instead of lines for people
     #[arg(long)]
     json: bool,
@@ -227,6 +232,7 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
     config.preflight = !args.skip_preflight;
     config.env_failure_limit = args.env_failure_limit;
     config.quick_exit = Duration::from_millis(args.quick_exit_ms);
+    config.model_unreachable = Duration::from_millis(args.model_unreachable_ms);
     Ok(config)
 }
 

@@ -24,8 +24,8 @@ const HOOK_EVENTS: [(&str, &str); 6] = [
     ("Stop", "stop"),
     ("SubagentStop", "subagent-stop"),
 ];
-const COMMANDS: [&str; 5] =
-    ["work-on-task", "review-offered-task", "swarm-chat", "start-worker", "start-leader"];
+const COMMANDS: [&str; 6] =
+    ["work-on-task", "review-offered-task", "task-result", "swarm-chat", "start-worker", "start-leader"];
 
 /// `swarm` with none of the caller's hub settings, HOME in `home` (so nothing touches
 /// the real ~/.codex), and `env` added.

@@ -16,6 +16,7 @@ mod mcp_http;
 mod mcp_race;
 mod mcp_stdio;
 mod poll;
+mod real_cli;
 mod runner;
 mod runner_env;
 mod service_poll;
