@@ -27,7 +27,7 @@ use crate::{
     config::RunnerConfig,
     harness::{Harness, Invocation, RunReport},
     logs::{RunLog, RunMetadata, append_error},
-    process::{ChildExit, signal_group},
+    process::{ChildExit, descendants, signal_tree},
     settle::{clip_chars, give_back, hand_back, settle},
     shipper::{RunKey, Shipper},
     view::{View, human_duration},
@@ -430,6 +430,8 @@ async fn supervise(
     // Since when the CLI has been saying it cannot reach the model, with no progress.
     let mut waiting_since: Option<Instant> = None;
     let mut unreachable: Option<String> = None;
+    // The processes of the run when it was told to stop, its own process group aside.
+    let mut tree: Vec<u32> = Vec::new();
     let limit = context.config.model_unreachable;
     loop {
         if stdout.is_none() && stderr.is_none() && exit.is_some() {
@@ -470,7 +472,8 @@ async fn supervise(
             _ = stop.cancelled(), if !stopped && !cancelled && exit.is_none() => {
                 stopped = true;
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGTERM);
+                    tree = descendants(pid);
+                    signal_tree(pid, &tree, libc::SIGTERM);
                 }
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
@@ -478,7 +481,8 @@ async fn supervise(
                 cancelled = true;
                 context.view.info("task_cancelled", "its task was cancelled at the hub: stopping the agent CLI", &[]);
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGTERM);
+                    tree = descendants(pid);
+                    signal_tree(pid, &tree, libc::SIGTERM);
                 }
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
@@ -492,13 +496,15 @@ async fn supervise(
                     &[("said", json!(unreachable))],
                 );
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGTERM);
+                    tree = descendants(pid);
+                    signal_tree(pid, &tree, libc::SIGTERM);
                 }
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() && exit.is_none() => {
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGKILL);
+                    tree.extend(descendants(pid));
+                    signal_tree(pid, &tree, libc::SIGKILL);
                 }
                 let _ = child.start_kill();
                 kill_at = None;
@@ -506,7 +512,7 @@ async fn supervise(
             _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
                 // Something the agent started still holds its output open: stop reading.
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGKILL);
+                    signal_tree(pid, &tree, libc::SIGKILL);
                 }
                 break;
             }

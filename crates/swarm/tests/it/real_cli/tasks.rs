@@ -1,15 +1,20 @@
 //! Tasks end to end with the real CLIs: an assigned task is completed (its output, session
 //! logs, cost and tokens on the hub), an offered task is reviewed, accepted and done, and with
-//! two slots each of six tasks runs exactly once.
+//! two slots each of six tasks runs exactly once; a task cancelled while its CLI works stops
+//! the CLI and all it started.
 
-use std::collections::HashMap;
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
 
 use serde_json::json;
 use swarm_scripted_model::Script;
 
-use super::{Cli, World, both_clis, complete, first_request, task_id_in, within};
+use super::{Cli, World, both_clis, complete, first_request, processes_in, task_id_in, within};
 
 both_clis!(
+    a_task_cancelled_mid_run_stops_the_cli_process_tree,
     a_worker_completes_an_assigned_task,
     an_offered_task_is_reviewed_accepted_and_done,
     two_slots_run_each_of_six_tasks_exactly_once
@@ -124,4 +129,49 @@ async fn two_slots_run_each_of_six_tasks_exactly_once(cli: Cli) {
     }
     let expected: HashMap<String, usize> = ids.iter().map(|id| (id.clone(), 1)).collect();
     assert_eq!(runs, expected, "one CLI run per task");
+}
+
+/// Scenario 4: the model has the CLI run `sleep 300` through its shell tool; cancelling the task
+/// at the hub ends every process of the run (Codex: the node launcher and the native binary)
+/// within seconds, and the task stays cancelled.
+async fn a_task_cancelled_mid_run_stops_the_cli_process_tree(cli: Cli) {
+    // Twice: Codex's shell tool hands a long command back to the model after a while, still
+    // running; the run must still be under way when the test cancels it.
+    let script = Script::new().shell("sleep 300").shell("sleep 300").reply("Slept.");
+    let world = World::new(cli, script).await;
+    let runner = world.runner("worker", &[]);
+    world.registered(&runner).await;
+    let id = world.create(json!({"task": "A long job", "agentId": runner.agent_id})).await;
+
+    let run = within("the CLI to run `sleep 300`", || async {
+        let run = processes_in(&world.project, runner.pid());
+        run.iter().any(|(_, cmdline)| cmdline == "sleep 300").then_some(run)
+    })
+    .await;
+    let cli_running = |run: &[(u32, String)]| run.iter().any(|(_, cmdline)| cmdline.contains(cli.name()));
+    assert!(cli_running(&run), "the CLI runs in the project: {run:?}");
+
+    let cancelled_at = Instant::now();
+    let (status, body) =
+        world.hub.post(&format!("/api/tasks/{id}/cancel"), None, json!({"reason": "not needed"})).await;
+    assert_eq!(status, 200, "{body}");
+    within("every process of the run to end", || async {
+        let left: Vec<_> = processes_in(&world.project, runner.pid())
+            .into_iter()
+            .filter(|(pid, _)| run.iter().any(|(started, _)| started == pid))
+            .collect();
+        left.is_empty().then_some(())
+    })
+    .await;
+    let took = cancelled_at.elapsed();
+    assert!(took < Duration::from_secs(10), "the run took {took:?} to stop");
+    let left = processes_in(&world.project, runner.pid());
+    assert!(!left.iter().any(|(_, cmdline)| cmdline == "sleep 300") && !cli_running(&left), "{left:?}");
+
+    within("the runner to settle the run", || async {
+        runner.output().contains("cancelled at the hub").then_some(())
+    })
+    .await;
+    let seen = world.task(&id).await;
+    assert_eq!(seen["status"], "cancelled", "{seen}\n{}", runner.output());
 }
