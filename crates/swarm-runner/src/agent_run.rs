@@ -328,9 +328,16 @@ pub(crate) async fn run(
             && quick
             && !supervised.report.activity)
             .then(|| {
-                let said = match supervised.stderr_tail.as_str() {
-                    "" => supervised.report.last_text.clone().unwrap_or_else(|| "(nothing on stderr)".into()),
-                    tail => tail.to_string(),
+                // The CLI's own account of the failure first (Claude Code's error result,
+                // Codex's error event): its stderr may hold only warnings (an untrusted
+                // workspace, plugins it could not sync).
+                let own =
+                    supervised.report.error_text.clone().or_else(|| supervised.report.last_text.clone());
+                let said = match (own, supervised.stderr_tail.as_str()) {
+                    (Some(own), "") => own,
+                    (Some(own), tail) => format!("{own}; its stderr ended with: {tail}"),
+                    (None, "") => "(nothing on stderr)".into(),
+                    (None, tail) => tail.to_string(),
                 };
                 format!("the agent CLI ended with {exit} at once, without doing anything: {said}")
             })

@@ -172,6 +172,9 @@ pub(crate) struct RunReport {
     pub activity: bool,
     /// The last text the model wrote, for a reason when the run ends unreported.
     pub last_text: Option<String>,
+    /// What the CLI said of its own failure: Claude Code's `result` with `is_error`, Codex's
+    /// last `error` event or failed turn.
+    pub error_text: Option<String>,
     /// The CLI said it cannot reach the model and keeps retrying (Codex's "Reconnecting...",
     /// Claude Code's `api_retry`), with no progress since: what it said.
     pub waiting_for_model: Option<String>,
@@ -244,8 +247,12 @@ impl RunReport {
                 self.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64).or(self.cost_usd);
                 self.duration_ms = number(event.get("duration_ms")).or(self.duration_ms);
                 self.num_turns = number(event.get("num_turns")).or(self.num_turns);
-                self.is_error |= event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                let failed = event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                self.is_error |= failed;
                 self.result = text("result").or(self.result.take());
+                if failed {
+                    self.error_text = self.result.clone();
+                }
                 if let Some(usage) = event.get("usage") {
                     self.input_tokens = number(usage.get("input_tokens")).or(self.input_tokens);
                     self.output_tokens = number(usage.get("output_tokens")).or(self.output_tokens);
@@ -261,6 +268,8 @@ impl RunReport {
             Some("turn.completed") | Some("turn.failed") => {
                 if event.get("type").and_then(Value::as_str) == Some("turn.failed") {
                     self.is_error = true;
+                    let message = event.pointer("/error/message").and_then(Value::as_str);
+                    self.error_text = message.map(str::to_string).or(self.error_text.take());
                 }
                 self.num_turns = Some(self.num_turns.unwrap_or(0) + 1);
                 // Codex counts the whole thread so far, earlier invocations included: the
@@ -295,8 +304,9 @@ impl RunReport {
                 // forever (docs/real-agent-clis.md).
                 let message = text("message").unwrap_or_default();
                 if message.starts_with("Reconnecting") {
-                    self.waiting_for_model = Some(message);
+                    self.waiting_for_model = Some(message.clone());
                 }
+                self.error_text = Some(message);
             }
             _ => {}
         }
@@ -424,6 +434,7 @@ mod tests {
                 result: Some("done".into()),
                 activity: true,
                 last_text: None,
+                error_text: None,
                 waiting_for_model: None,
             }
         );
@@ -439,6 +450,7 @@ mod tests {
         );
         claude.observe(r#"{"type":"result","is_error":true,"result":"Invalid API key"}"#);
         assert!(!claude.activity && claude.is_error);
+        assert_eq!(claude.error_text.as_deref(), Some("Invalid API key"));
         assert_eq!(claude.last_text.as_deref(), Some("Invalid API key"));
         claude.observe(r#"{"type":"assistant","message":{"model":"claude-x","content":[{"type":"text","text":"On it"}]}}"#);
         assert!(claude.activity);
@@ -449,6 +461,7 @@ mod tests {
         codex.observe(r#"{"type":"error","message":"401 Unauthorized"}"#);
         codex.observe(r#"{"type":"turn.failed","error":{"message":"401"}}"#);
         assert!(!codex.activity);
+        assert_eq!(codex.error_text.as_deref(), Some("401"));
         codex.observe(r#"{"type":"item.started","item":{"id":"1","type":"mcp_tool_call"}}"#);
         assert!(codex.activity);
 
