@@ -71,6 +71,36 @@ pub fn expand(prompt: &str) -> Option<String> {
     Some(text)
 }
 
+/// The inverse of [`expand`], for programs that stand in for a CLI in tests: where `text`
+/// holds a command's instructions in full (after whatever preceded them, e.g. a system
+/// prompt), the prompt in command form, `/name <arguments>` then what followed them.
+pub fn collapse(text: &str) -> Option<String> {
+    COMMANDS.iter().find_map(|command| {
+        let body = command.body();
+        let heading = body.lines().next()?;
+        let (before, after) = heading.split_once("$ARGUMENTS").unwrap_or((heading, ""));
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let at = offset;
+            offset += line.len();
+            let line = line.trim_end_matches('\n');
+            let Some(arguments) = line.strip_prefix(before).and_then(|rest| rest.strip_suffix(after)) else {
+                continue;
+            };
+            let rendered = command.render(arguments);
+            let Some(rest) = text[at..].strip_prefix(rendered.as_str()) else { continue };
+            let mut prompt = format!("/{} {arguments}", command.name).trim_end().to_string();
+            let rest = rest.trim();
+            if !rest.is_empty() {
+                prompt.push_str("\n\n");
+                prompt.push_str(rest);
+            }
+            return Some(prompt);
+        }
+        None
+    })
+}
+
 /// The most pieces of mail one prompt gets; the rest wait for the next one (or `read-mail`).
 pub const MAIL_PER_PROMPT: i64 = 10;
 /// One piece of mail's body in the agent's context: enough to act on, never a flood.
@@ -139,6 +169,13 @@ mod tests {
         assert!(text.ends_with("\n\nTask 0190abcd:\nWrite the notes"), "{text}");
         assert!(expand("/start-worker").unwrap().starts_with("# Start as a swarm worker"));
         assert_eq!(expand("/unknown-command 1"), None);
+        let prompt = "/work-on-task 0190abcd\n\nTask 0190abcd:\nWrite the notes";
+        assert_eq!(
+            collapse(&format!("You are a worker.\n\n{}", expand(prompt).unwrap())).as_deref(),
+            Some(prompt)
+        );
+        assert_eq!(collapse(&expand("/start-worker").unwrap()).as_deref(), Some("/start-worker"));
+        assert_eq!(collapse("plain text"), None);
         assert_eq!(expand("plain text"), None);
     }
 }

@@ -161,7 +161,7 @@ fn connect_writes_claude_code_files_and_reruns_change_nothing() {
     let before: Vec<Vec<u8>> = [".mcp.json", ".claude/settings.json"].map(snapshot).to_vec();
     let second = connect(project, &["--agent-id", AGENT, "--url", "http://hub.test:3013"], &[]);
     assert!(!second.contains("created") && !second.contains("updated"), "{second}");
-    assert_eq!(second.matches("unchanged").count(), 7, "{second}");
+    assert_eq!(second.matches("unchanged").count(), 8, "{second}");
     assert_eq!([".mcp.json", ".claude/settings.json"].map(snapshot).to_vec(), before);
 
     // A different swarm binary: our hooks are replaced, not added.
