@@ -113,9 +113,13 @@ impl Cli {
                 if args.first().map(String::as_str) != Some("exec") || !has("--json") {
                     bail!("codex: the runner must call `codex exec --json`");
                 }
-                // The system prompt comes first in Codex's one prompt: the runner's own
-                // prompt starts at its command.
+                // The system prompt comes first in Codex's one prompt, then the runner's
+                // own prompt: a command's instructions in full (Codex has no slash
+                // commands), or a prompt of its own.
                 let text = args.last().cloned().unwrap_or_default();
+                if let Some(prompt) = swarm_domain::prompts::collapse(&text) {
+                    return Ok(prompt);
+                }
                 let lines: Vec<&str> = text.lines().collect();
                 let start = lines
                     .iter()

@@ -11,6 +11,7 @@ pub mod inbox;
 pub mod lease;
 pub mod mail;
 pub mod poll;
+pub mod prompts;
 pub mod session;
 pub mod stats;
 pub mod task;

@@ -23,13 +23,14 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    codex,
     config::RunnerConfig,
-    harness::{Invocation, RunReport},
+    harness::{Harness, Invocation, RunReport},
     logs::{RunLog, RunMetadata, append_error},
-    process::{ChildExit, signal_group},
+    process::{ChildExit, descendants, signal_tree},
     settle::{clip_chars, give_back, hand_back, settle},
     shipper::{RunKey, Shipper},
-    view::View,
+    view::{View, human_duration},
     work::Work,
     worktree::{self, Worktrees},
 };
@@ -178,7 +179,13 @@ pub(crate) async fn run(
     }
 
     let config = &context.config;
-    let prompt = work.prompt(&config.default_prompt);
+    let mut prompt = work.prompt(&config.default_prompt);
+    if config.harness == Harness::Codex
+        && let Some(mail) = deliver_mail(&context).await
+    {
+        prompt.push_str("\n\n");
+        prompt.push_str(&mail);
+    }
     let task_id = work.task_id();
     let metadata = RunMetadata {
         role: config.role.as_str(),
@@ -203,6 +210,12 @@ pub(crate) async fn run(
             None
         }),
         (_, None) => None,
+    };
+    // Codex counts a resumed thread's tokens from its start: what it had counted before.
+    let resumed_from = resume.clone();
+    let counted_before = match (&config.harness, &resume) {
+        (Harness::Codex, Some(thread)) => codex::thread_usage(thread),
+        _ => None,
     };
     let worktree = worktree::enter(&context, &work, &label).await;
     let cwd =
@@ -309,6 +322,11 @@ pub(crate) async fn run(
             context.view.warn("log_failed", &format!("cannot write errors.jsonl: {err:#}"), &[]);
         }
     }
+    if let Some(before) = &counted_before
+        && supervised.report.session_id == resumed_from
+    {
+        supervised.report.subtract(before);
+    }
     if supervised.report.has_usage() {
         context.shipper.cost(cost_request(&context, task_id, &supervised.report));
     }
@@ -318,18 +336,33 @@ pub(crate) async fn run(
         worktree::leave(&context, worktree, &work, &key, &label).await;
     }
     let quick = started.elapsed() < config.quick_exit;
-    let env_failure = (!supervised.stopped
-        && !supervised.cancelled
-        && !exit.success()
-        && quick
-        && !supervised.report.activity)
-        .then(|| {
-            let said = match supervised.stderr_tail.as_str() {
-                "" => supervised.report.last_text.clone().unwrap_or_else(|| "(nothing on stderr)".into()),
-                tail => tail.to_string(),
-            };
-            format!("the agent CLI ended with {exit} at once, without doing anything: {said}")
-        });
+    let unreachable = supervised.unreachable.as_ref().map(|said| {
+        format!(
+            "the agent CLI could not reach the model for {}, and the runner stopped it: {said}",
+            human_duration(config.model_unreachable)
+        )
+    });
+    let env_failure = unreachable.or_else(|| {
+        (!supervised.stopped
+            && !supervised.cancelled
+            && !exit.success()
+            && quick
+            && !supervised.report.activity)
+            .then(|| {
+                // The CLI's own account of the failure first (Claude Code's error result,
+                // Codex's error event): its stderr may hold only warnings (an untrusted
+                // workspace, plugins it could not sync).
+                let own =
+                    supervised.report.error_text.clone().or_else(|| supervised.report.last_text.clone());
+                let said = match (own, supervised.stderr_tail.as_str()) {
+                    (Some(own), "") => own,
+                    (Some(own), tail) => format!("{own}; its stderr ended with: {tail}"),
+                    (None, "") => "(nothing on stderr)".into(),
+                    (None, tail) => tail.to_string(),
+                };
+                format!("the agent CLI ended with {exit} at once, without doing anything: {said}")
+            })
+    });
     let outcome = if supervised.stopped {
         hand_back(&context, &work).await
     } else if let Some(reason) = &env_failure {
@@ -394,6 +427,8 @@ fn spawn_agent(
 pub(crate) struct Supervised {
     exit: ChildExit,
     stopped: bool,
+    /// Stopped because the CLI kept failing to reach the model: what it said last.
+    unreachable: Option<String>,
     /// Stopped because the task was cancelled at the hub.
     cancelled: bool,
     /// The agent's last lines on stderr.
@@ -429,6 +464,12 @@ async fn supervise(
     let mut kill_at: Option<Instant> = None;
     let mut exit: Option<ChildExit> = None;
     let mut drain_until: Option<Instant> = None;
+    // Since when the CLI has been saying it cannot reach the model, with no progress.
+    let mut waiting_since: Option<Instant> = None;
+    let mut unreachable: Option<String> = None;
+    // The processes of the run when it was told to stop, its own process group aside.
+    let mut tree: Vec<u32> = Vec::new();
+    let limit = context.config.model_unreachable;
     loop {
         if stdout.is_none() && stderr.is_none() && exit.is_some() {
             break;
@@ -438,6 +479,11 @@ async fn supervise(
                 Some(line) => {
                     log_failed |= log.write_line(&line).await.is_err();
                     report.observe(&line);
+                    waiting_since = match (&report.waiting_for_model, waiting_since) {
+                        (Some(_), None) => Some(Instant::now()),
+                        (Some(_), since) => since,
+                        (None, _) => None,
+                    };
                     if !line.trim().is_empty() && !context.shipper.line(key, clip_for_hub(&line)) {
                         unshipped += 1;
                     }
@@ -463,7 +509,8 @@ async fn supervise(
             _ = stop.cancelled(), if !stopped && !cancelled && exit.is_none() => {
                 stopped = true;
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGTERM);
+                    tree = descendants(pid);
+                    signal_tree(pid, &tree, libc::SIGTERM);
                 }
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
@@ -471,13 +518,30 @@ async fn supervise(
                 cancelled = true;
                 context.view.info("task_cancelled", "its task was cancelled at the hub: stopping the agent CLI", &[]);
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGTERM);
+                    tree = descendants(pid);
+                    signal_tree(pid, &tree, libc::SIGTERM);
+                }
+                kill_at = Some(Instant::now() + KILL_GRACE);
+            }
+            _ = tokio::time::sleep_until(waiting_since.map_or_else(Instant::now, |since| since + limit)),
+                if waiting_since.is_some() && unreachable.is_none() && !stopped && !cancelled && exit.is_none() => {
+                // Codex retries an unreachable model forever: nobody would end this run.
+                unreachable = report.waiting_for_model.clone();
+                context.view.warn(
+                    "model_unreachable",
+                    &format!("the agent CLI has not reached the model for {}: stopping it", human_duration(limit)),
+                    &[("said", json!(unreachable))],
+                );
+                if let Some(pid) = pid {
+                    tree = descendants(pid);
+                    signal_tree(pid, &tree, libc::SIGTERM);
                 }
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() && exit.is_none() => {
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGKILL);
+                    tree.extend(descendants(pid));
+                    signal_tree(pid, &tree, libc::SIGKILL);
                 }
                 let _ = child.start_kill();
                 kill_at = None;
@@ -485,7 +549,7 @@ async fn supervise(
             _ = tokio::time::sleep_until(drain_until.unwrap_or_else(Instant::now)), if drain_until.is_some() => {
                 // Something the agent started still holds its output open: stop reading.
                 if let Some(pid) = pid {
-                    signal_group(pid, libc::SIGKILL);
+                    signal_tree(pid, &tree, libc::SIGKILL);
                 }
                 break;
             }
@@ -498,6 +562,7 @@ async fn supervise(
     Supervised {
         exit: exit.unwrap_or(ChildExit::Code(-1)),
         stopped,
+        unreachable,
         cancelled,
         stderr_tail,
         report,
@@ -575,5 +640,46 @@ fn cost_request(context: &Context, task_id: Option<TaskId>, report: &RunReport) 
         num_turns: report.num_turns,
         model: report.model.clone(),
         is_error: report.is_error,
+    }
+}
+
+/// Delivers the agent's unread mail for a CLI that has no hooks to do it (Codex): the same
+/// call and text as Claude Code's `UserPromptSubmit` hook (`swarm hook`), so the mail is
+/// marked read once it is in the prompt. `None` when there is none, or the hub failed (the
+/// mail then waits for the next run, or `read-mail`).
+async fn deliver_mail(context: &Context) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Delivered {
+        mail: Vec<swarm_domain::mail::Mail>,
+    }
+    // Names first: once the hub has marked the mail read, nothing may stand between the
+    // answer and the prompt.
+    let agents: serde_json::Value = context.client.get_json("/api/agents", &[]).await.unwrap_or_default();
+    let names = agents["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|agent| {
+            let id = swarm_domain::id::AgentId::parse(agent["id"].as_str()?).ok()?;
+            let name = agent["name"].as_str()?;
+            let name = if agent["isLead"] == true { format!("{name} (the lead)") } else { name.to_string() };
+            Some((id, name))
+        })
+        .collect();
+    let body = json!({"limit": swarm_domain::prompts::MAIL_PER_PROMPT});
+    match context.client.post_json::<_, Delivered>("/api/mail/read", &body).await {
+        Ok(delivered) if !delivered.mail.is_empty() => {
+            context.view.info(
+                "mail_delivered",
+                &format!("{} unread mail put into the prompt", delivered.mail.len()),
+                &[("count", json!(delivered.mail.len()))],
+            );
+            Some(swarm_domain::prompts::mail_delivery(&delivered.mail, &names))
+        }
+        Ok(_) => None,
+        Err(err) => {
+            context.view.warn("mail_failed", &format!("cannot read the agent's mail: {err}"), &[]);
+            None
+        }
     }
 }

@@ -15,6 +15,9 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_millis(30_000);
 /// A run that fails sooner than this without doing anything is the environment's
 /// failure (bad key, model unreachable, bad flag), not the task's.
 pub const DEFAULT_QUICK_EXIT: Duration = Duration::from_secs(10);
+/// How long an agent CLI may keep saying it cannot reach the model, with no progress, before
+/// the runner stops it: Codex retries an unreachable model forever.
+pub const DEFAULT_MODEL_UNREACHABLE: Duration = Duration::from_secs(120);
 /// Environment failures in a row after which the runner stops taking work.
 pub const DEFAULT_ENV_FAILURE_LIMIT: u32 = 3;
 /// The hub refuses `maxTasks` above this.
@@ -123,6 +126,8 @@ pub struct RunnerConfig {
     /// Off unless set: a runner embedded in another program (`swarm demo`) should not
     /// add worktrees to whatever repository that program runs in.
     pub worktree: WorktreeMode,
+    /// See [`DEFAULT_MODEL_UNREACHABLE`].
+    pub model_unreachable: Duration,
 }
 
 impl RunnerConfig {
@@ -151,6 +156,7 @@ impl RunnerConfig {
             quick_exit: DEFAULT_QUICK_EXIT,
             env_failure_limit: DEFAULT_ENV_FAILURE_LIMIT,
             worktree: WorktreeMode::Off,
+            model_unreachable: DEFAULT_MODEL_UNREACHABLE,
         }
     }
 

@@ -90,12 +90,32 @@ impl Harness {
                 (PathBuf::from("claude"), args)
             }
             Harness::Codex => {
-                // `codex exec` has no system-prompt flag: the runner's prompt goes first.
                 // Approvals are bypassed for the same reason Claude's permissions are: no
-                // one is there to answer them.
-                let mut args = owned(&["exec", "--json", "--dangerously-bypass-approvals-and-sandbox"]);
+                // one is there to answer them. `codex exec` refuses a directory outside a git
+                // repository unless told, a check Claude Code does not make: the runner's
+                // project is the user's choice.
+                let mut args = owned(&["exec"]);
+                if run.resume.is_some() {
+                    args.push("resume".into());
+                }
+                args.extend(owned(&[
+                    "--json",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--skip-git-repo-check",
+                ]));
                 args.extend(run.agent_args.iter().cloned());
-                args.push(format!("{}\n\n{}", run.system_prompt, run.prompt));
+                // Codex has no slash commands: the command's instructions, in full.
+                let prompt =
+                    swarm_domain::prompts::expand(run.prompt).unwrap_or_else(|| run.prompt.to_string());
+                match run.resume {
+                    // `codex exec resume <thread> <prompt>`: the thread holds the system prompt.
+                    Some(thread) => {
+                        args.push(thread.to_string());
+                        args.push(prompt);
+                    }
+                    // `codex exec` has no system-prompt flag: the runner's prompt goes first.
+                    None => args.push(format!("{}\n\n{prompt}", run.system_prompt)),
+                }
                 (PathBuf::from("codex"), args)
             }
             Harness::Command { program, args } => {
@@ -152,6 +172,12 @@ pub(crate) struct RunReport {
     pub activity: bool,
     /// The last text the model wrote, for a reason when the run ends unreported.
     pub last_text: Option<String>,
+    /// What the CLI said of its own failure: Claude Code's `result` with `is_error`, Codex's
+    /// last `error` event or failed turn.
+    pub error_text: Option<String>,
+    /// The CLI said it cannot reach the model and keeps retrying (Codex's "Reconnecting...",
+    /// Claude Code's `api_retry`), with no progress since: what it said.
+    pub waiting_for_model: Option<String>,
 }
 
 impl RunReport {
@@ -172,7 +198,20 @@ impl RunReport {
         };
         let text = |key: &str| event.get(key).and_then(Value::as_str).map(str::to_string);
         let number = |value: Option<&Value>| value.and_then(Value::as_i64);
-        match event.get("type").and_then(Value::as_str) {
+        let kind = event.get("type").and_then(Value::as_str);
+        // The model answered or a tool ran (not a CLI's report of its own failure).
+        let progressed = matches!(kind, Some("assistant" | "user" | "item.started" | "item.completed"));
+        match kind {
+            // Claude Code retries a model it cannot reach (or that refuses it) with backoff,
+            // for minutes unless CLAUDE_CODE_MAX_RETRIES says otherwise.
+            Some("system") if text("subtype").as_deref() == Some("api_retry") => {
+                let status = event.get("error_status").map(Value::to_string).unwrap_or_else(|| "none".into());
+                self.waiting_for_model = Some(format!(
+                    "API retry {} of {} (status {status})",
+                    event.get("attempt").map(Value::to_string).unwrap_or_default(),
+                    event.get("max_retries").map(Value::to_string).unwrap_or_default(),
+                ));
+            }
             // Claude Code stream-json.
             Some("system") => {
                 if let Some(id) = text("session_id") {
@@ -208,8 +247,12 @@ impl RunReport {
                 self.cost_usd = event.get("total_cost_usd").and_then(Value::as_f64).or(self.cost_usd);
                 self.duration_ms = number(event.get("duration_ms")).or(self.duration_ms);
                 self.num_turns = number(event.get("num_turns")).or(self.num_turns);
-                self.is_error |= event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                let failed = event.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                self.is_error |= failed;
                 self.result = text("result").or(self.result.take());
+                if failed {
+                    self.error_text = self.result.clone();
+                }
                 if let Some(usage) = event.get("usage") {
                     self.input_tokens = number(usage.get("input_tokens")).or(self.input_tokens);
                     self.output_tokens = number(usage.get("output_tokens")).or(self.output_tokens);
@@ -225,17 +268,19 @@ impl RunReport {
             Some("turn.completed") | Some("turn.failed") => {
                 if event.get("type").and_then(Value::as_str) == Some("turn.failed") {
                     self.is_error = true;
+                    let message = event.pointer("/error/message").and_then(Value::as_str);
+                    self.error_text = message.map(str::to_string).or(self.error_text.take());
                 }
                 self.num_turns = Some(self.num_turns.unwrap_or(0) + 1);
+                // Codex counts the whole thread so far, earlier invocations included: the
+                // latest count replaces the previous one (see `subtract`).
                 if let Some(usage) = event.get("usage") {
-                    let add = |total: Option<i64>, key: &str| match number(usage.get(key)) {
-                        Some(count) => Some(total.unwrap_or(0) + count),
-                        None => total,
-                    };
-                    self.input_tokens = add(self.input_tokens, "input_tokens");
-                    self.cache_read_tokens = add(self.cache_read_tokens, "cached_input_tokens");
-                    self.output_tokens = add(self.output_tokens, "output_tokens");
+                    self.input_tokens = number(usage.get("input_tokens")).or(self.input_tokens);
+                    self.cache_read_tokens =
+                        number(usage.get("cached_input_tokens")).or(self.cache_read_tokens);
+                    self.output_tokens = number(usage.get("output_tokens")).or(self.output_tokens);
                 }
+                self.waiting_for_model = None;
             }
             Some(kind @ ("item.started" | "item.completed")) => {
                 let item = event.get("item");
@@ -253,10 +298,39 @@ impl RunReport {
                     self.last_text = Some(message.to_string());
                 }
             }
-            Some("error") => self.is_error = true,
+            Some("error") => {
+                self.is_error = true;
+                // Codex does not give up on a model it cannot reach: it says so and retries
+                // forever (docs/real-agent-clis.md).
+                let message = text("message").unwrap_or_default();
+                if message.starts_with("Reconnecting") {
+                    self.waiting_for_model = Some(message.clone());
+                }
+                self.error_text = Some(message);
+            }
             _ => {}
         }
+        if progressed {
+            self.waiting_for_model = None;
+        }
     }
+
+    /// Takes away what a resumed Codex thread had counted before this run (Codex's counts
+    /// are the thread's, not the invocation's).
+    pub fn subtract(&mut self, before: &TokenCounts) {
+        let less = |count: Option<i64>, earlier: i64| count.map(|count| (count - earlier).max(0));
+        self.input_tokens = less(self.input_tokens, before.input);
+        self.cache_read_tokens = less(self.cache_read_tokens, before.cached);
+        self.output_tokens = less(self.output_tokens, before.output);
+    }
+}
+
+/// Token counts of a Codex thread so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TokenCounts {
+    pub input: i64,
+    pub cached: i64,
+    pub output: i64,
 }
 
 #[cfg(test)]
@@ -300,7 +374,20 @@ mod tests {
         assert_eq!(args, ["stand-in-agent", "/work-on-task 1"]);
         assert_eq!(harness.cli_name(), "swarm");
         let (_, codex) = Harness::Codex.command_line(&run(&[]));
-        assert_eq!(codex.last().unwrap(), "be good\n\n/work-on-task 1");
+        assert_eq!(
+            codex[..4],
+            ["exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
+        );
+        let prompt = codex.last().unwrap();
+        assert!(
+            prompt.starts_with("be good\n\n# Work on swarm task 1\n"),
+            "Codex gets the instructions: {prompt}"
+        );
+        let resume = Invocation { resume: Some("th-1"), ..run(&[]) };
+        let (_, codex) = Harness::Codex.command_line(&resume);
+        assert_eq!(codex[..2], ["exec", "resume"]);
+        assert_eq!(codex[codex.len() - 2], "th-1");
+        assert!(codex.last().unwrap().starts_with("# Work on swarm task 1\n"), "{codex:?}");
     }
 
     #[test]
@@ -347,6 +434,8 @@ mod tests {
                 result: Some("done".into()),
                 activity: true,
                 last_text: None,
+                error_text: None,
+                waiting_for_model: None,
             }
         );
         assert!(report.has_usage());
@@ -361,6 +450,7 @@ mod tests {
         );
         claude.observe(r#"{"type":"result","is_error":true,"result":"Invalid API key"}"#);
         assert!(!claude.activity && claude.is_error);
+        assert_eq!(claude.error_text.as_deref(), Some("Invalid API key"));
         assert_eq!(claude.last_text.as_deref(), Some("Invalid API key"));
         claude.observe(r#"{"type":"assistant","message":{"model":"claude-x","content":[{"type":"text","text":"On it"}]}}"#);
         assert!(claude.activity);
@@ -371,8 +461,20 @@ mod tests {
         codex.observe(r#"{"type":"error","message":"401 Unauthorized"}"#);
         codex.observe(r#"{"type":"turn.failed","error":{"message":"401"}}"#);
         assert!(!codex.activity);
+        assert_eq!(codex.error_text.as_deref(), Some("401"));
         codex.observe(r#"{"type":"item.started","item":{"id":"1","type":"mcp_tool_call"}}"#);
         assert!(codex.activity);
+
+        let mut unreachable = RunReport::default();
+        unreachable.observe(r#"{"type":"error","message":"Reconnecting... 2/5 (Connection failed)"}"#);
+        assert_eq!(unreachable.waiting_for_model.as_deref(), Some("Reconnecting... 2/5 (Connection failed)"));
+        unreachable
+            .observe(r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"back"}}"#);
+        assert_eq!(unreachable.waiting_for_model, None, "the model answered again");
+        unreachable.observe(
+            r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"error_status":529}"#,
+        );
+        assert_eq!(unreachable.waiting_for_model.as_deref(), Some("API retry 1 of 10 (status 529)"));
 
         let mut program = RunReport::default();
         program.observe("   ");
@@ -382,14 +484,14 @@ mod tests {
     }
 
     #[test]
-    fn reads_codex_jsonl_and_sums_turns() {
+    fn reads_codex_jsonl_whose_counts_are_the_threads() {
         let mut report = RunReport::default();
         for line in [
             r#"{"type":"thread.started","thread_id":"th-9"}"#,
             r#"{"type":"turn.started"}"#,
             r#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"all done"}}"#,
             r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":9}}"#,
-            r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":101,"cached_input_tokens":40,"output_tokens":10}}"#,
         ] {
             report.observe(line);
         }
@@ -399,6 +501,13 @@ mod tests {
             (Some(101), Some(40), Some(10))
         );
         assert_eq!(report.num_turns, Some(2));
+        // A resumed thread: what it counted before this run is taken away.
+        let mut resumed = report.clone();
+        resumed.subtract(&TokenCounts { input: 60, cached: 40, output: 4 });
+        assert_eq!(
+            (resumed.input_tokens, resumed.cache_read_tokens, resumed.output_tokens),
+            (Some(41), Some(0), Some(6))
+        );
         assert_eq!(report.result.as_deref(), Some("all done"));
         assert!(!report.is_error && report.cost_usd.is_none() && report.has_usage());
         report.observe(r#"{"type":"turn.failed","error":{"message":"boom"}}"#);

@@ -14,6 +14,7 @@
 //! so a restarted runner (same `AGENT_ID`) picks it up from there.
 
 mod agent_run;
+mod codex;
 mod config;
 pub mod doctor;
 mod error;
@@ -30,8 +31,8 @@ mod work;
 mod worktree;
 
 pub use config::{
-    DEFAULT_ENV_FAILURE_LIMIT, DEFAULT_POLL_WAIT, DEFAULT_QUICK_EXIT, DEFAULT_SHUTDOWN_TIMEOUT,
-    MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig, WorktreeMode,
+    DEFAULT_ENV_FAILURE_LIMIT, DEFAULT_MODEL_UNREACHABLE, DEFAULT_POLL_WAIT, DEFAULT_QUICK_EXIT,
+    DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig, WorktreeMode,
 };
 pub use error::RunnerError;
 pub use harness::Harness;

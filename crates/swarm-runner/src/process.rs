@@ -85,9 +85,73 @@ pub(crate) fn signal_group(pid: u32, signal: i32) {
     }
 }
 
+/// Every process descended from `pid` (children, their children, ...), as `/proc` shows them
+/// now. A CLI may start its tools in process groups of their own (Claude Code's shell tool
+/// does), out of reach of [`signal_group`]; once the CLI is gone they belong to init and
+/// nothing links them to the run any more, so they are found while it still runs.
+pub(crate) fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for entry in entries.map_while(Result::ok) {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // `pid (comm) state ppid ...`: the command may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        if let Some(parent) = rest.split_whitespace().nth(1).and_then(|ppid| ppid.parse().ok()) {
+            parents.push((child, parent));
+        }
+    }
+    let mut found = Vec::new();
+    let mut pending = vec![pid];
+    while let Some(parent) = pending.pop() {
+        for (child, _) in parents.iter().filter(|(_, of)| *of == parent) {
+            if !found.contains(child) {
+                found.push(*child);
+                pending.push(*child);
+            }
+        }
+    }
+    found
+}
+
+/// Sends `signal` to the agent's process group, and to each of `others` and its own group.
+pub(crate) fn signal_tree(pid: u32, others: &[u32], signal: i32) {
+    signal_group(pid, signal);
+    for other in others {
+        signal_group(*other, signal);
+        if let Ok(other) = libc::pid_t::try_from(*other) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe {
+                libc::kill(other, signal);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_the_descendants_of_a_process() {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let sleep: u32 = line.trim().parse().unwrap();
+        let found = descendants(pid);
+        assert_eq!(found, [sleep]);
+        assert!(!descendants(std::process::id()).is_empty());
+        signal_tree(pid, &found, libc::SIGKILL);
+        child.wait().unwrap();
+    }
 
     #[test]
     fn exits_read_like_a_shell() {

@@ -19,6 +19,9 @@ pub enum Step {
     /// sight and `tool_search` is offered, the model searches first (an extra request that is
     /// not a step) and calls the tool in the next request.
     CallTool { suffix: String, args: Build<Value> },
+    /// Like [`Step::CallTool`], the tool chosen from the conversation too: one script can then
+    /// play runs that need different tools at the same step (reviewing an offer, working a task).
+    CallChosenTool(Build<(String, Value)>),
     /// Run a shell command through the CLI's own shell tool (Claude Code: `Bash`; Codex:
     /// `exec_command`).
     Shell(Build<String>),
@@ -30,6 +33,7 @@ impl fmt::Debug for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Step::CallTool { suffix, .. } => write!(f, "CallTool({suffix:?})"),
+            Step::CallChosenTool(_) => f.write_str("CallChosenTool"),
             Step::Shell(_) => f.write_str("Shell"),
             Step::Reply(_) => f.write_str("Reply"),
         }
@@ -99,6 +103,16 @@ impl Script {
         self
     }
 
+    /// Calls the tool `choose` names (a suffix, see [`Step::CallTool`]) with the arguments it
+    /// builds, both from the conversation.
+    pub fn call_tool_with(
+        mut self,
+        choose: impl Fn(&Conversation) -> (String, Value) + Send + Sync + 'static,
+    ) -> Script {
+        self.steps.push(Step::CallChosenTool(Arc::new(choose)));
+        self
+    }
+
     /// Runs `command` through the CLI's shell tool.
     pub fn shell(self, command: &str) -> Script {
         let command = command.to_owned();
@@ -151,18 +165,11 @@ impl Script {
         };
         match step {
             Step::Reply(text) => Action::Text(text(conversation)),
-            Step::CallTool { suffix, args } => match conversation.find_tool(suffix) {
-                Some(tool) => {
-                    Action::Tool { namespace: tool.namespace, name: tool.name, input: args(conversation) }
-                }
-                None if conversation.may_search_tools() => Action::ToolSearch {
-                    query: format!("{} {}", suffix.replace('-', "_"), suffix.replace(['-', '_'], " ")),
-                },
-                None => Action::Text(format!(
-                    "scripted model: no offered tool ends with `{suffix}`; offered: {}",
-                    conversation.tool_names().join(", ")
-                )),
-            },
+            Step::CallTool { suffix, args } => call(conversation, suffix, || args(conversation)),
+            Step::CallChosenTool(choose) => {
+                let (suffix, args) = choose(conversation);
+                call(conversation, &suffix, || args)
+            }
             Step::Shell(command) => match conversation.shell_call(&command(conversation)) {
                 Some(action) => action,
                 None => Action::Text(format!(
@@ -171,5 +178,20 @@ impl Script {
                 )),
             },
         }
+    }
+}
+
+/// The call of the offered tool ending with `suffix`, a search for it first when Codex keeps
+/// it behind `tool_search`.
+fn call(conversation: &Conversation, suffix: &str, args: impl FnOnce() -> Value) -> Action {
+    match conversation.find_tool(suffix) {
+        Some(tool) => Action::Tool { namespace: tool.namespace, name: tool.name, input: args() },
+        None if conversation.may_search_tools() => Action::ToolSearch {
+            query: format!("{} {}", suffix.replace('-', "_"), suffix.replace(['-', '_'], " ")),
+        },
+        None => Action::Text(format!(
+            "scripted model: no offered tool ends with `{suffix}`; offered: {}",
+            conversation.tool_names().join(", ")
+        )),
     }
 }

@@ -96,6 +96,11 @@ pub struct RunnerArgs {
     /// --worktree)
     #[arg(long)]
     no_worktree: bool,
+    /// Milliseconds an agent CLI may keep retrying a model it cannot reach, with no progress,
+    /// before the runner stops it and gives its task back to the queue (Codex retries forever)
+    #[arg(long, env = "MODEL_UNREACHABLE_MS",
+        default_value_t = swarm_runner::DEFAULT_MODEL_UNREACHABLE.as_millis() as u64, value_name = "MS")]
+    model_unreachable_ms: u64,
     /// Print JSON log lines (one object per line) on stderr instead of lines for people
     #[arg(long)]
     json: bool,
@@ -243,6 +248,7 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
         (false, Some(true)) => WorktreeMode::On,
         (false, None) => WorktreeMode::Auto,
     };
+    config.model_unreachable = Duration::from_millis(args.model_unreachable_ms);
     Ok(config)
 }
 

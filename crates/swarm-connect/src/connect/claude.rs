@@ -46,15 +46,6 @@ const HOOKS: [(&str, &str, Option<&str>); 6] = [
 
 const STATUS_LINE_EVENT: &str = "status-line";
 
-/// The slash commands the runner's prompts use, written by us.
-const COMMANDS: [(&str, &str); 5] = [
-    ("work-on-task", include_str!("commands/work-on-task.md")),
-    ("review-offered-task", include_str!("commands/review-offered-task.md")),
-    ("swarm-chat", include_str!("commands/swarm-chat.md")),
-    ("start-worker", include_str!("commands/start-worker.md")),
-    ("start-leader", include_str!("commands/start-leader.md")),
-];
-
 #[derive(Debug, Clone)]
 pub(super) struct Options {
     /// How the hooks call swarm (`swarm`, or a path).
@@ -66,7 +57,8 @@ pub(super) struct Options {
 pub(super) fn plan(dir: &Path, endpoint: &Endpoint, options: &Options) -> anyhow::Result<Plan> {
     let mut plan = Plan::default();
     plan.changes.push(mcp_json(dir, endpoint)?);
-    for (name, text) in COMMANDS {
+    // The runner's prompts start with these commands; Codex gets the same texts in full.
+    for swarm_domain::prompts::Command { name, file: text } in swarm_domain::prompts::COMMANDS {
         let path = dir.join(".claude").join("commands").join(format!("{name}.md"));
         let before = read_optional(&path)?;
         plan.changes.push(FileChange::new(path, before, text.to_string(), format!("slash command /{name}")));

@@ -38,7 +38,8 @@ Set up a project directory so that an agent CLI talks to a swarm hub.
 Claude Code (--harness claude, the default):
   .mcp.json                  the `agent-swarm` MCP server: URL, API key and agent id headers
   .claude/commands/*.md      the slash commands the runner's prompts use: /work-on-task,
-                             /review-offered-task, /swarm-chat, /start-worker, /start-leader
+                             /review-offered-task, /task-result, /swarm-chat, /start-worker,
+                             /start-leader
   .claude/settings.json      hooks that call `swarm hook <event>` (a cancelled task blocks
                              further tool use), the status line, and permission to use the
                              swarm's tools

@@ -12,21 +12,14 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use swarm_client::Client;
-use swarm_domain::{
-    id::AgentId,
-    mail::{Mail, MailPriority},
-    time::Timestamp,
-};
+use swarm_domain::{id::AgentId, mail::Mail, time::Timestamp};
 
 use super::{
-    HookSettings, excerpt, short_id,
+    HookSettings, short_id,
     trace::{self, Counts},
 };
 
-/// One piece of mail's body in the agent's context: enough to act on, never a flood.
-const BODY_EXCERPT_CHARS: usize = 2_000;
-/// The most pieces one prompt gets; the rest wait for the next one (or `read-mail`).
-const DELIVER_PER_PROMPT: i64 = 10;
+use swarm_domain::prompts::MAIL_PER_PROMPT as DELIVER_PER_PROMPT;
 
 #[derive(Debug, Deserialize)]
 struct Delivered {
@@ -55,27 +48,9 @@ pub(super) async fn deliver(client: &Client, settings: &HookSettings) -> Option<
     (!delivered.mail.is_empty()).then(|| describe_delivery(&delivered.mail, &names))
 }
 
+/// The text is the runner's too (a Codex run, which has no hooks, gets it in its prompt).
 fn describe_delivery(mail: &[Mail], names: &HashMap<AgentId, String>) -> String {
-    let mut text = format!("Mail for you ({}, urgent first; it is now marked read):\n", mail.len());
-    for piece in mail {
-        let marker = match piece.priority {
-            MailPriority::Urgent => "[URGENT]",
-            MailPriority::Normal => "[normal]",
-            MailPriority::Low => "[low]",
-        };
-        let waits = if piece.awaiting_response { " The sender is waiting for your response." } else { "" };
-        let answers = piece.in_reply_to.map(|id| format!(", answering your mail {id}")).unwrap_or_default();
-        text.push_str(&format!(
-            "{marker} {} from {} (mailId {}{answers}): \"{}\".{waits}\n  {}\n",
-            piece.mail_type,
-            name_of(names, piece.from_agent_id),
-            piece.id,
-            piece.subject,
-            excerpt(&piece.body, BODY_EXCERPT_CHARS),
-        ));
-    }
-    text.push_str("Answer mail with reply-mail (mailId); list-mail shows your history.");
-    text
+    swarm_domain::prompts::mail_delivery(mail, names)
 }
 
 /// What the coordinator should know when the agent stops: the mail it still waits on.
@@ -164,7 +139,7 @@ fn name_of(names: &HashMap<AgentId, String>, id: AgentId) -> String {
 mod tests {
     use swarm_domain::{
         id::MailId,
-        mail::{MailStatus, MailType},
+        mail::{MailPriority, MailStatus, MailType},
     };
 
     use super::*;

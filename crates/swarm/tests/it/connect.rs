@@ -24,8 +24,8 @@ const HOOK_EVENTS: [(&str, &str); 6] = [
     ("Stop", "stop"),
     ("SubagentStop", "subagent-stop"),
 ];
-const COMMANDS: [&str; 5] =
-    ["work-on-task", "review-offered-task", "swarm-chat", "start-worker", "start-leader"];
+const COMMANDS: [&str; 6] =
+    ["work-on-task", "review-offered-task", "task-result", "swarm-chat", "start-worker", "start-leader"];
 
 /// `swarm` with none of the caller's hub settings, HOME in `home` (so nothing touches
 /// the real ~/.codex), and `env` added.
@@ -161,7 +161,7 @@ fn connect_writes_claude_code_files_and_reruns_change_nothing() {
     let before: Vec<Vec<u8>> = [".mcp.json", ".claude/settings.json"].map(snapshot).to_vec();
     let second = connect(project, &["--agent-id", AGENT, "--url", "http://hub.test:3013"], &[]);
     assert!(!second.contains("created") && !second.contains("updated"), "{second}");
-    assert_eq!(second.matches("unchanged").count(), 7, "{second}");
+    assert_eq!(second.matches("unchanged").count(), 8, "{second}");
     assert_eq!([".mcp.json", ".claude/settings.json"].map(snapshot).to_vec(), before);
 
     // A different swarm binary: our hooks are replaced, not added.

@@ -18,6 +18,7 @@ mod mcp_http;
 mod mcp_race;
 mod mcp_stdio;
 mod poll;
+mod real_cli;
 mod runner;
 mod runner_env;
 mod runner_worktree;

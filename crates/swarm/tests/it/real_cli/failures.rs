@@ -1,0 +1,138 @@
+//! When the real CLI cannot work, the environment is at fault, not the task: the runner refuses
+//! to start when it can tell beforehand (Claude Code as root without `IS_SANDBOX`, a CLI that is
+//! missing), and when the CLI fails at once (the model refuses the key, the model is down) or
+//! waits for an unreachable model forever (Codex), the task goes back to the queue with the
+//! reason on it, the runner says so in `#general`, and nothing that never ran is failed.
+
+use serde_json::{Value, json};
+use swarm_scripted_model::{Failure, Script, ScriptedModel};
+
+use super::{Cli, RunnerProcess, World, both_clis, complete};
+
+both_clis!(
+    a_missing_cli_stops_the_runner_before_it_claims_anything,
+    a_model_that_refuses_the_key_gives_the_task_back,
+    a_model_that_is_down_gives_the_task_back
+);
+
+fn script() -> Script {
+    Script::new().call_tool("store-progress", complete).reply("Reported.")
+}
+
+/// The task is still in the pool, never claimed, and the agent never registered.
+async fn nothing_claimed(world: &World, runner: &RunnerProcess, task_id: &str) {
+    let seen = world.task(task_id).await;
+    assert_eq!(seen["status"], "unassigned", "{seen}\n{}", runner.output());
+    assert!(seen["agentId"].is_null(), "{seen}");
+    let (status, _) = world.hub.get(&format!("/api/agents/{}", runner.agent_id), None).await;
+    assert_eq!(status, 404, "the agent registered:\n{}", runner.output());
+}
+
+/// Back in the queue, never failed, with the CLI's words on the task and in `#general`.
+async fn given_back(world: &World, runner: &mut RunnerProcess, task_id: &str, said: &str) {
+    // One environment failure is enough to stop (ENV_FAILURE_LIMIT=1).
+    let status = runner.exited().await;
+    assert!(!status.success(), "{}", runner.output());
+    let seen = world.task(task_id).await;
+    assert_eq!(seen["status"], "unassigned", "back in the queue: {seen}\n{}", runner.output());
+    assert!(seen["failureReason"].is_null(), "{seen}");
+    let progress = seen["progress"].as_str().unwrap_or_default();
+    assert!(progress.contains(said), "the reason is on the task: {progress:?}\n{}", runner.output());
+    let failed = seen["logs"].as_array().unwrap().iter().any(|event| event["newValue"] == "failed");
+    assert!(!failed, "a task that never ran was failed: {seen}");
+
+    let (_, channels) = world.hub.get("/api/channels", None).await;
+    let general =
+        channels["channels"].as_array().unwrap().iter().find(|channel| channel["name"] == "general");
+    let general = general.unwrap()["id"].as_str().unwrap().to_string();
+    let (_, messages) = world.hub.get(&format!("/api/channels/{general}/messages?limit=10"), None).await;
+    let said_there: Vec<&Value> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["agentId"] == runner.agent_id.as_str())
+        .collect();
+    assert_eq!(said_there.len(), 1, "{messages}");
+    let content = said_there[0]["content"].as_str().unwrap();
+    assert!(content.contains("stopped taking work") && content.contains(said), "{content}");
+}
+
+fn running_as_root() -> bool {
+    // `Uid: real effective saved fs`
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let uid = status.lines().find_map(|line| line.strip_prefix("Uid:")).unwrap();
+    uid.split_whitespace().nth(1) == Some("0")
+}
+
+/// Claude Code only: Codex has no such refusal. As a normal user the same setup works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_as_root_without_is_sandbox_is_refused_before_any_claim() {
+    let world = World::new(Cli::Claude, script()).await;
+    let pool = world.create(json!({"task": "Work for anyone"})).await;
+    let mut runner = world.runner("worker", &[("IS_SANDBOX", String::new())]);
+    if running_as_root() {
+        let status = runner.exited().await;
+        assert!(!status.success(), "{}", runner.output());
+        let output = runner.output();
+        assert!(output.contains("IS_SANDBOX=1") && output.contains("normal user"), "{output}");
+        nothing_claimed(&world, &runner, &pool).await;
+    } else {
+        let done = world.task_in(&pool, &["completed", "failed"], &runner).await;
+        assert_eq!(done["status"], "completed", "{done}\n{}", runner.output());
+    }
+}
+
+async fn a_missing_cli_stops_the_runner_before_it_claims_anything(cli: Cli) {
+    let world = World::new(cli, script()).await;
+    let pool = world.create(json!({"task": "Work for anyone"})).await;
+    // The machine's PATH without the pinned CLIs (and no CLI of that name on it).
+    let path = std::env::var("PATH").unwrap_or_default();
+    let empty = world.dir.path().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let path = format!("{}:{path}", empty.display());
+    let mut runner = world.runner("worker", &[("PATH", path)]);
+    let status = runner.exited().await;
+    assert!(!status.success(), "{}", runner.output());
+    let output = runner.output();
+    assert!(
+        output.contains(&format!("{} is not found", cli.name())) && output.contains("npm install"),
+        "{output}"
+    );
+    assert!(output.contains("nothing was claimed"), "{output}");
+    nothing_claimed(&world, &runner, &pool).await;
+}
+
+/// Claude Code (with `CLAUDE_CODE_MAX_RETRIES=0`) and Codex both exit 1 at once on a 401.
+async fn a_model_that_refuses_the_key_gives_the_task_back(cli: Cli) {
+    let world = World::new(cli, script()).await;
+    world.model.set_failure(Some(Failure::Reply401));
+    let mut runner = world.runner("worker", &[("ENV_FAILURE_LIMIT", "1".into())]);
+    world.registered(&runner).await;
+    let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
+    let said = match cli {
+        Cli::Claude => "Invalid API key",
+        Cli::Codex => "401 Unauthorized",
+    };
+    given_back(&world, &mut runner, &id, said).await;
+}
+
+/// Claude Code exits at once; Codex keeps reconnecting until the runner stops it
+/// (`MODEL_UNREACHABLE_MS`).
+async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
+    let closed = ScriptedModel::closed_base_url().await;
+    let model = ScriptedModel::start(script()).await;
+    let world = World::with_model(cli, model, &format!("{closed}/v1")).await;
+    let mut env = vec![("ENV_FAILURE_LIMIT", "1".to_string()), ("MODEL_UNREACHABLE_MS", "3000".to_string())];
+    if cli == Cli::Claude {
+        env.push(("ANTHROPIC_BASE_URL", closed.clone()));
+    }
+    let mut runner = world.runner("worker", &env);
+    world.registered(&runner).await;
+    let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
+    let said = match cli {
+        Cli::Claude => "Unable to connect to API",
+        Cli::Codex => "Reconnecting",
+    };
+    given_back(&world, &mut runner, &id, said).await;
+    assert!(world.model.conversations().is_empty(), "the model was never reached");
+}

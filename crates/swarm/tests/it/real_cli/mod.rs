@@ -1,0 +1,345 @@
+//! The real, pinned Claude Code and Codex (`scripts/install-agent-clis`) started by the real
+//! `swarm worker` / `swarm lead`, in a project set up by `swarm connect`, with a fresh `HOME`
+//! and `CODEX_HOME`, against a hub served from the test. Only the model is replaced, by
+//! [`ScriptedModel`]: the CLIs, their MCP clients, hooks and session files are the real ones.
+//!
+//! Every scenario runs once per CLI (`real_cli::<area>::claude::<name>` and
+//! `real_cli::<area>::codex::<name>`). A missing CLI fails the test naming
+//! `scripts/install-agent-clis`; nothing here skips.
+
+mod failures;
+mod mail;
+mod sessions;
+mod tasks;
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitStatus, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use swarm_scripted_model::{
+    Conversation, Script, ScriptedModel,
+    clis::{self, CODEX_KEY_ENV},
+};
+
+use crate::hub::{Hub, SWARM, sqlite_file};
+
+/// How long a real CLI run may take to show what a test waits for. Generous for two shared
+/// cores; a passing test never waits for it.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+/// Which real CLI a scenario drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cli {
+    Claude,
+    Codex,
+}
+
+impl Cli {
+    pub fn name(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+        }
+    }
+
+    /// The pinned CLI's folder of programs, put first on the runner's `PATH`.
+    fn bin_dir(self) -> PathBuf {
+        let bin = match self {
+            Cli::Claude => clis::claude_bin(),
+            Cli::Codex => clis::codex_bin(),
+        };
+        let bin = bin.unwrap_or_else(|message| panic!("{message}"));
+        bin.parent().unwrap().to_path_buf()
+    }
+}
+
+/// Generates `claude::<name>` and `codex::<name>` tests for each `async fn <name>(cli: Cli)`
+/// of the calling module.
+macro_rules! both_clis {
+    ($($name:ident),* $(,)?) => {
+        mod claude {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::real_cli::Cli::Claude).await;
+                }
+            )*
+        }
+        mod codex {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::real_cli::Cli::Codex).await;
+                }
+            )*
+        }
+    };
+}
+pub(crate) use both_clis;
+
+/// Polls `probe` every 100 ms until it answers `Some`, up to [`LIMIT`].
+pub async fn within<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One scenario's world: a hub, the scripted model, and a project set up for the CLI with
+/// `swarm connect`, in a temporary folder with its own `HOME`.
+pub struct World {
+    pub cli: Cli,
+    pub dir: tempfile::TempDir,
+    pub hub: Hub,
+    pub model: ScriptedModel,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub codex_home: PathBuf,
+}
+
+impl World {
+    pub async fn new(cli: Cli, script: Script) -> World {
+        let model = ScriptedModel::start(script).await;
+        let base_url = model.openai_base_url();
+        World::with_model(cli, model, &base_url).await
+    }
+
+    /// With Codex's provider at `codex_base_url` (a model that is down: a closed port).
+    pub async fn with_model(cli: Cli, model: ScriptedModel, codex_base_url: &str) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let hub = Hub::start(&sqlite_file(dir.path()), None);
+        let home = dir.path().join("home");
+        let project = dir.path().join("project");
+        let codex_home = home.join(".codex");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&codex_home).unwrap();
+        // The provider first; `swarm connect` adds its MCP server to the same file and must
+        // keep the rest.
+        std::fs::write(codex_home.join("config.toml"), clis::codex_config(codex_base_url)).unwrap();
+        let world = World { cli, dir, hub, model, home, project, codex_home };
+        world.connect();
+        world
+    }
+
+    /// `swarm connect` as a user would run it in the project, hooks calling this build's
+    /// `swarm`.
+    fn connect(&self) {
+        let mut command = Command::new(SWARM);
+        command
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("CODEX_HOME", &self.codex_home)
+            .current_dir(&self.project)
+            .args(["connect", "--harness", self.cli.name(), "--url", &self.hub.base_url])
+            .args(["--hook-command", SWARM]);
+        let output = command.output().expect("swarm connect runs");
+        assert!(
+            output.status.success(),
+            "swarm connect failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if self.cli == Cli::Codex {
+            let config = std::fs::read_to_string(self.codex_home.join("config.toml")).unwrap();
+            assert!(
+                config.contains("model_provider = \"scripted\"")
+                    && config.contains("[mcp_servers.agent-swarm]"),
+                "the provider and the MCP server share config.toml:\n{config}"
+            );
+        }
+    }
+
+    /// The environment every runner of this world gets, and so its CLIs: nothing of the
+    /// machine's but `PATH` (after the pinned CLIs; Codex's launcher needs `node`).
+    pub fn runner_env(&self) -> Vec<(&'static str, String)> {
+        let mut path = self.cli.bin_dir().into_os_string();
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        let mut env = vec![
+            ("PATH", path.to_string_lossy().into_owned()),
+            ("HOME", self.home.display().to_string()),
+            ("CODEX_HOME", self.codex_home.display().to_string()),
+            ("MCP_BASE_URL", self.hub.base_url.clone()),
+            ("RUST_LOG", "warn".to_owned()),
+        ];
+        match self.cli {
+            Cli::Claude => env.extend(clis::claude_env(&self.model)),
+            Cli::Codex => env.push((CODEX_KEY_ENV, "sk-scripted".to_owned())),
+        }
+        env
+    }
+
+    /// Starts `swarm <role> --harness <cli>` in the project.
+    pub fn runner(&self, role: &str, extra: &[(&'static str, String)]) -> RunnerProcess {
+        let agent_id = uuid::Uuid::new_v4().to_string();
+        let mut command = Command::new(SWARM);
+        command
+            .env_clear()
+            .envs(self.runner_env())
+            .env("AGENT_ID", &agent_id)
+            .envs(extra.iter().map(|(name, value)| (*name, value)))
+            .current_dir(&self.project)
+            .args([role, "--harness", self.cli.name(), "--session-id", "e2e"])
+            .arg("--log-dir")
+            .arg(self.dir.path().join("logs"));
+        RunnerProcess::spawn(command, agent_id)
+    }
+
+    pub async fn create(&self, body: Value) -> String {
+        let (status, task) = self.hub.post("/api/tasks", None, body).await;
+        assert_eq!(status, 201, "{task}");
+        task["id"].as_str().unwrap().to_string()
+    }
+
+    pub async fn task(&self, id: &str) -> Value {
+        let (status, body) = self.hub.get(&format!("/api/tasks/{id}"), None).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    pub async fn task_in(&self, id: &str, statuses: &[&str], runner: &RunnerProcess) -> Value {
+        let what = format!("task {id} to be {statuses:?}");
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            let seen = self.task(id).await;
+            if statuses.contains(&seen["status"].as_str().unwrap()) {
+                return seen;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}: {seen}\n{}", runner.output());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn registered(&self, runner: &RunnerProcess) -> Value {
+        within("the runner to register its agent", || async {
+            let (status, body) = self.hub.get(&format!("/api/agents/{}", runner.agent_id), None).await;
+            (status == 200).then_some(body)
+        })
+        .await
+    }
+
+    /// The model requests whose conversation is about `task_id`.
+    pub fn conversations_about(&self, task_id: &str) -> Vec<Conversation> {
+        self.model
+            .conversations()
+            .into_iter()
+            .filter(|c| c.prompts().iter().any(|p| p.contains(task_id)))
+            .collect()
+    }
+}
+
+/// The first request of a CLI run: the model has not said anything in it yet.
+pub fn first_request(conversation: &Conversation) -> bool {
+    let items = conversation.body["messages"].as_array().or(conversation.body["input"].as_array());
+    !items.into_iter().flatten().any(|item| {
+        item["role"] == "assistant" || item["type"].as_str().is_some_and(|kind| kind.ends_with("_call"))
+    })
+}
+
+/// The task a run is about: the first id in its first prompt that is not the agent's (Codex's
+/// prompt starts with the runner's system prompt, which names the agent).
+pub fn task_id_in(conversation: &Conversation) -> Option<String> {
+    let prompt = conversation.prompts().join("\n");
+    let mut rest = prompt.as_str();
+    while let Some(id) = swarm_scripted_model::find_uuid(rest) {
+        if !prompt.contains(&format!("agent id {id}")) {
+            return Some(id);
+        }
+        rest = &rest[rest.find(&id).unwrap() + id.len()..];
+    }
+    None
+}
+
+/// `store-progress` completing the run's task.
+pub fn complete(conversation: &Conversation) -> Value {
+    let id = task_id_in(conversation).unwrap_or_default();
+    json!({"taskId": id, "status": "completed", "output": format!("scripted output for {id}")})
+}
+
+/// A `swarm worker` / `swarm lead` process and its terminal lines.
+pub struct RunnerProcess {
+    child: Child,
+    pub agent_id: String,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl RunnerProcess {
+    fn spawn(mut command: Command, agent_id: String) -> RunnerProcess {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("swarm runs");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[runner] {line}");
+                sink.lock().unwrap().push(line);
+            }
+        });
+        RunnerProcess { child, agent_id, lines }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn output(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits for the runner to end by itself.
+    pub async fn exited(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + LIMIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the runner did not end:\n{}", self.output());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for RunnerProcess {
+    fn drop(&mut self) {
+        // SIGKILL: the runner's CLIs die with it (parent-death signal).
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Processes (other than `except`) whose working directory is `dir`: a CLI run and all it
+/// started, which run in the project.
+pub fn processes_in(dir: &Path, except: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().map_while(Result::ok) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if pid == except || !crate::runner::is_alive(u64::from(pid)) {
+            continue;
+        }
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd == dir) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ").trim().to_string();
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
