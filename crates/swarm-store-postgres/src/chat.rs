@@ -312,7 +312,11 @@ pub(crate) async fn claim(
         messages.extend(found);
     }
     messages.sort_by_key(|message| (message.created_at, message.id));
-    Ok(Some(Trigger::UnreadMentions { mentions_count: messages.len(), claimed_channels: channel_ids, messages }))
+    Ok(Some(Trigger::UnreadMentions {
+        mentions_count: messages.len(),
+        claimed_channels: channel_ids,
+        messages,
+    }))
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> sqlx::Result<T> {

@@ -88,7 +88,11 @@ pub(crate) async fn release(
 }
 
 /// The rescuer: claims whose lease ran out go back to where a poll finds them.
-pub(crate) async fn return_expired(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) -> StoreResult<Returned> {
+pub(crate) async fn return_expired(
+    pool: &PgPool,
+    policy: &LeasePolicy,
+    now: Timestamp,
+) -> StoreResult<Returned> {
     async fn returned(
         pool: &PgPool,
         claim: &HeldClaim,

@@ -144,7 +144,11 @@ pub(crate) async fn apply(
 }
 
 /// An operator puts a dead letter back where the poll finds it, with a fresh count.
-pub(crate) async fn requeue(pool: &PgPool, id: InboxMessageId, now: Timestamp) -> StoreResult<Applied<InboxMessage>> {
+pub(crate) async fn requeue(
+    pool: &PgPool,
+    id: InboxMessageId,
+    now: Timestamp,
+) -> StoreResult<Applied<InboxMessage>> {
     let mut tx = pool.begin().await.map_err(db)?;
     let Some(before) = lock(&mut tx, id).await? else {
         return Ok(Applied::NotFound);

@@ -51,8 +51,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, Released, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter, TaskWaiters,
+    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
+    SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::error::db;

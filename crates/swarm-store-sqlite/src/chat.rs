@@ -285,7 +285,11 @@ pub(crate) fn claim(
     messages.sort_by_key(|message| (message.created_at, message.id));
     let mut channel_ids = channel_ids;
     channel_ids.sort();
-    Ok(Some(Trigger::UnreadMentions { mentions_count: messages.len(), claimed_channels: channel_ids, messages }))
+    Ok(Some(Trigger::UnreadMentions {
+        mentions_count: messages.len(),
+        claimed_channels: channel_ids,
+        messages,
+    }))
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {

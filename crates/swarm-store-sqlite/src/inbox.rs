@@ -116,7 +116,11 @@ pub(crate) fn apply(
 }
 
 /// An operator puts a dead letter back where the poll finds it, with a fresh count.
-pub(crate) fn requeue(tx: &Connection, id: InboxMessageId, now: Timestamp) -> StoreResult<Applied<InboxMessage>> {
+pub(crate) fn requeue(
+    tx: &Connection,
+    id: InboxMessageId,
+    now: Timestamp,
+) -> StoreResult<Applied<InboxMessage>> {
     let Some(before) = get(tx, id)? else {
         return Ok(Applied::NotFound);
     };

@@ -52,8 +52,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, Released, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter, TaskWaiters,
+    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
+    SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::database::{BUSY_TIMEOUT, Database};
@@ -287,7 +287,10 @@ impl Store for SqliteStore {
         let policy = *policy;
         let silent_since = now.minus_millis(policy.period_millis());
         // A read first: most passes find nothing and should not take the write lock.
-        if !self.database.read(|connection| rescue::anything_to_rescue(connection, &policy, now, silent_since))? {
+        if !self
+            .database
+            .read(|connection| rescue::anything_to_rescue(connection, &policy, now, silent_since))?
+        {
             return Ok(RescueReport::default());
         }
         self.database.write(move |tx| rescue::rescue(tx, &policy, now)).await
