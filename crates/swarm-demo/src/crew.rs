@@ -46,6 +46,8 @@ impl DemoHub {
             lease_seconds: LeasePolicy::default().period.as_secs(),
             rescue_interval_seconds: RESCUE_EVERY.as_secs(),
             max_lease_losses: i64::from(LeasePolicy::default().max_losses),
+            max_deliveries: i64::from(LeasePolicy::default().max_deliveries),
+            result_handoff_seconds: LeasePolicy::default().result_handoff.as_secs(),
             mcp_allowed_hosts: None,
             slack: SlackArgs {
                 slack_bot_token: None,

@@ -370,6 +370,12 @@ async fn call_tool(name: &str, arguments: Value) -> anyhow::Result<Value> {
     {
         request = request.bearer_auth(key);
     }
+    // What `swarm connect`'s MCP config sends: the trigger session this run continues.
+    if let Ok(task) = std::env::var("SWARM_SESSION_TASK_ID")
+        && !task.is_empty()
+    {
+        request = request.header("X-Task-ID", task);
+    }
     let response =
         request.send().await.with_context(|| format!("cannot reach the hub's MCP endpoint at {base}"))?;
     let status = response.status();

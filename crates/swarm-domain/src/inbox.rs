@@ -10,6 +10,11 @@
 //! `unread` may also go straight to `responded`, `delegated` or `read` (a lead acting
 //! from `get-inbox-message` without a poll). `responded`, `delegated` and `read` are final
 //! for the machine; a further reply to a `responded` message still posts to Slack.
+//!
+//! A claim belongs to the lead's run that took it: when the run ends without closing
+//! the message, its runner releases it (`processing` → `unread`), and after
+//! `MAX_DELIVERIES` hand-overs it becomes a `dead_letter` instead, which an operator
+//! puts back to `unread` (`POST /api/inbox/:id/requeue`).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,15 +40,19 @@ pub enum InboxStatus {
     Read,
     Responded,
     Delegated,
+    /// Handed to the lead's runs `MAX_DELIVERIES` times and never handled: set aside,
+    /// shown on the dashboard, until an operator puts it back (`unread`).
+    DeadLetter,
 }
 
 impl InboxStatus {
-    pub const ALL: [InboxStatus; 5] = [
+    pub const ALL: [InboxStatus; 6] = [
         InboxStatus::Unread,
         InboxStatus::Processing,
         InboxStatus::Read,
         InboxStatus::Responded,
         InboxStatus::Delegated,
+        InboxStatus::DeadLetter,
     ];
     /// The statuses from which the lead may still answer, delegate or dismiss a message.
     pub const OPEN: [InboxStatus; 2] = [InboxStatus::Unread, InboxStatus::Processing];
@@ -55,6 +64,7 @@ impl InboxStatus {
             InboxStatus::Read => "read",
             InboxStatus::Responded => "responded",
             InboxStatus::Delegated => "delegated",
+            InboxStatus::DeadLetter => "dead_letter",
         }
     }
 

@@ -17,11 +17,19 @@ pub struct LeasePolicy {
     pub period: Duration,
     /// A task whose holder lets its lease run out this many times is failed.
     pub max_losses: i32,
+    /// A lead-side claim (inbox message, mentions, urgent mail, task result) handed over
+    /// this many times without being handled becomes a dead letter when it comes back.
+    pub max_deliveries: i32,
+    /// A task result whose awaiting agent has been offline this long after the task
+    /// finished (or whose delivery was dead-lettered) goes to the lead instead.
+    pub result_handoff: Duration,
 }
 
 impl LeasePolicy {
     pub const DEFAULT_PERIOD: Duration = Duration::from_secs(45);
     pub const DEFAULT_MAX_LOSSES: i32 = 3;
+    pub const DEFAULT_MAX_DELIVERIES: i32 = 5;
+    pub const DEFAULT_RESULT_HANDOFF: Duration = Duration::from_secs(15 * 60);
 
     pub fn period_millis(&self) -> i64 {
         i64::try_from(self.period.as_millis()).unwrap_or(i64::MAX)
@@ -30,7 +38,12 @@ impl LeasePolicy {
 
 impl Default for LeasePolicy {
     fn default() -> Self {
-        LeasePolicy { period: Self::DEFAULT_PERIOD, max_losses: Self::DEFAULT_MAX_LOSSES }
+        LeasePolicy {
+            period: Self::DEFAULT_PERIOD,
+            max_losses: Self::DEFAULT_MAX_LOSSES,
+            max_deliveries: Self::DEFAULT_MAX_DELIVERIES,
+            result_handoff: Self::DEFAULT_RESULT_HANDOFF,
+        }
     }
 }
 
@@ -121,6 +134,8 @@ pub struct RescueReport {
     pub mail_returned_to: Vec<AgentId>,
     /// Agents whose claimed task results (`task_result`) came back after their lease ran out.
     pub results_returned_to: Vec<AgentId>,
+    /// Leads that were handed task results whose awaiting agent stayed away, once per result.
+    pub results_handed_to: Vec<AgentId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -190,11 +190,11 @@ pub enum Trigger {
         count: usize,
         messages: Vec<InboxMessage>,
     },
-    /// The unread messages that mention the agent, oldest first, across the channels
-    /// claimed (`channelIds`).
+    /// CONTRACT.md's `{mentionsCount, claimedChannels}`, and (ours) the unread messages
+    /// that mention the agent, oldest first, across the channels claimed.
     UnreadMentions {
-        count: usize,
-        channel_ids: Vec<crate::id::ChannelId>,
+        mentions_count: usize,
+        claimed_channels: Vec<crate::id::ChannelId>,
         messages: Vec<ChatMessage>,
     },
     TasksFinished {

@@ -34,6 +34,15 @@ pub struct ServeArgs {
     /// A task whose holders let its lease run out this many times is failed with a reason.
     #[arg(long, env = "MAX_LEASE_LOSSES", default_value_t = 3, value_parser = clap::value_parser!(i64).range(1..=1_000))]
     pub max_lease_losses: i64,
+    /// A lead-side claim (inbox message, mentions, urgent mail, task result) handed to the
+    /// agent's runs this many times without being handled becomes a dead letter, shown on
+    /// the dashboard, until an operator requeues it.
+    #[arg(long, env = "MAX_DELIVERIES", default_value_t = 5, value_parser = clap::value_parser!(i64).range(1..=1_000))]
+    pub max_deliveries: i64,
+    /// Seconds a finished task's result waits for its awaiting agent to come back online
+    /// (or after its delivery was dead-lettered) before it goes to the lead instead.
+    #[arg(long, env = "RESULT_HANDOFF_SECONDS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+    pub result_handoff_seconds: u64,
     /// Host names (comma-separated, `name` or `name:port`) that MCP at /mcp answers; others
     /// get 403, which guards against DNS rebinding. Default: localhost, 127.0.0.1, ::1 and
     /// --host. Use `*` for any host (then rely on API_KEY).

@@ -71,6 +71,8 @@ impl Hub {
         let lease = LeasePolicy {
             period: Duration::from_secs(args.lease_seconds),
             max_losses: i32::try_from(args.max_lease_losses).unwrap_or(i32::MAX),
+            max_deliveries: i32::try_from(args.max_deliveries).unwrap_or(i32::MAX),
+            result_handoff: Duration::from_secs(args.result_handoff_seconds),
         };
         let mut service = Service::with_lease_policy(store, lease);
         if let Some(clock) = options.clock {
@@ -160,8 +162,9 @@ fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr, keyed: bo
         format!("swarm {} listening on http://{local}", env!("CARGO_PKG_VERSION")),
         format!("database: {database}"),
         format!(
-            "leases: {}s without a heartbeat; rescuer every {}s; a task is failed after {} lost leases",
-            args.lease_seconds, args.rescue_interval_seconds, args.max_lease_losses
+            "leases: {}s without a heartbeat; rescuer every {}s; a task is failed after {} lost leases; \
+             a lead-side claim is dead-lettered after {} deliveries",
+            args.lease_seconds, args.rescue_interval_seconds, args.max_lease_losses, args.max_deliveries
         ),
         format!("dashboard: http://{local}/   API docs: http://{local}/docs   MCP: http://{local}/mcp"),
     ];

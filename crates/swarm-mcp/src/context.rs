@@ -6,7 +6,10 @@
 
 use std::sync::{Arc, RwLock};
 
-use swarm_domain::{agent::Agent, id::AgentId};
+use swarm_domain::{
+    agent::Agent,
+    id::{AgentId, TaskId},
+};
 use swarm_service::{Caller, Service, ServiceError, ServiceResult};
 
 /// Who a caller is, as far as tools are concerned.
@@ -19,6 +22,10 @@ pub enum Role {
 }
 
 pub const AGENT_ID_HEADER: &str = "x-agent-id";
+/// The task whose run the caller is in (the runner's `TASK_ID`, or for a session resumed
+/// with a result the session's trigger task): a task created now is awaited by that
+/// trigger session. `swarm connect` writes it into the MCP config from the environment.
+pub const TASK_ID_HEADER: &str = "x-task-id";
 
 /// Where the caller's agent id comes from.
 #[derive(Clone)]
@@ -26,18 +33,38 @@ pub enum Identity {
     /// The `X-Agent-ID` header of each HTTP request.
     Header,
     /// The agent this stdio process speaks for; `join-swarm` sets it when it was unset.
-    Process(Arc<RwLock<Option<AgentId>>>),
+    /// And the task whose run started the process, from its environment.
+    Process(Arc<RwLock<Option<AgentId>>>, Option<TaskId>),
 }
 
 impl Identity {
-    pub fn process(agent_id: Option<AgentId>) -> Self {
-        Identity::Process(Arc::new(RwLock::new(agent_id)))
+    pub fn process(agent_id: Option<AgentId>, session_task: Option<TaskId>) -> Self {
+        Identity::Process(Arc::new(RwLock::new(agent_id)), session_task)
+    }
+
+    /// The task whose run the caller is in: `X-Task-ID` over HTTP (absent or empty:
+    /// none), the process's over stdio. `Err` carries a message for a header that is not
+    /// a UUID.
+    pub fn session_task(&self, parts: Option<&http::request::Parts>) -> Result<Option<TaskId>, String> {
+        match self {
+            Identity::Process(_, task) => Ok(*task),
+            Identity::Header => {
+                let Some(value) = parts.and_then(|parts| parts.headers.get(TASK_ID_HEADER)) else {
+                    return Ok(None);
+                };
+                let text = value.to_str().map_err(|_| "X-Task-ID must be a UUID".to_string())?.trim();
+                if text.is_empty() {
+                    return Ok(None);
+                }
+                TaskId::parse(text).map(Some).map_err(|_| format!("X-Task-ID must be a UUID, got {text:?}"))
+            }
+        }
     }
 
     /// The caller's agent id. `Err` carries a message for a header that is not a UUID.
     pub fn agent_id(&self, parts: Option<&http::request::Parts>) -> Result<Option<AgentId>, String> {
         match self {
-            Identity::Process(id) => Ok(*id.read().unwrap_or_else(|poisoned| poisoned.into_inner())),
+            Identity::Process(id, _) => Ok(*id.read().unwrap_or_else(|poisoned| poisoned.into_inner())),
             Identity::Header => {
                 let Some(value) = parts.and_then(|parts| parts.headers.get(AGENT_ID_HEADER)) else {
                     return Ok(None);
@@ -56,7 +83,7 @@ impl Identity {
     pub fn adopt(&self, agent_id: AgentId) -> bool {
         match self {
             Identity::Header => false,
-            Identity::Process(id) => {
+            Identity::Process(id, _) => {
                 let mut id = id.write().unwrap_or_else(|poisoned| poisoned.into_inner());
                 if id.is_none() {
                     *id = Some(agent_id);
@@ -78,6 +105,8 @@ impl Identity {
 pub struct CallerInfo {
     pub id: Option<AgentId>,
     pub agent: Option<Agent>,
+    /// The task whose run the caller is in ([`Identity::session_task`]).
+    pub session_task: Option<TaskId>,
 }
 
 impl CallerInfo {
@@ -90,7 +119,7 @@ impl CallerInfo {
                 Err(err) => return Err(err),
             },
         };
-        Ok(CallerInfo { id, agent })
+        Ok(CallerInfo { id, agent, session_task: None })
     }
 
     pub fn role(&self) -> Role {
@@ -122,6 +151,12 @@ pub struct ToolCall {
 impl ToolCall {
     pub fn caller(&self) -> Caller {
         self.caller.service_caller()
+    }
+
+    /// The trigger session the caller is in, named by its task; a task it creates is
+    /// awaited by that session.
+    pub fn session_task(&self) -> Option<TaskId> {
+        self.caller.session_task
     }
 
     /// The caller's agent id; tools open only to agents can rely on it.

@@ -46,7 +46,10 @@ impl McpServer {
     async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<CallerInfo, CallerError> {
         let parts = context.extensions.get::<http::request::Parts>();
         let id = self.identity.agent_id(parts).map_err(CallerError::BadHeader)?;
-        CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)
+        let session_task = self.identity.session_task(parts).map_err(CallerError::BadHeader)?;
+        let mut caller = CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)?;
+        caller.session_task = session_task;
+        Ok(caller)
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rmcp::{ServiceExt, transport::stdio};
-use swarm_domain::id::AgentId;
+use swarm_domain::id::{AgentId, TaskId};
 use swarm_service::Service;
 
 use crate::{
@@ -19,12 +19,15 @@ pub struct StdioOptions {
     /// The agent this process speaks for; without one, `join-swarm` picks it.
     pub agent_id: Option<AgentId>,
     pub inbox_role: InboxRole,
+    /// The task whose run started this process (the runner's `SWARM_SESSION_TASK_ID` or
+    /// `TASK_ID`): a trigger session's tasks created here are awaited by it.
+    pub session_task: Option<TaskId>,
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Result<()> {
     let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
-    let server = McpServer::new(service, Identity::process(options.agent_id), registry);
+    let server = McpServer::new(service, Identity::process(options.agent_id, options.session_task), registry);
     let running = server.serve(stdio()).await.map_err(std::io::Error::other)?;
     running.waiting().await.map_err(std::io::Error::other)?;
     Ok(())

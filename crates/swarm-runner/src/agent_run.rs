@@ -152,12 +152,21 @@ impl Drop for ActiveGuard {
 }
 
 /// Runs `work` as run number `iteration`; `stop` asks the agent to stop (shutdown).
+/// However it ends, the lead-side claims its trigger took belong to this run: what it
+/// left unfinished is offered again at once.
 pub(crate) async fn run(
     context: Arc<Context>,
     work: Work,
     iteration: u64,
     stop: CancellationToken,
 ) -> RunResult {
+    let held = work.held();
+    let result = run_agent(Arc::clone(&context), work, iteration, stop).await;
+    crate::claims::release_after_run(&context.client, &context.view, &result.label, &held).await;
+    result
+}
+
+async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: CancellationToken) -> RunResult {
     let _active = ActiveGuard::new(&context.active);
     let started = Instant::now();
     let label = work.label();
@@ -415,6 +424,12 @@ fn spawn_agent(
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE");
     }
+    // The trigger session this run continues: `swarm mcp` and the MCP config (`X-Task-ID`)
+    // pass it on, so a task the agent creates is awaited by this session.
+    match work.session_task_id() {
+        Some(id) => command.env("SWARM_SESSION_TASK_ID", id.to_string()),
+        None => command.env_remove("SWARM_SESSION_TASK_ID"),
+    };
     let (program, _) = config.harness.command_line(&invocation);
     command.spawn().map_err(|err| {
         format!(

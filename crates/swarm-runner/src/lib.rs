@@ -14,6 +14,7 @@
 //! so a restarted runner (same `AGENT_ID`) picks it up from there.
 
 mod agent_run;
+mod claims;
 mod codex;
 mod config;
 pub mod doctor;

@@ -69,13 +69,14 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
     }
     // A new runner id per process: what this runner claims is held by it alone, so a
     // crashed runner's claims run out even while another runner of the agent lives.
+    let runner_id = RunnerId::new_v7();
     let client = Client::new(ClientConfig {
         base_url: config.hub_url.clone(),
         api_key: config.api_key.clone(),
         agent_id: Some(config.agent_id),
     })
     .map_err(|source| RunnerError::Client { url: config.hub_url.clone(), source: Box::new(source) })?
-    .with_runner_id(RunnerId::new_v7());
+    .with_runner_id(runner_id);
     let mode = if config.ai_loop {
         "ai-loop (legacy: the agent polls by itself)".to_string()
     } else {
@@ -111,6 +112,7 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
     if !register(&client, &config, &view, &shutdown.graceful).await? {
         return Ok(RunnerExit::Stopped);
     }
+    crate::claims::release_previous_life(&client, &view, &config.log_dir, config.agent_id, runner_id).await;
 
     let (shipper, shipper_task) =
         shipper::start(client.clone(), config.session_id.clone(), config.harness.cli_name(), view.clone());

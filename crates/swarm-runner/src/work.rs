@@ -1,6 +1,8 @@
 //! What one agent run is for, and the prompt it gets (CONTRACT.md, "Prompts by trigger").
 
 use serde_json::Value;
+
+use crate::claims::HeldItems;
 use swarm_client::Trigger;
 use swarm_domain::{
     id::TaskId,
@@ -23,7 +25,7 @@ pub(crate) enum Work {
     Offer { task: Task },
     /// A trigger that is about no single task (finished tasks for the lead, pool news,
     /// kinds of a newer hub). It gets no `TASK_ID`.
-    Notice { kind: String, prompt: String },
+    Notice { kind: String, prompt: String, held: HeldItems },
     /// A task one of this agent's trigger sessions created finished: resume that
     /// session with the result. It gets no `TASK_ID`.
     TaskResult {
@@ -52,17 +54,20 @@ impl Work {
             Trigger::TaskAssigned { task } => Work::Task { task, origin: TaskOrigin::Polled },
             Trigger::TaskOffered { task } => Work::Offer { task },
             Trigger::TasksFinished { tasks } => {
-                Work::Notice { kind: "tasks_finished".into(), prompt: tasks_finished_prompt(&tasks) }
+                let prompt = tasks_finished_prompt(&tasks);
+                Work::Notice { kind: "tasks_finished".into(), prompt, held: HeldItems::default() }
             }
             Trigger::TaskResult { task, parent_task_id, trigger_name, session_key, session_id } => {
                 Work::TaskResult { task, parent_task_id, trigger_name, session_key, session_id }
             }
             Trigger::PoolTasksAvailable { count } => {
-                Work::Notice { kind: "pool_tasks_available".into(), prompt: pool_prompt(count) }
+                let prompt = pool_prompt(count);
+                Work::Notice { kind: "pool_tasks_available".into(), prompt, held: HeldItems::default() }
             }
             Trigger::Other { kind, body } => {
                 let prompt = other_prompt(&kind, &body, default_prompt);
-                Work::Notice { kind, prompt }
+                let held = HeldItems::of_trigger(&kind, &body);
+                Work::Notice { kind, prompt, held }
             }
         }
     }
@@ -85,6 +90,27 @@ impl Work {
             Work::TaskResult { trigger_name, session_key, .. } => {
                 Some((trigger_name.clone(), session_key.clone()))
             }
+            Work::Offer { .. } | Work::Notice { .. } | Work::Loop => None,
+        }
+    }
+
+    /// The lead-side claims this run holds: given back when it ends unfinished.
+    pub fn held(&self) -> HeldItems {
+        match self {
+            Work::Notice { held, .. } => held.clone(),
+            Work::TaskResult { task, .. } => HeldItems::result(task.id.to_string()),
+            Work::Task { .. } | Work::Resume { .. } | Work::Offer { .. } | Work::Loop => HeldItems::default(),
+        }
+    }
+
+    /// The trigger task whose session this run continues: a task the agent creates now
+    /// is awaited by that session (`SWARM_SESSION_TASK_ID`).
+    pub fn session_task_id(&self) -> Option<TaskId> {
+        match self {
+            Work::Task { task, .. } | Work::Resume { task } => {
+                task.origin.trigger_name.as_ref().map(|_| task.id)
+            }
+            Work::TaskResult { parent_task_id, .. } => Some(*parent_task_id),
             Work::Offer { .. } | Work::Notice { .. } | Work::Loop => None,
         }
     }
@@ -253,7 +279,13 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
 fn mentions_prompt(body: &Value) -> String {
     let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
     let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    let channels = body.get("channelIds").and_then(Value::as_array).cloned().unwrap_or_default();
+    // CONTRACT.md's `claimedChannels`; `channelIds` from hubs before issue 20.
+    let channels = body
+        .get("claimedChannels")
+        .or_else(|| body.get("channelIds"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut prompt = format!("You have {} unread mention(s) in chat channels:\n", messages.len());
     for channel in channels.iter().filter_map(Value::as_str) {
         prompt.push_str(&format!("- channelId: {channel};\n"));
@@ -401,7 +433,7 @@ mod chat_and_mail_prompt_tests {
     #[test]
     fn mentions_prompt_lists_each_claimed_channel_with_its_messages() {
         let body = json!({"type": "unread_mentions", "mentionsCount": 2,
-            "channelIds": ["0190abcd-0000-7000-8000-0000000000c1", "0190abcd-0000-7000-8000-0000000000c2"],
+            "claimedChannels": ["0190abcd-0000-7000-8000-0000000000c1", "0190abcd-0000-7000-8000-0000000000c2"],
             "messages": [
                 {"id": "0190abcd-0000-7000-8000-0000000000m1", "channelId": "0190abcd-0000-7000-8000-0000000000c1",
                  "agentId": null, "content": "@lead ship it?"},

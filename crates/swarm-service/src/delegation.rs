@@ -20,6 +20,8 @@ pub struct SendTask {
     pub tags: Vec<String>,
     pub priority: Option<i64>,
     pub depends_on: Vec<TaskId>,
+    /// The trigger session the sender is in (its run's task), which then awaits the result.
+    pub session_task: Option<TaskId>,
 }
 
 impl Service {
@@ -69,6 +71,6 @@ impl Service {
             origin: TaskOrigin::default(),
         };
         // From a trigger session, the session awaits the result.
-        self.task_create_from_session(caller, draft).await
+        self.task_create_from_session(caller, draft, request.session_task).await
     }
 }

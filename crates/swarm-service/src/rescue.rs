@@ -61,6 +61,10 @@ impl Service {
             tracing::warn!(%agent, "a task result's lease ran out: it is offered again");
             wakes.push(Wake::Agent(*agent));
         }
+        for lead in &report.results_handed_to {
+            tracing::warn!(%lead, "a task result's awaiting agent stayed away: the lead gets it instead");
+            wakes.push(Wake::Agent(*lead));
+        }
         for agent in &report.silenced {
             tracing::warn!(%agent, "agent marked offline: no heartbeat for a lease period");
             self.publish(Change::Agent { agent_id: *agent });

@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use swarm_domain::{
     id::{AgentId, TaskId, TriggerId},
-    task::{NewTask, Task, TaskDraft, TaskStatus},
+    task::{NewTask, Task, TaskDraft},
     time::Timestamp,
     trigger::{
         Firing, PAYLOAD_MAX_CHARS, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget,
         TriggerType, parse_name, parse_session_id, parse_session_key,
     },
 };
-use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, TaskFilter};
+use swarm_store::{FireGuard, FireOutcome, NewTaskAwait};
 
 use crate::{Background, Caller, Service, ServiceError, ServiceResult};
 
@@ -296,34 +296,36 @@ impl Service {
 
     // ----- tasks awaited by trigger sessions -----
 
-    /// The trigger session the caller is in: its newest `in_progress` task that a
-    /// trigger created. A task it creates now is awaited by that session.
-    pub(crate) async fn awaiting_session(&self, caller: Caller) -> ServiceResult<Option<NewTaskAwait>> {
-        let Some(agent) = caller.agent_id() else { return Ok(None) };
-        let filter = TaskFilter {
-            statuses: vec![TaskStatus::InProgress],
-            agent_id: Some(agent),
-            limit: 20,
-            ..TaskFilter::default()
-        };
-        let (tasks, _) = self.store.task_list(&filter).await?;
-        let session = tasks
-            .into_iter()
-            .filter(|task| task.origin.trigger_name.is_some())
-            .max_by_key(|task| task.last_updated_at);
-        Ok(session.and_then(|task| {
-            Some(NewTaskAwait {
-                agent_id: agent,
-                parent_task_id: task.id,
-                trigger_name: task.origin.trigger_name?,
-                session_key: task.origin.session_key.unwrap_or_else(|| format!("task:{}", task.id)),
-            })
-        }))
+    /// The trigger session the caller is in, named by its environment: the task its run
+    /// is about (`TASK_ID`, which the runner gives a trigger task's run; `X-Task-ID` over
+    /// HTTP MCP). A task the caller creates now is awaited by that session. `None` when
+    /// no session is named, or the task named is not a trigger's task of the caller (a
+    /// stale `TASK_ID` is no reason to refuse the new task).
+    pub(crate) async fn awaiting_session(
+        &self,
+        caller: Caller,
+        session_task: Option<TaskId>,
+    ) -> ServiceResult<Option<NewTaskAwait>> {
+        let (Some(agent), Some(task_id)) = (caller.agent_id(), session_task) else { return Ok(None) };
+        let Some(task) = self.store.task_get(task_id).await? else { return Ok(None) };
+        if task.agent_id != Some(agent) {
+            return Ok(None);
+        }
+        // Any status: a session resumed with a result names its (finished) trigger task.
+        let Some(trigger_name) = task.origin.trigger_name.clone() else { return Ok(None) };
+        let session_key = task.origin.session_key.clone().unwrap_or_else(|| format!("task:{}", task.id));
+        Ok(Some(NewTaskAwait { agent_id: agent, parent_task_id: task.id, trigger_name, session_key }))
     }
 
-    /// Create a task; when the caller is in a trigger session, that session awaits it.
-    pub async fn task_create_from_session(&self, caller: Caller, draft: TaskDraft) -> ServiceResult<Task> {
-        let Some(awaiting) = self.awaiting_session(caller).await? else {
+    /// Create a task; when the caller names the trigger session it is in
+    /// (`session_task`), that session awaits it.
+    pub async fn task_create_from_session(
+        &self,
+        caller: Caller,
+        draft: TaskDraft,
+        session_task: Option<TaskId>,
+    ) -> ServiceResult<Task> {
+        let Some(awaiting) = self.awaiting_session(caller, session_task).await? else {
             return self.task_create(caller, draft).await;
         };
         let new_task = NewTask::parse(draft, Some(awaiting.agent_id))?;

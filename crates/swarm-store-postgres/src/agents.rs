@@ -181,7 +181,6 @@ pub(crate) async fn heartbeat(
     .await
     .map_err(db)?;
     crate::held_claims::extend_leases(&mut tx, id, lease_until, runner).await?;
-    crate::triggers::extend_leases(&mut tx, id, lease_until).await?;
     // An offline lead coming back is a registration in disguise: take the registration
     // lock first (the order `register` uses: lock, then row) so two leads cannot both be
     // active. Heartbeats of everyone else never touch that lock.

@@ -274,8 +274,10 @@ pub(crate) async fn claim(
     runner: Option<Uuid>,
 ) -> StoreResult<Option<Trigger>> {
     let claimed: Vec<(Uuid,)> = sqlx::query_as(
-        "UPDATE channel_reads SET processing_since = $2, lease_expires_at = $3, lease_holder = $4 \
-         WHERE agent_id = $1 AND unread_mentions > 0 AND processing_since IS NULL RETURNING channel_id",
+        "UPDATE channel_reads SET processing_since = $2, lease_expires_at = $3, lease_holder = $4, \
+                                  deliveries = deliveries + 1 \
+         WHERE agent_id = $1 AND unread_mentions > 0 AND processing_since IS NULL \
+           AND dead_lettered_at IS NULL RETURNING channel_id",
     )
     .bind(agent.as_uuid())
     .bind(now.datetime())
@@ -310,7 +312,11 @@ pub(crate) async fn claim(
         messages.extend(found);
     }
     messages.sort_by_key(|message| (message.created_at, message.id));
-    Ok(Some(Trigger::UnreadMentions { count: messages.len(), channel_ids, messages }))
+    Ok(Some(Trigger::UnreadMentions {
+        mentions_count: messages.len(),
+        claimed_channels: channel_ids,
+        messages,
+    }))
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> sqlx::Result<T> {

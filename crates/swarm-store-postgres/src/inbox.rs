@@ -143,6 +143,34 @@ pub(crate) async fn apply(
     Ok(Applied::Changed { before, after })
 }
 
+/// An operator puts a dead letter back where the poll finds it, with a fresh count.
+pub(crate) async fn requeue(
+    pool: &PgPool,
+    id: InboxMessageId,
+    now: Timestamp,
+) -> StoreResult<Applied<InboxMessage>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let Some(before) = lock(&mut tx, id).await? else {
+        return Ok(Applied::NotFound);
+    };
+    let updated = sqlx::query(
+        "UPDATE inbox_messages SET status = 'unread', deliveries = 0, last_updated_at = $1 \
+         WHERE id = $2 AND status = 'dead_letter'",
+    )
+    .bind(now.datetime())
+    .bind(id.as_uuid())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    if updated.rows_affected() == 0 {
+        tx.rollback().await.map_err(db)?;
+        return Ok(Applied::Refused { current: before });
+    }
+    let after = get(&mut *tx, id).await?.ok_or_else(|| vanished("inbox message", id))?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}
+
 pub(crate) async fn delegate(
     pool: &PgPool,
     id: InboxMessageId,
@@ -197,7 +225,7 @@ pub(crate) async fn claim(
              SELECT id FROM inbox_messages WHERE agent_id = $1 AND status = 'unread' \
              ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
          UPDATE inbox_messages m SET status = 'processing', lease_expires_at = $3, last_updated_at = $2, \
-                                    lease_holder = $5 \
+                                    lease_holder = $5, deliveries = m.deliveries + 1 \
          FROM picked WHERE m.id = picked.id AND m.status = 'unread' \
          RETURNING m.id, m.agent_id, m.content, m.source, m.status, m.slack_channel_id, m.slack_thread_ts, \
                    m.slack_user_id, m.matched_text, m.delegated_to_task_id, m.response_text, \

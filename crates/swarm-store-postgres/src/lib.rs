@@ -51,8 +51,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter, TaskWaiters,
+    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
+    SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::error::db;
@@ -245,6 +245,17 @@ impl Store for PgStore {
         poll::claim(&self.pool, agent, kinds, now, lease_until, runner.map(|runner| runner.as_uuid())).await
     }
 
+    async fn claims_release(
+        &self,
+        agent: AgentId,
+        holder: RunnerId,
+        items: Option<&HeldItems>,
+        max_deliveries: i32,
+        now: Timestamp,
+    ) -> StoreResult<Released> {
+        held_claims::release(&self.pool, agent, holder.as_uuid(), items, max_deliveries, now).await
+    }
+
     async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
         rescue::rescue(&self.pool, policy, now).await
     }
@@ -281,6 +292,10 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> StoreResult<Applied<InboxMessage>> {
         inbox::apply(&self.pool, id, change, now).await
+    }
+
+    async fn inbox_requeue(&self, id: InboxMessageId, now: Timestamp) -> StoreResult<Applied<InboxMessage>> {
+        inbox::requeue(&self.pool, id, now).await
     }
 
     async fn inbox_delegate(

@@ -185,9 +185,11 @@ pub(crate) async fn claim(
     runner: Option<Uuid>,
 ) -> StoreResult<Option<Trigger>> {
     let mut mail: Vec<Mail> = sqlx::query(concat!(
-        "UPDATE mail SET status = 'processing', processing_since = $2, lease_expires_at = $3, lease_holder = $5 \
+        "UPDATE mail SET status = 'processing', processing_since = $2, lease_expires_at = $3, lease_holder = $5, \
+                         deliveries = deliveries + 1 \
          WHERE status = 'unread' AND id IN ( \
              SELECT id FROM mail WHERE to_agent_id = $1 AND status = 'unread' AND priority_rank = 0 \
+                                   AND dead_lettered_at IS NULL \
              ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
          RETURNING ",
         mail_columns!()

@@ -60,13 +60,14 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
         ready!(),
         "), EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread' \
-                   AND m.priority_rank = 0), \
+                   AND m.priority_rank = 0 AND m.dead_lettered_at IS NULL), \
            EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id \
                    WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL \
+                     AND w.dead_lettered_at IS NULL \
                      AND t.status IN ('completed', 'failed', 'cancelled')), \
            a.is_lead AND EXISTS (SELECT 1 FROM inbox_messages m WHERE m.agent_id = a.id AND m.status = 'unread'), \
            EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0 \
-                   AND r.processing_since IS NULL), \
+                   AND r.processing_since IS NULL AND r.dead_lettered_at IS NULL), \
            a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
         unnotified_worker_task!(),
         "), NOT a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
@@ -134,7 +135,7 @@ pub(crate) async fn claim(
             }
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
             TriggerKind::TaskResult => {
-                crate::triggers::claim_result(&mut tx, agent, now, lease_until).await?
+                crate::triggers::claim_result(&mut tx, agent, now, lease_until, runner).await?
             }
             TriggerKind::PoolTasksAvailable => count_pool(&mut tx).await?,
         };

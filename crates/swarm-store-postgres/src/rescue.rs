@@ -32,8 +32,9 @@ type ExpiredRow = (Uuid, String, Option<Uuid>, Option<Uuid>, bool, i32);
 
 pub(crate) async fn rescue(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
     let expired = expire_leases(pool, policy, now).await?;
-    let held = crate::held_claims::return_expired(pool, now).await?;
-    let results_returned_to = crate::triggers::return_expired(pool, now).await?;
+    let held = crate::held_claims::return_expired(pool, policy, now).await?;
+    let handoff = i64::try_from(policy.result_handoff.as_millis()).unwrap_or(i64::MAX);
+    let results_handed_to = crate::held_claims::hand_results_to_lead(pool, now.minus_millis(handoff)).await?;
     let silenced = silence_agents(pool, policy, now).await?;
     Ok(RescueReport {
         expired,
@@ -41,7 +42,8 @@ pub(crate) async fn rescue(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) 
         inbox_returned_to: held.inbox,
         mentions_returned_to: held.mentions,
         mail_returned_to: held.mail,
-        results_returned_to,
+        results_returned_to: held.results,
+        results_handed_to,
     })
 }
 

@@ -356,12 +356,15 @@ pub(crate) async fn claim_result(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<Uuid>,
 ) -> StoreResult<Option<Trigger>> {
     let claimed: Option<(Uuid,)> = sqlx::query_as(
-        "UPDATE task_awaits SET processing_since = $2, lease_expires_at = $3 \
+        "UPDATE task_awaits SET processing_since = $2, lease_expires_at = $3, lease_holder = $4, \
+                                deliveries = deliveries + 1 \
          WHERE task_id = ( \
              SELECT w.task_id FROM task_awaits w JOIN tasks t ON t.id = w.task_id \
              WHERE w.agent_id = $1 AND w.delivered_at IS NULL AND w.processing_since IS NULL \
+               AND w.dead_lettered_at IS NULL \
                AND t.status IN ('completed', 'failed', 'cancelled') \
              ORDER BY t.finished_at, w.task_id LIMIT 1 FOR UPDATE OF w SKIP LOCKED) \
            AND processing_since IS NULL \
@@ -370,6 +373,7 @@ pub(crate) async fn claim_result(
     .bind(agent.as_uuid())
     .bind(now.datetime())
     .bind(lease_until.datetime())
+    .bind(runner)
     .fetch_optional(&mut *tx)
     .await
     .map_err(db)?;
@@ -388,35 +392,6 @@ pub(crate) async fn claim_result(
         session_key: awaiting.session_key,
         session_id: session.map(|session| session.session_id),
     }))
-}
-
-pub(crate) async fn extend_leases(
-    tx: &mut PgConnection,
-    agent: AgentId,
-    lease_until: Timestamp,
-) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE task_awaits SET lease_expires_at = $1 \
-         WHERE agent_id = $2 AND processing_since IS NOT NULL AND delivered_at IS NULL",
-    )
-    .bind(lease_until.datetime())
-    .bind(agent.as_uuid())
-    .execute(&mut *tx)
-    .await
-    .map_err(db)?;
-    Ok(())
-}
-
-pub(crate) async fn return_expired(pool: &PgPool, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    let rows: Vec<(Uuid,)> = sqlx::query_as(
-        "UPDATE task_awaits SET processing_since = NULL, lease_expires_at = NULL \
-         WHERE lease_expires_at IS NOT NULL AND lease_expires_at < $1 RETURNING agent_id",
-    )
-    .bind(now.datetime())
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    Ok(rows.into_iter().map(|(id,)| AgentId::from_uuid(id)).collect())
 }
 
 fn at(row: &PgRow, column: &str) -> sqlx::Result<Option<Timestamp>> {

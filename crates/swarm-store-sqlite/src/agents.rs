@@ -150,7 +150,6 @@ pub(crate) fn heartbeat(
         params![lease_until.unix_millis(), id.to_string()],
     )?;
     crate::held_claims::extend_leases(tx, id, lease_until, runner)?;
-    crate::triggers::extend_leases(tx, id, lease_until)?;
     if agent.status == AgentStatus::Offline {
         settle_status(tx, id, now, Wake::Yes)?;
     }

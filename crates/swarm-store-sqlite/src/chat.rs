@@ -252,8 +252,10 @@ pub(crate) fn claim(
 ) -> StoreResult<Option<Trigger>> {
     let channel_ids: Vec<ChannelId> = sql::all(
         tx,
-        "UPDATE channel_reads SET processing_since = ?2, lease_expires_at = ?3, lease_holder = ?4
+        "UPDATE channel_reads SET processing_since = ?2, lease_expires_at = ?3, lease_holder = ?4,
+                                  deliveries = deliveries + 1
          WHERE agent_id = ?1 AND unread_mentions > 0 AND processing_since IS NULL
+           AND dead_lettered_at IS NULL
          RETURNING channel_id",
         params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), runner],
         |row| {
@@ -283,7 +285,11 @@ pub(crate) fn claim(
     messages.sort_by_key(|message| (message.created_at, message.id));
     let mut channel_ids = channel_ids;
     channel_ids.sort();
-    Ok(Some(Trigger::UnreadMentions { count: messages.len(), channel_ids, messages }))
+    Ok(Some(Trigger::UnreadMentions {
+        mentions_count: messages.len(),
+        claimed_channels: channel_ids,
+        messages,
+    }))
 }
 
 fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> StoreResult<T> {

@@ -1,14 +1,15 @@
-//! The lead-side claims' leases (inbox, mentions, urgent mail): extended by a heartbeat,
-//! returned by the rescuer. What differs between the kinds is one table in
+//! The lead-side claims (inbox, mentions, urgent mail, task results): their leases
+//! extended by a heartbeat, released by the runner whose run ended, returned by the
+//! rescuer. What differs between the kinds is one table in
 //! `swarm_store::sql::held_claims`, shared with PostgreSQL.
 
 use rusqlite::{Connection, params};
-use swarm_domain::{id::AgentId, time::Timestamp};
+use swarm_domain::{id::AgentId, lease::LeasePolicy, time::Timestamp};
 use swarm_store::{
-    StoreResult,
+    HeldItems, Released, StoreResult,
     sql::{
         Dialect,
-        held_claims::{ALL, HeldClaim, INBOX, MAIL, MENTIONS, Returned},
+        held_claims::{ALL, HeldClaim, INBOX, MAIL, MENTIONS, RESULTS, ReleaseScope, Returned},
     },
 };
 
@@ -32,14 +33,91 @@ pub(crate) fn extend_leases(
     Ok(())
 }
 
+/// The holder gives back what it still holds: everything (`items: None`) or the items named.
+pub(crate) fn release(
+    tx: &Connection,
+    agent: AgentId,
+    holder: &str,
+    items: Option<&HeldItems>,
+    max_deliveries: i32,
+    now: Timestamp,
+) -> StoreResult<Released> {
+    let mut released = Released::default();
+    for claim in ALL {
+        let dead_letters: Vec<bool> = match items {
+            None => sql::all(
+                tx,
+                &claim.release(Dialect::Sqlite, ReleaseScope::All),
+                params![now.unix_millis(), max_deliveries, agent.to_string(), holder],
+                |row| row.get(0).map_err(db),
+            )?,
+            Some(items) => {
+                let named: Vec<String> = claim.named(items).iter().map(ToString::to_string).collect();
+                if named.is_empty() {
+                    continue;
+                }
+                // Ids are UUIDs: their JSON array needs no escaping.
+                let named = format!("[\"{}\"]", named.join("\",\""));
+                sql::all(
+                    tx,
+                    &claim.release(Dialect::Sqlite, ReleaseScope::Items),
+                    params![now.unix_millis(), max_deliveries, agent.to_string(), holder, named],
+                    |row| row.get(0).map_err(db),
+                )?
+            }
+        };
+        for dead in dead_letters {
+            if dead {
+                released.dead_lettered += 1;
+            } else {
+                released.returned += 1;
+            }
+        }
+    }
+    Ok(released)
+}
+
 /// The rescuer: claims whose lease ran out go back to where a poll finds them.
-pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Returned> {
+pub(crate) fn return_expired(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> StoreResult<Returned> {
     let returned = |claim: &HeldClaim| {
-        sql::all(tx, &claim.return_expired(Dialect::Sqlite), [now.unix_millis()], |row| {
-            agent_id(&row.get::<_, String>(0).map_err(db)?)
-        })
+        sql::all(
+            tx,
+            &claim.return_expired(Dialect::Sqlite),
+            params![now.unix_millis(), policy.max_deliveries],
+            |row| agent_id(&row.get::<_, String>(0).map_err(db)?),
+        )
     };
-    Ok(Returned { inbox: returned(&INBOX)?, mentions: returned(&MENTIONS)?, mail: returned(&MAIL)? })
+    Ok(Returned {
+        inbox: returned(&INBOX)?,
+        mentions: returned(&MENTIONS)?,
+        mail: returned(&MAIL)?,
+        results: returned(&RESULTS)?,
+    })
+}
+
+/// Task results nobody will take: the awaiting agent (not a lead) has been offline since
+/// before `since` and the task finished before it, or the result was dead-lettered. They
+/// go to the lead that is online, with a fresh delivery count; never dropped. Returns
+/// the lead once per result.
+pub(crate) fn hand_results_to_lead(tx: &Connection, since: Timestamp) -> StoreResult<Vec<AgentId>> {
+    sql::all(
+        tx,
+        "UPDATE task_awaits
+            SET agent_id = (SELECT l.id FROM agents l WHERE l.is_lead = 1 AND l.status <> 'offline'
+                            ORDER BY l.id LIMIT 1),
+                deliveries = 0, dead_lettered_at = NULL, processing_since = NULL,
+                lease_expires_at = NULL, lease_holder = NULL
+          WHERE delivered_at IS NULL AND processing_since IS NULL
+            AND EXISTS (SELECT 1 FROM agents l WHERE l.is_lead = 1 AND l.status <> 'offline')
+            AND EXISTS (SELECT 1 FROM agents a WHERE a.id = task_awaits.agent_id AND a.is_lead = 0
+                          AND (task_awaits.dead_lettered_at IS NOT NULL
+                               OR (a.status = 'offline' AND a.last_seen_at < ?1
+                                   AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = task_awaits.task_id
+                                                 AND t.finished_at < ?1))))
+          RETURNING agent_id",
+        [since.unix_millis()],
+        |row| agent_id(&row.get::<_, String>(0).map_err(db)?),
+    )
 }
 
 /// Whether a rescue pass would return any held claim: a read, so most passes take no
@@ -55,4 +133,16 @@ pub(crate) fn anything_expired(connection: &Connection, now: Timestamp) -> Store
         })
         .collect();
     sql::scalar(connection, &format!("SELECT {}", probes.join(" OR ")), [now.unix_millis()])
+}
+
+/// Whether any task result waits for a hand-over to the lead (see [`hand_results_to_lead`]).
+pub(crate) fn results_to_hand_over(connection: &Connection, since: Timestamp) -> StoreResult<bool> {
+    sql::scalar(
+        connection,
+        "SELECT EXISTS (SELECT 1 FROM task_awaits w JOIN agents a ON a.id = w.agent_id
+                        WHERE w.delivered_at IS NULL AND w.processing_since IS NULL AND a.is_lead = 0
+                          AND (w.dead_lettered_at IS NOT NULL OR (a.status = 'offline' AND a.last_seen_at < ?1)))
+            AND EXISTS (SELECT 1 FROM agents l WHERE l.is_lead = 1 AND l.status <> 'offline')",
+        [since.unix_millis()],
+    )
 }

@@ -115,6 +115,27 @@ pub(crate) fn apply(
     Ok(Applied::Changed { before, after: get_known(tx, id)? })
 }
 
+/// An operator puts a dead letter back where the poll finds it, with a fresh count.
+pub(crate) fn requeue(
+    tx: &Connection,
+    id: InboxMessageId,
+    now: Timestamp,
+) -> StoreResult<Applied<InboxMessage>> {
+    let Some(before) = get(tx, id)? else {
+        return Ok(Applied::NotFound);
+    };
+    let updated = sql::execute(
+        tx,
+        "UPDATE inbox_messages SET status = 'unread', deliveries = 0, last_updated_at = ?1
+         WHERE id = ?2 AND status = 'dead_letter'",
+        params![now.unix_millis(), id.to_string()],
+    )?;
+    if updated == 0 {
+        return Ok(Applied::Refused { current: before });
+    }
+    Ok(Applied::Changed { before, after: get_known(tx, id)? })
+}
+
 pub(crate) fn delegate(
     tx: &Connection,
     id: InboxMessageId,
@@ -155,7 +176,7 @@ pub(crate) fn claim(
     let ids: Vec<String> = sql::all(
         tx,
         "UPDATE inbox_messages SET status = 'processing', lease_expires_at = ?3, last_updated_at = ?2,
-                                  lease_holder = ?5
+                                  lease_holder = ?5, deliveries = deliveries + 1
          WHERE status = 'unread' AND id IN (
              SELECT id FROM inbox_messages WHERE agent_id = ?1 AND status = 'unread'
              ORDER BY created_at, id LIMIT ?4)

@@ -52,8 +52,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter, TaskWaiters,
+    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
+    SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::database::{BUSY_TIMEOUT, Database};
@@ -268,11 +268,29 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn claims_release(
+        &self,
+        agent: AgentId,
+        holder: RunnerId,
+        items: Option<&HeldItems>,
+        max_deliveries: i32,
+        now: Timestamp,
+    ) -> StoreResult<Released> {
+        let items = items.cloned();
+        let holder = holder.to_string();
+        self.database
+            .write(move |tx| held_claims::release(tx, agent, &holder, items.as_ref(), max_deliveries, now))
+            .await
+    }
+
     async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
         let policy = *policy;
         let silent_since = now.minus_millis(policy.period_millis());
         // A read first: most passes find nothing and should not take the write lock.
-        if !self.database.read(|connection| rescue::anything_to_rescue(connection, now, silent_since))? {
+        if !self
+            .database
+            .read(|connection| rescue::anything_to_rescue(connection, &policy, now, silent_since))?
+        {
             return Ok(RescueReport::default());
         }
         self.database.write(move |tx| rescue::rescue(tx, &policy, now)).await
@@ -314,6 +332,10 @@ impl Store for SqliteStore {
     ) -> StoreResult<Applied<InboxMessage>> {
         let change = change.clone();
         self.database.write(move |tx| inbox::apply(tx, id, &change, now)).await
+    }
+
+    async fn inbox_requeue(&self, id: InboxMessageId, now: Timestamp) -> StoreResult<Applied<InboxMessage>> {
+        self.database.write(move |tx| inbox::requeue(tx, id, now)).await
     }
 
     async fn inbox_delegate(

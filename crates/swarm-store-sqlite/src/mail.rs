@@ -181,9 +181,11 @@ pub(crate) fn claim(
     let mut mail = sql::all(
         tx,
         &format!(
-            "UPDATE mail SET status = 'processing', processing_since = ?2, lease_expires_at = ?3, lease_holder = ?5
+            "UPDATE mail SET status = 'processing', processing_since = ?2, lease_expires_at = ?3, lease_holder = ?5,
+                             deliveries = deliveries + 1
              WHERE status = 'unread' AND id IN (
                  SELECT id FROM mail WHERE to_agent_id = ?1 AND status = 'unread' AND priority_rank = 0
+                                       AND dead_lettered_at IS NULL
                  ORDER BY created_at, id LIMIT ?4)
              RETURNING {}",
             SELECT_MAIL.trim_start_matches("SELECT ").trim_end_matches(" FROM mail")

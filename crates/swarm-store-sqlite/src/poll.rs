@@ -58,14 +58,17 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             ready!(),
             ") AS pending,
                 EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread'
-                                               AND m.priority_rank = 0) AS urgent_mail,
+                                               AND m.priority_rank = 0 AND m.dead_lettered_at IS NULL)
+                    AS urgent_mail,
                 EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id
                         WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL
+                          AND w.dead_lettered_at IS NULL
                           AND (t.status = 'completed' OR t.status = 'failed' OR t.status = 'cancelled')) AS results,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM inbox_messages m
                                           WHERE m.agent_id = a.id AND m.status = 'unread') AS inbox,
                 EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0
-                                                        AND r.processing_since IS NULL) AS mentions,
+                                                        AND r.processing_since IS NULL
+                                                        AND r.dead_lettered_at IS NULL) AS mentions,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t WHERE",
             unnotified_worker_task!(),
             ") AS finished,
@@ -127,7 +130,7 @@ pub(crate) fn claim(
             TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
-            TriggerKind::TaskResult => crate::triggers::claim_result(tx, agent, now, lease_until)?,
+            TriggerKind::TaskResult => crate::triggers::claim_result(tx, agent, now, lease_until, runner)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
         if let Some(trigger) = trigger {

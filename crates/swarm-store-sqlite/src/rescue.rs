@@ -101,11 +101,13 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
         });
     }
 
-    let held = crate::held_claims::return_expired(tx, now)?;
+    let held = crate::held_claims::return_expired(tx, policy, now)?;
     report.inbox_returned_to = held.inbox;
     report.mentions_returned_to = held.mentions;
     report.mail_returned_to = held.mail;
-    report.results_returned_to = crate::triggers::return_expired(tx, now)?;
+    report.results_returned_to = held.results;
+    report.results_handed_to =
+        crate::held_claims::hand_results_to_lead(tx, now.minus_millis(handoff_millis(policy)))?;
 
     let silent: Vec<(AgentId, String)> = sql::all(
         tx,
@@ -128,14 +130,20 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
     Ok(report)
 }
 
+/// A result hand-over's delay, in the store's milliseconds.
+fn handoff_millis(policy: &LeasePolicy) -> i64 {
+    i64::try_from(policy.result_handoff.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// Whether a pass would find anything: a read, so that most passes take no write lock.
 pub(crate) fn anything_to_rescue(
     connection: &Connection,
+    policy: &LeasePolicy,
     now: Timestamp,
     silent_since: Timestamp,
 ) -> StoreResult<bool> {
     if crate::held_claims::anything_expired(connection, now)?
-        || crate::triggers::anything_expired(connection, now)?
+        || crate::held_claims::results_to_hand_over(connection, now.minus_millis(handoff_millis(policy)))?
     {
         return Ok(true);
     }

@@ -285,18 +285,21 @@ pub(crate) fn claim_result(
     agent: AgentId,
     now: Timestamp,
     lease_until: Timestamp,
+    runner: Option<&str>,
 ) -> StoreResult<Option<Trigger>> {
     let claimed = sql::optional(
         tx,
-        "UPDATE task_awaits SET processing_since = ?2, lease_expires_at = ?3
+        "UPDATE task_awaits SET processing_since = ?2, lease_expires_at = ?3, lease_holder = ?4,
+                                deliveries = deliveries + 1
          WHERE task_id = (
              SELECT w.task_id FROM task_awaits w JOIN tasks t ON t.id = w.task_id
              WHERE w.agent_id = ?1 AND w.delivered_at IS NULL AND w.processing_since IS NULL
+               AND w.dead_lettered_at IS NULL
                AND (t.status = 'completed' OR t.status = 'failed' OR t.status = 'cancelled')
              ORDER BY t.finished_at, w.task_id LIMIT 1)
            AND processing_since IS NULL
          RETURNING task_id",
-        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis()],
+        params![agent.to_string(), now.unix_millis(), lease_until.unix_millis(), runner],
         |row| crate::rows::get_task_id(row, "task_id"),
     )?;
     let Some(task_id) = claimed else {
@@ -313,37 +316,6 @@ pub(crate) fn claim_result(
         session_key: awaiting.session_key,
         session_id: session.map(|session| session.session_id),
     }))
-}
-
-/// A heartbeat extends the agent's claims on task results.
-pub(crate) fn extend_leases(tx: &Connection, agent: AgentId, lease_until: Timestamp) -> StoreResult<()> {
-    sql::execute(
-        tx,
-        "UPDATE task_awaits SET lease_expires_at = ?1
-         WHERE agent_id = ?2 AND processing_since IS NOT NULL AND delivered_at IS NULL",
-        params![lease_until.unix_millis(), agent.to_string()],
-    )?;
-    Ok(())
-}
-
-/// The rescuer: result claims whose lease ran out are offered again. Returns their agents.
-pub(crate) fn return_expired(tx: &Connection, now: Timestamp) -> StoreResult<Vec<AgentId>> {
-    sql::all(
-        tx,
-        "UPDATE task_awaits SET processing_since = NULL, lease_expires_at = NULL
-         WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?1
-         RETURNING agent_id",
-        [now.unix_millis()],
-        |row| crate::rows::get_agent_id(row, "agent_id"),
-    )
-}
-
-pub(crate) fn anything_expired(connection: &Connection, now: Timestamp) -> StoreResult<bool> {
-    sql::scalar(
-        connection,
-        "SELECT EXISTS (SELECT 1 FROM task_awaits WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ?)",
-        [now.unix_millis()],
-    )
 }
 
 fn json<T: serde::Serialize>(value: &T) -> StoreResult<String> {

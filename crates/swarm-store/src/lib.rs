@@ -133,6 +133,31 @@ pub struct NewTaskAwait {
     pub session_key: String,
 }
 
+/// The items of one trigger that its holder gives back ([`Store::claims_release`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldItems {
+    pub inbox: Vec<InboxMessageId>,
+    pub channels: Vec<ChannelId>,
+    pub mail: Vec<MailId>,
+    /// Task results (`task_result`), by the awaited task.
+    pub results: Vec<TaskId>,
+}
+
+impl HeldItems {
+    pub fn is_empty(&self) -> bool {
+        self.inbox.is_empty() && self.channels.is_empty() && self.mail.is_empty() && self.results.is_empty()
+    }
+}
+
+/// What a release did ([`Store::claims_release`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Released {
+    /// Items back where a poll finds them.
+    pub returned: usize,
+    /// Items set aside as dead letters: handed over `max_deliveries` times.
+    pub dead_lettered: usize,
+}
+
 /// Who waits for a task to finish ([`Store::task_waiters`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskWaiters {
@@ -297,9 +322,27 @@ pub trait Store: Send + Sync + 'static {
         runner: Option<RunnerId>,
     ) -> StoreResult<Option<(TriggerKind, Trigger)>>;
 
+    /// The lead-side claims (inbox messages, mentioning channels, urgent mail, task
+    /// results) of `agent` that `holder` still holds in their claimed state go back where
+    /// a poll finds them, or become dead letters when handed over `max_deliveries` times:
+    /// all of them (`items: None`, a restarted runner's previous life), or only `items`
+    /// (an agent run that ended). One transaction; items finished meanwhile or held by
+    /// another runner are left alone.
+    async fn claims_release(
+        &self,
+        agent: AgentId,
+        holder: RunnerId,
+        items: Option<&HeldItems>,
+        max_deliveries: i32,
+        now: Timestamp,
+    ) -> StoreResult<Released>;
+
     /// One pass of the rescuer: every claim whose lease ran out before `now` goes back
     /// where it came from, or fails after `policy.max_losses` losses
-    /// ([`swarm_domain::lease::on_expiry`]); agents silent for a lease period go
+    /// ([`swarm_domain::lease::on_expiry`]); lead-side claims come back, or become dead
+    /// letters after `policy.max_deliveries`; task results whose awaiting agent stayed
+    /// offline for `policy.result_handoff` (or were dead-lettered) go to the lead that is
+    /// online; agents silent for a lease period go
     /// `offline`. Each change is guarded and logged; replicas may run this at once.
     async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport>;
 
@@ -332,6 +375,9 @@ pub trait Store: Send + Sync + 'static {
         change: &InboxChange,
         now: Timestamp,
     ) -> StoreResult<Applied<InboxMessage>>;
+    /// An operator puts a dead letter back: `dead_letter` → `unread`, its delivery count
+    /// reset, as one guarded `UPDATE`.
+    async fn inbox_requeue(&self, id: InboxMessageId, now: Timestamp) -> StoreResult<Applied<InboxMessage>>;
     /// `inbox-delegate` in one transaction: the message, owned by `owner` and open, is
     /// marked `delegated` to `task`, and `task` is created (logged as by `task_create`).
     /// A false guard creates nothing.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use swarm_domain::id::AgentId;
+use swarm_domain::id::{AgentId, TaskId};
 use swarm_mcp::{InboxRole, StdioOptions};
 use swarm_service::Service;
 
@@ -27,6 +27,11 @@ pub struct McpArgs {
     /// task_list, task_get, inbox_stats).
     #[arg(long, env = "ATLAS_TRIGGER", value_name = "NAME")]
     trigger: Option<String>,
+    /// The task whose run started this process: a trigger session's tasks created here
+    /// are awaited by it, and its result resumes that session. The runner sets
+    /// SWARM_SESSION_TASK_ID (and TASK_ID for a task's run, read when the former is unset).
+    #[arg(long, env = "SWARM_SESSION_TASK_ID", value_name = "UUID")]
+    session_task: Option<String>,
     /// Log format on stderr (stdout carries the protocol): text or json. The level is
     /// set with RUST_LOG (default info, rmcp's session chatter at warn).
     #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
@@ -44,13 +49,19 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
         Some(name) => InboxRole::Trigger { name: name.trim().to_string() },
         None => InboxRole::Worker,
     };
+    let session_task = args
+        .session_task
+        .or_else(|| std::env::var("TASK_ID").ok())
+        .filter(|id| !id.trim().is_empty())
+        .map(|id| TaskId::parse(id.trim()).context("SWARM_SESSION_TASK_ID (TASK_ID) must be a task's UUID"))
+        .transpose()?;
     let (store, description) = open_store(&args.database).await?;
     tracing::info!(database = %description, agent = ?agent_id, role = ?inbox_role, "serving MCP on stdio");
     let service = Service::new(store);
     // With no hub running, this process returns expired claims itself; and a waiting
     // poll-task wakes when another process (the hub, another `swarm mcp`) adds work.
     let _background = service.start_background(RESCUE_INTERVAL);
-    let options = StdioOptions { agent_id, inbox_role };
+    let options = StdioOptions { agent_id, inbox_role, session_task };
     tokio::select! {
         served = swarm_mcp::serve_stdio(service, options) => served.context("the MCP stdio transport failed")?,
         () = shutdown_signal() => {},

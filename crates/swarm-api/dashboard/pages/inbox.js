@@ -1,11 +1,14 @@
 // The lead's inbox: Slack messages routed to the lead, and what became of each
 // (answered in the thread, delegated as a task). The lead acts on them itself.
+// Dead letters (handed to the lead's runs MAX_DELIVERIES times, never handled) are
+// shown apart, each with a button that puts it back in the inbox.
 
 import { api, withQuery } from '../api.js';
 import { agentLink, agentsById, ago, badge, errorBox, fill, h, table, taskLink } from '../ui.js';
 
 const LIMIT = 100;
 const OPEN = 'unread,processing';
+const DEAD = 'dead_letter';
 
 export function mount(root, route) {
   const showAll = route.params.get('all') === '1';
@@ -26,7 +29,28 @@ export function mount(root, route) {
         return;
       }
       const { messages } = await api(withQuery('/api/inbox', { agentId: lead.id, status: showAll ? '' : OPEN, limit: LIMIT }));
+      const dead = (await api(withQuery('/api/inbox', { agentId: lead.id, status: DEAD, limit: LIMIT }))).messages;
+      const requeue = (message) => h('button', {
+        class: 'requeue',
+        onclick: async () => {
+          try {
+            await api(`/api/inbox/${message.id}/requeue`, { method: 'POST' });
+            load();
+          } catch (error) {
+            fill(body, errorBox(error));
+          }
+        },
+      }, 'Requeue');
       fill(body,
+        dead.length === 0 ? '' : h('section', { id: 'inbox-dead-letters' },
+          h('h2', {}, `Dead letters (${dead.length})`),
+          h('p', { class: 'muted' }, 'Handed to the lead\'s runs again and again without an answer or a delegation. Requeue one to offer it again.'),
+          table([
+            ['Received', (message) => ago(message.createdAt)],
+            ['From', (message) => message.slackUserId || ''],
+            ['Message', (message) => h('div', { class: 'prose' }, message.content)],
+            ['', requeue],
+          ], dead, { empty: '' })),
         h('p', { class: 'muted' }, 'Inbox of ', agentLink(lead.id, byId), showAll ? '' : ': messages still open, oldest first'),
         table([
           ['Received', (message) => ago(message.createdAt)],

@@ -4,8 +4,12 @@ use std::time::Duration;
 
 use axum::extract::{Query, State};
 use serde::{Deserialize, Serialize};
-use swarm_domain::poll::{PoolMode, Trigger};
-use swarm_service::{POLL_WAIT_MAX, PollRequest};
+use swarm_domain::{
+    id::{ChannelId, InboxMessageId, MailId, RunnerId, TaskId},
+    poll::{PoolMode, Trigger},
+};
+use swarm_service::HeldItems;
+use swarm_service::{POLL_WAIT_MAX, PollRequest, ReleaseRequest};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -13,11 +17,74 @@ use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
-    extract::{CallerHeader, RunnerHeader},
+    extract::{AppJson, CallerHeader, RunnerHeader},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(poll_get))
+    OpenApiRouter::new().routes(routes!(poll_get)).routes(routes!(poll_release))
+}
+
+/// What a runner gives back; at least one list or `previousRunnerId`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleaseBody {
+    /// Inbox messages of a `slack_inbox_message` trigger whose run ended.
+    #[serde(default)]
+    #[schema(value_type = Vec<uuid::Uuid>)]
+    inbox_message_ids: Vec<InboxMessageId>,
+    /// Channels of an `unread_mentions` trigger (`claimedChannels`).
+    #[serde(default)]
+    #[schema(value_type = Vec<uuid::Uuid>)]
+    channel_ids: Vec<ChannelId>,
+    /// Mail of an `urgent_mail` trigger.
+    #[serde(default)]
+    #[schema(value_type = Vec<uuid::Uuid>)]
+    mail_ids: Vec<MailId>,
+    /// Awaited tasks of `task_result` triggers.
+    #[serde(default)]
+    #[schema(value_type = Vec<uuid::Uuid>)]
+    task_ids: Vec<TaskId>,
+    /// A previous process of this runner (kept in its log folder): everything it still
+    /// holds for the agent is released.
+    #[schema(value_type = Option<uuid::Uuid>)]
+    previous_runner_id: Option<RunnerId>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseResponse {
+    /// Items back where the next poll finds them.
+    released: usize,
+    /// Items handed over `MAX_DELIVERIES` times, set aside as dead letters.
+    dead_lettered: usize,
+}
+
+/// A runner gives back the lead-side claims an agent run left unfinished (ours): the
+/// items of a trigger whose run ended without acknowledging, answering, delegating or
+/// reading them, held by this runner (`X-Runner-ID`, required then), and with
+/// `previousRunnerId` everything a previous process of the runner held. Items finished
+/// meanwhile, or held by another runner, are left alone. An item handed over
+/// `MAX_DELIVERIES` times becomes a dead letter instead of being offered again.
+#[utoipa::path(post, path = "/api/poll/release", tag = "agents", request_body = ReleaseBody,
+    params(("X-Runner-ID" = Option<uuid::Uuid>, Header, description = "The runner holding the items")),
+    responses((status = 200, body = ReleaseResponse), ErrorResponses))]
+async fn poll_release(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    RunnerHeader(runner): RunnerHeader,
+    AppJson(body): AppJson<ReleaseBody>,
+) -> Result<Json<ReleaseResponse>, ApiError> {
+    let request = ReleaseRequest {
+        items: HeldItems {
+            inbox: body.inbox_message_ids,
+            channels: body.channel_ids,
+            mail: body.mail_ids,
+            results: body.task_ids,
+        },
+        previous_runner: body.previous_runner_id,
+    };
+    let released = state.service.claims_release(caller, runner, request).await?;
+    Ok(Json(ReleaseResponse { released: released.returned, dead_lettered: released.dead_lettered }))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

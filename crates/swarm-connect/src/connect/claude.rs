@@ -111,6 +111,9 @@ fn server_entry(endpoint: &Endpoint) -> Value {
         "headers": {
             "Authorization": format!("Bearer ${{API_KEY:-{key_default}}}"),
             "X-Agent-ID": format!("${{AGENT_ID:-{agent_default}}}"),
+            // The trigger session a runner's run continues: tasks it creates are awaited
+            // by it. Empty outside such a run, which the hub reads as none.
+            "X-Task-ID": "${SWARM_SESSION_TASK_ID:-}",
         },
     })
 }

@@ -84,7 +84,13 @@ fn set_server(server: &mut Table, endpoint: &Endpoint) {
         literal_headers.push(("X-Agent-ID", agent_id.to_string()));
     }
     set_headers(server, "http_headers", &literal_headers);
-    set_headers(server, "env_http_headers", &[("X-Agent-ID", "AGENT_ID".to_string())]);
+    // X-Task-ID: the trigger session a runner's run continues (tasks it creates are
+    // awaited by it); Codex leaves the header out when the variable is unset.
+    set_headers(
+        server,
+        "env_http_headers",
+        &[("X-Agent-ID", "AGENT_ID".to_string()), ("X-Task-ID", "SWARM_SESSION_TASK_ID".to_string())],
+    );
     if !server.contains_key("tool_timeout_sec") {
         server.insert("tool_timeout_sec", value(TOOL_TIMEOUT_SECONDS));
     }

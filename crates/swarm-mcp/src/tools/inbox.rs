@@ -180,7 +180,7 @@ async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> 
         ..TaskDraft::default()
     };
     // The session that files it awaits it: its result comes back as `task_result`.
-    let task = call.service.task_create_from_session(call.caller(), draft).await?;
+    let task = call.service.task_create_from_session(call.caller(), draft, call.session_task()).await?;
     Ok(Reply::ok(format!("task {} filed", task.id)).with("task", message(&task)))
 }
 

@@ -189,6 +189,7 @@ async fn send_task(call: ToolCall, args: SendTaskArguments) -> Outcome {
         tags: args.tags,
         priority: args.priority,
         depends_on: args.depends_on.into_iter().map(TaskId::from_uuid).collect(),
+        session_task: call.session_task(),
     };
     let task = call.service.task_send(call.caller(), request).await?;
     let message = match (task.status, task.agent_id.or(task.offered_to)) {

@@ -69,9 +69,12 @@ async fn poll_mentions(
 ) -> Option<(Vec<ChannelId>, Vec<ChatMessage>)> {
     let kinds = [TriggerKind::UnreadMentions];
     match store.poll_claim(agent, &kinds, now, now.plus_millis(LEASE)).await.expect("poll_claim") {
-        Some((TriggerKind::UnreadMentions, Trigger::UnreadMentions { count, channel_ids, messages })) => {
-            assert_eq!(count, messages.len());
-            Some((channel_ids, messages))
+        Some((
+            TriggerKind::UnreadMentions,
+            Trigger::UnreadMentions { mentions_count, claimed_channels, messages },
+        )) => {
+            assert_eq!(mentions_count, messages.len());
+            Some((claimed_channels, messages))
         }
         None => None,
         other => panic!("unexpected trigger {other:?}"),

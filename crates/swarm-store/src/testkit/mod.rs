@@ -21,6 +21,7 @@ pub mod lists;
 pub mod mail;
 pub mod poll;
 pub mod race;
+pub mod run_claims;
 pub mod tasks;
 pub mod triggers;
 pub mod work;
@@ -254,6 +255,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_mail!($fresh);
             $crate::__store_conformance_poll!($fresh);
             $crate::__store_conformance_race!($fresh);
+            $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_triggers!($fresh);
             $crate::__store_conformance_work!($fresh);

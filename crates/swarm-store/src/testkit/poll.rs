@@ -314,7 +314,7 @@ pub async fn rescue_fails_a_task_that_keeps_losing_its_lease(store: Arc<dyn Stor
     let fx = Fixture::new(store);
     let worker = fx.worker("worker").await;
     let task = fx.pool_task("cursed").await;
-    let policy = LeasePolicy { period: Duration::from_secs(3600), max_losses: 2 };
+    let policy = LeasePolicy { period: Duration::from_secs(3600), max_losses: 2, ..LeasePolicy::default() };
 
     let now = fx.now();
     claim(&fx, worker, now).await.unwrap();
