@@ -46,7 +46,13 @@ impl McpServer {
     async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<CallerInfo, CallerError> {
         let parts = context.extensions.get::<http::request::Parts>();
         let id = self.identity.agent_id(parts).map_err(CallerError::BadHeader)?;
-        CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)
+        let caller = CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)?;
+        if let Some(agent) = &caller.agent {
+            // A session that talks to the hub is alive: an agent driven by a person (no
+            // runner polling for it) stays online while its session is live.
+            self.service.agent_seen(agent).await;
+        }
+        Ok(caller)
     }
 }
 

@@ -78,6 +78,17 @@ fn describe_delivery(mail: &[Mail], names: &HashMap<AgentId, String>) -> String 
     text
 }
 
+/// Tell the hub the agent stopped (`POST /api/mail/stopped`): when mail is pending, the
+/// agent that delegated its work gets urgent mail, which wakes it wherever it runs.
+pub(super) async fn tell_coordinator(client: &Client, settings: &HookSettings, event: &str) {
+    if settings.agent_id.is_none() {
+        return;
+    }
+    if let Err(error) = client.post_json::<_, Value>("/api/mail/stopped", &json!({})).await {
+        trace::why(event, &format!("could not tell the hub the agent stopped: {error}"));
+    }
+}
+
 /// What the coordinator should know when the agent stops: the mail it still waits on.
 pub(super) async fn stop_alert(client: &Client, settings: &HookSettings, event: &str) -> Option<String> {
     let me = settings.agent_id?;

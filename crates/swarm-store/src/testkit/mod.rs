@@ -23,6 +23,7 @@ pub mod poll;
 pub mod race;
 pub mod tasks;
 pub mod triggers;
+pub mod waiting;
 pub mod work;
 
 use std::sync::{
@@ -256,6 +257,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_race!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_triggers!($fresh);
+            $crate::__store_conformance_waiting!($fresh);
             $crate::__store_conformance_work!($fresh);
         }
     };
