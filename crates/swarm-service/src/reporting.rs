@@ -69,13 +69,6 @@ impl Service {
                 failure_reason: finish.failure_reason,
             };
             outcome = self.task_act(caller, id, request).await?;
-            if let Some(agent) = caller
-                .agent_id()
-                .filter(|agent| !outcome.already_finished && outcome.task.agent_id == Some(*agent))
-            {
-                // Its work is done: whoever delegated it hears of mail it left pending.
-                self.stopped_after_finish(agent).await;
-            }
         }
         Ok(ReportOutcome { task: outcome.task, started, already_finished: outcome.already_finished })
     }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use swarm_client::Client;
 use swarm_domain::{
     id::AgentId,
-    mail::{Mail, MailPriority},
+    mail::{Mail, MailPriority, MailType},
     time::Timestamp,
 };
 
@@ -100,6 +100,10 @@ pub(super) async fn stop_alert(client: &Client, settings: &HookSettings, event: 
             return None;
         }
     };
+    let mut pending = pending;
+    // Status updates are news, not waiting: among them are the hub's own alerts to the
+    // coordinator (`POST /api/mail/stopped`), which must not be reported in turn.
+    pending.mail.retain(|piece| piece.mail_type != MailType::StatusUpdate);
     if pending.mail.is_empty() {
         return None;
     }
@@ -173,10 +177,7 @@ fn name_of(names: &HashMap<AgentId, String>, id: AgentId) -> String {
 
 #[cfg(test)]
 mod tests {
-    use swarm_domain::{
-        id::MailId,
-        mail::{MailStatus, MailType},
-    };
+    use swarm_domain::{id::MailId, mail::MailStatus};
 
     use super::*;
 
