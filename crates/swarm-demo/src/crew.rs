@@ -57,7 +57,7 @@ impl DemoHub {
             },
         };
         let hub = Hub::start(&args, HubOptions::default()).await.with_context(|| {
-            format!("cannot start the demo's hub (pick another --port; 0 picks a free one)")
+            "cannot start the demo's hub (pick another --port; 0 picks a free one)".to_string()
         })?;
         Ok(DemoHub { service: hub.service.clone(), url: hub.url(), api_key, hub })
     }
