@@ -16,7 +16,10 @@
 //! - `N task(s) finished:` (the lead's `tasks_finished`): looks at the tasks with
 //!   `get-tasks`, and is done.
 //! - `You have N inbox message(s) from Slack:` (the lead's `slack_inbox_message`):
-//!   answers each listed message in its thread with `slack-reply`.
+//!   delegates each listed message that says `Please do:` to a worker with
+//!   `inbox-delegate`, and answers the others in their thread with `slack-reply`.
+//! - `N task(s) finished:` also tries `slack-reply` about each task from Slack, as an
+//!   eager model might (the hub refuses: the bridge has answered the thread).
 //! - chat mentions, urgent mail, asking the coordinator for help, and Claude Code's
 //!   hooks: see [`talk`].
 //! - `/work-on-task <id>` with `--escalate-to <agent>`: files the task's text for that
@@ -248,10 +251,7 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
             talk::answer_mentions(&prompt).await?
         }
         _ if first_line.ends_with("urgent mail:") => talk::answer_mail(&prompt).await?,
-        _ if first_line.ends_with("task(s) finished:") => {
-            let listed = call_tool("get-tasks", json!({"limit": 50})).await?;
-            format!("looked at the results: {}", message(listed))
-        }
+        _ if first_line.ends_with("task(s) finished:") => review_finished(&prompt).await?,
         _ => "nothing to do".to_string(),
     };
 
@@ -333,15 +333,55 @@ async fn delegate(task_id: &str, text: &str) -> anyhow::Result<String> {
     Ok(output)
 }
 
-/// `slack-reply` to every message the prompt lists (`inboxMessageId: <id>;`).
+/// Each message the prompt lists (`- "<text>" (inboxMessageId: <id>; ...`): one that
+/// asks for work ([`WORK_MARKER`]) is delegated to a worker with `inbox-delegate`; any
+/// other is answered with `slack-reply`.
 async fn answer_inbox(prompt: &str) -> anyhow::Result<String> {
-    let ids: Vec<&str> =
-        prompt.split("inboxMessageId: ").skip(1).filter_map(|rest| rest.split(';').next()).collect();
-    for id in &ids {
-        let reply = json!({"inboxMessageId": id, "message": format!("stand-in answer to {id}")});
-        call_tool("slack-reply", reply).await?;
+    let (mut answered, mut delegated) = (0, 0);
+    for line in prompt.lines().filter(|line| line.contains("inboxMessageId: ")) {
+        let Some(id) = line.split("inboxMessageId: ").nth(1).and_then(|rest| rest.split(';').next()) else {
+            continue;
+        };
+        if line.contains(WORK_MARKER) {
+            let worker = least_busy_worker().await?.context("no worker is online to delegate to")?;
+            call_tool("inbox-delegate", json!({"inboxMessageId": id, "agentId": worker["id"]})).await?;
+            delegated += 1;
+        } else {
+            let reply = json!({"inboxMessageId": id, "message": format!("stand-in answer to {id}")});
+            call_tool("slack-reply", reply).await?;
+            answered += 1;
+        }
     }
-    Ok(format!("answered {} message(s) in Slack", ids.len()))
+    Ok(format!("answered {answered} message(s) in Slack, delegated {delegated}"))
+}
+
+/// A Slack message that asks for work, which the stand-in lead delegates.
+pub const WORK_MARKER: &str = "Please do:";
+
+/// The lead's `tasks_finished`: look at the tasks, then, like an eager model, try to
+/// tell the Slack user about each Slack task (the hub refuses it: the bridge has posted
+/// the outcome already); what was refused is part of the answer.
+async fn review_finished(prompt: &str) -> anyhow::Result<String> {
+    let listed = call_tool("get-tasks", json!({"limit": 50})).await?;
+    let mut refused = 0;
+    for line in prompt.lines().filter(|line| line.starts_with("- ") && line.contains("from Slack")) {
+        let Some(id) = line.split_whitespace().nth(3) else { continue };
+        let reply = json!({"taskId": id, "message": format!("stand-in lead: task {id} is done")});
+        if let Err(error) = call_tool("slack-reply", reply).await {
+            say(&format!("{error:#}"));
+            refused += 1;
+        }
+    }
+    Ok(format!("looked at the results: {}; {refused} Slack reply(ies) refused", message(listed)))
+}
+
+async fn least_busy_worker() -> anyhow::Result<Option<Value>> {
+    let swarm = call_tool("get-swarm", json!({})).await?;
+    let workers = swarm["agents"].as_array().cloned().unwrap_or_default();
+    Ok(workers
+        .into_iter()
+        .filter(|agent| agent["isLead"] != json!(true) && agent["status"] != json!("offline"))
+        .min_by_key(|agent| agent["capacity"]["current"].as_i64().unwrap_or(0)))
 }
 
 /// One line of the agent's "thinking", as Claude's stream-json shows it.

@@ -78,6 +78,10 @@ pub struct Agent {
     pub created_at: Timestamp,
     pub last_updated_at: Timestamp,
     pub capacity: Capacity,
+    /// Why the agent stopped taking work, as its runner said (ours, issue #19): e.g.
+    /// "Claude Code exited at once 3 times: Invalid API key". Cleared when it takes work.
+    #[serde(default)]
+    pub status_reason: Option<String>,
 }
 
 /// How a registration went.
@@ -161,6 +165,21 @@ pub fn parse_name(name: &str) -> Result<String, Invalid> {
         return Err(Invalid::new("name must not contain control characters"));
     }
     Ok(name.to_string())
+}
+
+/// The most a status reason keeps: a line for a person, not a log.
+pub const STATUS_REASON_MAX_CHARS: usize = 1_000;
+
+/// A status reason as stored: trimmed, bounded, one paragraph; empty means none.
+pub fn parse_status_reason(reason: Option<&str>) -> Result<Option<String>, Invalid> {
+    let Some(reason) = reason.map(str::trim).filter(|reason| !reason.is_empty()) else {
+        return Ok(None);
+    };
+    reject_nul("reason", reason)?;
+    if reason.chars().count() > STATUS_REASON_MAX_CHARS {
+        return Err(Invalid(format!("reason must be at most {STATUS_REASON_MAX_CHARS} characters")));
+    }
+    Ok(Some(reason.to_string()))
 }
 
 pub fn parse_max_tasks(max_tasks: Option<i64>) -> Result<i32, Invalid> {

@@ -24,10 +24,12 @@ pub enum EventType {
     TaskReleased,
     TaskLeaseExpired,
     ChannelMessage,
+    /// Ours: why an agent stopped taking work was set or cleared (`statusReason`).
+    AgentStatusReason,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 14] = [
+    pub const ALL: [EventType; 15] = [
         EventType::AgentJoined,
         EventType::AgentStatusChange,
         EventType::AgentLeft,
@@ -42,6 +44,7 @@ impl EventType {
         EventType::TaskReleased,
         EventType::TaskLeaseExpired,
         EventType::ChannelMessage,
+        EventType::AgentStatusReason,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -60,6 +63,7 @@ impl EventType {
             EventType::TaskReleased => "task_released",
             EventType::TaskLeaseExpired => "task_lease_expired",
             EventType::ChannelMessage => "channel_message",
+            EventType::AgentStatusReason => "agent_status_reason",
         }
     }
 

@@ -19,6 +19,9 @@
 //!
 //! The sender's waiting state: mail sent with `awaitingResponse` leaves the sender
 //! waiting until the recipient replies to it (`inReplyTo`), which sets `answeredAt`.
+//! That reply wakes the waiting sender whatever its priority: the store marks it
+//! `wakes` when it is appended, and the poll hands waking mail over as `urgent_mail`
+//! (urgent mail wakes too), the hook injects it at the next prompt.
 
 use serde::{Deserialize, Serialize};
 
@@ -272,6 +275,9 @@ pub struct MailDelivery {
     /// undelivered ones of `priorities`, urgent first.
     pub ids: Vec<MailId>,
     pub priorities: Vec<MailPriority>,
+    /// Also mail that wakes the recipient whatever its priority (a reply to mail it
+    /// awaits a response to): the waiting pattern holds for low-priority questions too.
+    pub include_waking: bool,
     pub limit: i64,
 }
 

@@ -165,7 +165,7 @@ impl RunnerConfig {
         self.log_dir.join(&self.session_id)
     }
 
-    /// The system prompt every agent run gets: who it is and how it reports, then the
+    /// The system prompt every agent run gets (the lead's with [`LEAD_RULES`]): who it is and how it reports, then the
     /// user's own text.
     pub fn full_system_prompt(&self) -> String {
         let part = match self.role {
@@ -181,6 +181,10 @@ impl RunnerConfig {
             id = self.agent_id,
             url = self.hub_url,
         );
+        if self.role == Role::Lead {
+            prompt.push_str("\n\n");
+            prompt.push_str(LEAD_RULES);
+        }
         if let Some(extra) = self.system_prompt.as_deref().map(str::trim).filter(|text| !text.is_empty()) {
             prompt.push_str("\n\n");
             prompt.push_str(extra);
@@ -188,6 +192,17 @@ impl RunnerConfig {
         prompt
     }
 }
+
+/// The lead's inbox and delegation rules (`seeds/lead-inbox-model.md`), and what the
+/// Slack bridge does by itself, so that the lead never does it twice.
+pub const LEAD_RULES: &str = "As the lead you coordinate: you never do a worker's job yourself (no code, \
+no task work); you answer, delegate and follow up. Slack messages routed to you arrive as inbox messages, \
+not tasks, and the Slack bridge has already acknowledged each in its thread. Give every inbox message \
+exactly one answer: a simple question you can answer from what you know, answer directly in its thread \
+with slack-reply (inboxMessageId); anything that needs work, delegate to a worker with inbox-delegate \
+(inboxMessageId, agentId; get-swarm shows the workers and their free capacity). When a delegated task \
+finishes, the bridge posts its outcome in the Slack thread itself: do not reply there about it. Work \
+that does not come from Slack goes to workers with send-task; never send a task to yourself.";
 
 #[cfg(test)]
 mod tests {
@@ -204,7 +219,22 @@ mod tests {
     fn system_prompt_appends_the_users_text() {
         let mut config = RunnerConfig::new(Role::Worker, "http://hub", AgentId::new_v7(), Harness::Claude);
         assert!(config.full_system_prompt().contains("store-progress"));
+        assert!(!config.full_system_prompt().contains("inbox-delegate"), "a worker has no inbox");
         config.system_prompt = Some("Be brief.".into());
         assert!(config.full_system_prompt().ends_with("\n\nBe brief."));
+    }
+}
+
+#[cfg(test)]
+mod lead_prompt_tests {
+    use super::*;
+
+    #[test]
+    fn the_leads_system_prompt_carries_the_inbox_rules() {
+        let config = RunnerConfig::new(Role::Lead, "http://hub", AgentId::new_v7(), Harness::Claude);
+        let prompt = config.full_system_prompt();
+        assert!(prompt.contains("never do a worker's job"), "{prompt}");
+        assert!(prompt.contains("slack-reply") && prompt.contains("inbox-delegate"), "{prompt}");
+        assert!(prompt.contains("the bridge posts its outcome"), "{prompt}");
     }
 }

@@ -171,6 +171,18 @@ pub(crate) async fn tell_the_hub(context: &Context, reason: &str) {
         context.config.agent_name
     );
     let body = json!({ "content": content });
+    // On the agent record too (`statusReason`), where the dashboard shows it; the hub
+    // clears it when the agent takes work again.
+    let reason_path = format!("/api/agents/{}/status-reason", context.config.agent_id);
+    let reason_body = json!({ "reason": reason });
+    let record = context.client.post_json::<_, serde_json::Value>(&reason_path, &reason_body);
+    match tokio::time::timeout(FAREWELL_DEADLINE, record).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => {
+            context.view.warn("tell_failed", &format!("cannot record why on the hub: {err}"), &[])
+        }
+        Err(_) => context.view.warn("tell_failed", "cannot record why on the hub: it did not answer", &[]),
+    }
     let post = async {
         let list: serde_json::Value = context.client.get_json("/api/channels", &[]).await?;
         let general = list["channels"]

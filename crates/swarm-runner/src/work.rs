@@ -213,16 +213,25 @@ fn tasks_finished_prompt(tasks: &[Task]) -> String {
                 clip(task.failure_reason.as_deref().unwrap_or("(no reason)"), SUMMARY_OUTPUT_CHARS)
             ),
         };
+        // A task from a Slack thread has had its outcome posted there by the bridge.
+        let slack = if task.origin.slack_thread_ts.is_some() {
+            " (from Slack: the bridge already posted this outcome in its thread)"
+        } else {
+            ""
+        };
         prompt.push_str(&format!(
-            "- {status} task {id} by {agent}: \"{text}\"\n  {outcome}\n",
+            "- {status} task {id} by {agent}{slack}: \"{text}\"\n  {outcome}\n",
             status = task.status.as_str(),
             id = task.id,
             text = clip(task.task.trim(), SUMMARY_TASK_CHARS),
         ));
     }
     prompt.push_str(
-        "\nReview these results and decide on follow-ups: reassign or retry failed work (send-task), \
-         and reply where a user is waiting for the answer (slack-reply).",
+        "\nThe Slack bridge has already posted the outcome of every task that came from a Slack thread \
+         in that thread: do not answer there again (no slack-reply about these tasks; the hub refuses it). \
+         Review the results and decide on follow-ups: for failed work, send a better-described task to a \
+         worker (send-task) or cancel what is no longer needed; where an agent waits on a result, tell it \
+         (reply-mail). Do not do the work yourself.",
     );
     prompt
 }
@@ -258,9 +267,12 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
                 ));
             }
             prompt.push_str(
-                "\nYou are the lead: you answer and delegate, you never work tasks yourself. For each message, \
-                 either answer the user in its thread with slack-reply (inboxMessageId), or hand the request to \
-                 a worker with inbox-delegate (inboxMessageId, agentId; get-swarm lists the workers). \
+                "\nYou are the lead: you answer and delegate, you never work tasks yourself. The Slack bridge \
+                 has already acknowledged each message in its thread: do not acknowledge it again. For each \
+                 message do exactly one of two things: answer a simple question directly in its thread with \
+                 slack-reply (inboxMessageId); or hand work to a worker with inbox-delegate (inboxMessageId, \
+                 agentId; get-swarm lists the workers and their free capacity). After delegating, say nothing \
+                 more in the thread: when the worker finishes, the bridge posts its outcome there. \
                  get-inbox-message shows a message in full, with its thread history.",
             );
             prompt
@@ -309,8 +321,9 @@ fn mentions_prompt(body: &Value) -> String {
     prompt
 }
 
-/// Urgent mail for the agent, urgent being "someone is blocked": read it (which marks it
-/// delivered and releases the poll's claim) and answer.
+/// Mail that woke the agent (urgent: "someone is blocked"; or the answer to mail it sent
+/// awaiting a response, whatever its priority): read it (which marks it delivered and
+/// releases the poll's claim) and answer or carry on.
 fn urgent_mail_prompt(body: &Value) -> String {
     let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
     let mail = body.get("mail").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -321,8 +334,12 @@ fn urgent_mail_prompt(body: &Value) -> String {
         } else {
             ""
         };
+        let answers = match piece.get("inReplyTo").and_then(Value::as_str) {
+            Some(parent) => format!("; it answers your mail {parent}"),
+            None => String::new(),
+        };
         prompt.push_str(&format!(
-            "- mailId: {}; {} from agent {}{awaiting}: \"{}\"\n  {}\n",
+            "- mailId: {}; {} from agent {}{awaiting}{answers}: \"{}\"\n  {}\n",
             text(piece, "id"),
             text(piece, "type"),
             short_id(&text(piece, "fromAgentId")),
@@ -332,7 +349,8 @@ fn urgent_mail_prompt(body: &Value) -> String {
     }
     prompt.push_str(
         "\nRead it with read-mail (mailIds), which marks it read, then answer each with reply-mail (mailId). \
-         If it asks for work, create a task with send-task.",
+         An answer to your own mail is what you were waiting for: carry on with it. If it asks for work, \
+         create a task with send-task.",
     );
     prompt
 }
@@ -388,6 +406,9 @@ mod tests {
             "{prompt}"
         );
         assert!(prompt.contains("- failed task") && prompt.contains("reason: tests broke"), "{prompt}");
+        // The bridge answers Slack threads itself: the lead must not be told to.
+        assert!(prompt.contains("do not answer there again"), "{prompt}");
+        assert!(!prompt.contains("reply where a user is waiting"), "{prompt}");
 
         let unknown = Work::from_trigger(
             Trigger::Other { kind: "brand_new".into(), body: json!({"type": "brand_new"}) },

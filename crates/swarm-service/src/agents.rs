@@ -1,6 +1,7 @@
 //! Registration, profiles, heartbeats: the agent side of the service.
 
 use swarm_domain::agent::Registration;
+use swarm_domain::agent::parse_status_reason;
 use swarm_domain::poll::Wake;
 use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate, parse_name},
@@ -8,7 +9,7 @@ use swarm_domain::{
     task::Task,
     time::Timestamp,
 };
-use swarm_store::TaskFilter;
+use swarm_store::{Applied, TaskFilter};
 
 use crate::{Caller, Change, Service, ServiceError, ServiceResult};
 
@@ -140,6 +141,47 @@ impl Service {
             .ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
+    }
+
+    /// Why the agent stopped taking work (its runner says, e.g. after its agent CLI
+    /// failed at once again and again), or `None` to clear it. The agent itself, the
+    /// lead or the operator may set it; a poll that hands the agent work clears it.
+    pub async fn agent_set_status_reason(
+        &self,
+        caller: Caller,
+        id: AgentId,
+        reason: Option<&str>,
+    ) -> ServiceResult<Agent> {
+        let reason = parse_status_reason(reason)?;
+        self.require_self_or_lead(caller, id, "set the status reason of").await?;
+        let agent = match self.store.agent_set_status_reason(id, reason.as_deref(), Timestamp::now()).await? {
+            Applied::Changed { after, .. } => after,
+            // Already so: setting it again is not an error.
+            Applied::Refused { current } => return Ok(current),
+            Applied::NotFound => return Err(unknown_agent(id)),
+        };
+        self.publish(Change::Agent { agent_id: id });
+        Ok(agent)
+    }
+
+    /// A request of the agent's own live session reached the hub (MCP over HTTP or
+    /// stdio): an agent driven by a person, with no runner polling for it, is present as
+    /// long as its session talks to the hub within the lease. Written at most every
+    /// quarter lease period per process (remembered here: losing it costs one write).
+    pub async fn agent_seen(&self, agent: &Agent) {
+        let now = std::time::Instant::now();
+        let due = {
+            let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let due = agent.status == swarm_domain::agent::AgentStatus::Offline
+                || seen.get(&agent.id).is_none_or(|last| now.duration_since(*last) >= self.lease.period / 4);
+            if due {
+                seen.insert(agent.id, now);
+            }
+            due
+        };
+        if due && let Err(error) = self.heartbeat(agent.id, None).await {
+            tracing::warn!(%error, agent = %agent.id, "could not record an MCP session's sign of life");
+        }
     }
 
     /// Capacity or presence may have changed: the agent's parked polls re-check.

@@ -7,7 +7,7 @@ use swarm_domain::{
     id::{AgentId, InboxMessageId, TaskId},
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackContext, SlackMark, parse_reply},
     poll::Wake,
-    task::{NewTask, Task, TaskDraft, TaskOrigin},
+    task::{NewTask, Task, TaskDraft, TaskOrigin, TaskStatus},
     time::Timestamp,
 };
 use swarm_store::Applied;
@@ -135,6 +135,9 @@ impl Service {
         let (channel, thread) = match target {
             ReplyTarget::InboxMessage(id) => {
                 let message = self.inbox_get(caller, id).await?;
+                if let Some(task) = message.delegated_to_task_id {
+                    self.refuse_second_answer(&self.task_get(task).await?)?;
+                }
                 (message.slack.slack_channel_id, message.slack.slack_thread_ts)
             }
             ReplyTarget::Task(id) => {
@@ -149,6 +152,7 @@ impl Service {
                         ));
                     }
                 }
+                self.refuse_second_answer(&task)?;
                 (task.origin.slack_channel_id, task.origin.slack_thread_ts)
             }
         };
@@ -172,6 +176,23 @@ impl Service {
             }
         }
         Ok(ts)
+    }
+
+    /// One answer per Slack thread per finished delegation: the bridge posts the outcome
+    /// of every finished task that has a thread (`announce.rs`), so a reply about it by
+    /// the lead or the worker would be the thread's second answer.
+    fn refuse_second_answer(&self, task: &Task) -> ServiceResult<()> {
+        let announced = matches!(task.status, TaskStatus::Completed | TaskStatus::Failed)
+            && task.origin.slack_thread_ts.is_some()
+            && self.slack.is_some();
+        if announced {
+            return Err(ServiceError::Conflict(format!(
+                "task {} is {} and the Slack bridge posts its outcome in the thread itself: do not \
+                 answer it again (send a follow-up task with send-task if more work is needed)",
+                task.id, task.status
+            )));
+        }
+        Ok(())
     }
 
     /// Hand an inbox message to a worker as a task carrying its Slack thread; the message

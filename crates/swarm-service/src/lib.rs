@@ -20,6 +20,7 @@ mod sessions;
 pub mod slack_api;
 mod tasks;
 mod triggers;
+mod waiting;
 mod wake;
 mod webhooks;
 
@@ -126,6 +127,8 @@ pub struct Service {
     slack: Option<Arc<dyn slack_api::SlackApi>>,
     /// Where schedules read the time: the system clock, or a test's.
     clock: Arc<dyn clock::Clock>,
+    /// When this process last recorded each agent's MCP session as a sign of life.
+    seen: Arc<std::sync::Mutex<std::collections::HashMap<AgentId, std::time::Instant>>>,
 }
 
 impl Service {
@@ -144,6 +147,7 @@ impl Service {
             lease,
             slack: None,
             clock: Arc::new(clock::SystemClock),
+            seen: Arc::default(),
         }
     }
 

@@ -81,7 +81,7 @@ impl Service {
             awaiting_response: request.awaiting_response,
             in_reply_to: None,
         };
-        self.append_mail(NewMail::parse(from.id, to.id, draft)?).await
+        self.append_mail(NewMail::parse(from.id, to.id, draft)?, false).await
     }
 
     /// Answer mail sent to the caller; the answer goes to its sender, and the original
@@ -110,7 +110,11 @@ impl Service {
             awaiting_response: request.awaiting_response,
             in_reply_to: Some(original.id),
         };
-        let reply = self.append_mail(NewMail::parse(me.id, original.from_agent_id, draft)?).await?;
+        // The waiting pattern: the answer wakes a sender that awaits it, whatever its
+        // priority (the store marks it `wakes` by the same rule).
+        let wakes_sender = original.awaiting_response;
+        let reply =
+            self.append_mail(NewMail::parse(me.id, original.from_agent_id, draft)?, wakes_sender).await?;
         // The original was delivered and answered in the same transaction.
         self.publish(Change::Mail { mail_id: original.id });
         self.publish(Change::Agent { agent_id: me.id });
@@ -167,7 +171,9 @@ impl Service {
             (true, _) | (false, false) => Vec::new(),
             (false, true) => vec![MailPriority::Urgent, MailPriority::Normal],
         };
-        let delivery = MailDelivery { ids: request.ids, priorities, limit };
+        // A reply the agent waits for is delivered whatever its priority.
+        let include_waking = !priorities.is_empty();
+        let delivery = MailDelivery { ids: request.ids, priorities, include_waking, limit };
         let delivered = self.store.mail_deliver(me.id, &delivery, Timestamp::now()).await?;
         for mail in &delivered {
             self.publish(Change::Mail { mail_id: mail.id });
@@ -195,11 +201,11 @@ impl Service {
         Ok(self.store.mail_counts(agent).await?)
     }
 
-    async fn append_mail(&self, mail: NewMail) -> ServiceResult<Mail> {
+    async fn append_mail(&self, mail: NewMail, answers_a_wait: bool) -> ServiceResult<Mail> {
         let sent = self.store.mail_send(&mail, Timestamp::now()).await?;
         self.publish(Change::Mail { mail_id: sent.id });
         self.publish(Change::Agent { agent_id: sent.to_agent_id });
-        if sent.priority == MailPriority::Urgent {
+        if sent.priority == MailPriority::Urgent || answers_a_wait {
             self.wake(&[Wake::Agent(sent.to_agent_id)]).await;
         }
         Ok(sent)

@@ -275,6 +275,8 @@ impl Service {
         match self.store.task_apply_with_waiters(id, &change, Some(agent), now).await? {
             (Applied::Changed { before, after }, waiters) => {
                 self.task_changed_with(&after, before.agent_id, waiters).await;
+                // Its work is done: whoever delegated it hears of mail it left pending.
+                self.stopped_after_finish(agent).await;
                 Ok(Some(ActionOutcome { task: after, already_finished: false }))
             }
             (Applied::NotFound | Applied::Refused { .. }, _) => Ok(None),

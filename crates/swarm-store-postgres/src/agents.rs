@@ -10,7 +10,7 @@ use swarm_domain::{
     stats::WorkCounts,
     time::Timestamp,
 };
-use swarm_store::{StoreError, StoreResult};
+use swarm_store::{Applied, StoreError, StoreResult};
 use uuid::Uuid;
 
 use crate::{
@@ -131,6 +131,69 @@ pub(crate) async fn rename(
     let agent = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
     Ok(Some(agent))
+}
+
+pub(crate) async fn set_status_reason(
+    pool: &PgPool,
+    id: AgentId,
+    reason: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<Applied<Agent>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    if lock_status(&mut tx, id).await?.is_none() {
+        return Ok(Applied::NotFound);
+    }
+    let before = get_known(&mut tx, id).await?;
+    let updated = sqlx::query(
+        "UPDATE agents SET status_reason = $2, last_updated_at = $3 \
+         WHERE id = $1 AND status_reason IS DISTINCT FROM $2",
+    )
+    .bind(id.as_uuid())
+    .bind(reason)
+    .bind(now.datetime())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    if updated.rows_affected() == 0 {
+        return Ok(Applied::Refused { current: before });
+    }
+    log_status_reason(&mut tx, id, before.status_reason.as_deref(), reason, now).await?;
+    let after = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}
+
+/// The agent took work: whatever stopped it before is over (the poll's claims call this
+/// in their transaction).
+pub(crate) async fn clear_status_reason(
+    conn: &mut PgConnection,
+    id: AgentId,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let cleared: Option<Option<String>> = sqlx::query_scalar(
+        "UPDATE agents a SET status_reason = NULL \
+         FROM (SELECT id, status_reason FROM agents WHERE id = $1) old \
+         WHERE a.id = old.id AND a.status_reason IS NOT NULL RETURNING old.status_reason",
+    )
+    .bind(id.as_uuid())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db)?;
+    if let Some(reason) = cleared {
+        log_status_reason(conn, id, reason.as_deref(), None, now).await?;
+    }
+    Ok(())
+}
+
+async fn log_status_reason(
+    conn: &mut PgConnection,
+    id: AgentId,
+    old: Option<&str>,
+    new: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let event = NewEvent::change(EventType::AgentStatusReason, Some(id), None, old, new);
+    events::insert(conn, &event, now).await
 }
 
 pub(crate) async fn update_profile(

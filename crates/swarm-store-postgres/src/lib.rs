@@ -142,6 +142,15 @@ impl Store for PgStore {
         agents::rename(&self.pool, id, name, now).await
     }
 
+    async fn agent_set_status_reason(
+        &self,
+        id: AgentId,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Agent>> {
+        agents::set_status_reason(&self.pool, id, reason, now).await
+    }
+
     async fn agent_update_profile(
         &self,
         id: AgentId,
@@ -358,6 +367,16 @@ impl Store for PgStore {
 
     async fn mail_send(&self, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
         mail::send(&self.pool, mail, now).await
+    }
+
+    async fn mail_stop_alert(
+        &self,
+        agent: AgentId,
+        key: &str,
+        alert: &NewMail,
+        now: Timestamp,
+    ) -> StoreResult<Option<Mail>> {
+        mail::stop_alert(&self.pool, agent, key, alert, now).await
     }
 
     async fn mail_get(&self, id: MailId) -> StoreResult<Option<Mail>> {

@@ -28,10 +28,42 @@ macro_rules! mail_columns {
 
 pub(crate) async fn send(pool: &PgPool, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
     let mut tx = pool.begin().await.map_err(db)?;
+    let sent = send_in(&mut tx, mail, now).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(sent)
+}
+
+pub(crate) async fn stop_alert(
+    pool: &PgPool,
+    agent: AgentId,
+    key: &str,
+    alert: &NewMail,
+    now: Timestamp,
+) -> StoreResult<Option<Mail>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let marked = sqlx::query(
+        "UPDATE agents SET stop_alert_key = $1 WHERE id = $2 AND stop_alert_key IS DISTINCT FROM $1",
+    )
+    .bind(key)
+    .bind(agent.as_uuid())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    if marked.rows_affected() == 0 {
+        return Ok(None);
+    }
+    let sent = send_in(&mut tx, alert, now).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Some(sent))
+}
+
+async fn send_in(tx: &mut PgConnection, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
     let inserted = sqlx::query(
         "INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority, priority_rank, \
-             awaiting_response, in_reply_to, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             awaiting_response, in_reply_to, created_at, wakes) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+                 $8 = 0 OR EXISTS (SELECT 1 FROM mail p WHERE p.id = $10 AND p.awaiting_response \
+                                                        AND p.from_agent_id = $3))",
     )
     .bind(mail.id.as_uuid())
     .bind(mail.from_agent_id.as_uuid())
@@ -70,9 +102,7 @@ pub(crate) async fn send(pool: &PgPool, mail: &NewMail, now: Timestamp) -> Store
         .await
         .map_err(db)?;
     }
-    let sent = get_in(&mut tx, mail.id).await?.ok_or_else(|| vanished("mail", mail.id))?;
-    tx.commit().await.map_err(db)?;
-    Ok(sent)
+    get_in(tx, mail.id).await?.ok_or_else(|| vanished("mail", mail.id))
 }
 
 pub(crate) async fn get(pool: &PgPool, id: MailId) -> StoreResult<Option<Mail>> {
@@ -143,7 +173,7 @@ pub(crate) async fn deliver(
          WHERE status IN ('unread', 'processing') AND id IN ( \
              SELECT id FROM mail WHERE to_agent_id = $2 AND status <> 'read' \
                AND (cardinality($3::uuid[]) = 0 OR id = ANY($3)) \
-               AND (cardinality($4::text[]) = 0 OR priority = ANY($4)) \
+               AND (cardinality($4::text[]) = 0 OR priority = ANY($4) OR ($6 AND wakes)) \
              ORDER BY priority_rank, created_at, id LIMIT $5 FOR UPDATE) \
          RETURNING ",
         mail_columns!()
@@ -153,6 +183,7 @@ pub(crate) async fn deliver(
     .bind(ids)
     .bind(priorities)
     .bind(delivery.limit)
+    .bind(delivery.include_waking)
     .try_map(mail_from_row)
     .fetch_all(pool)
     .await
@@ -188,7 +219,7 @@ pub(crate) async fn claim(
         "UPDATE mail SET status = 'processing', processing_since = $2, lease_expires_at = $3, lease_holder = $5, \
                          deliveries = deliveries + 1 \
          WHERE status = 'unread' AND id IN ( \
-             SELECT id FROM mail WHERE to_agent_id = $1 AND status = 'unread' AND priority_rank = 0 \
+             SELECT id FROM mail WHERE to_agent_id = $1 AND status = 'unread' AND wakes \
                                    AND dead_lettered_at IS NULL \
              ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED) \
          RETURNING ",

@@ -60,7 +60,7 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                 EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'pending' AND",
         ready!(),
         "), EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread' \
-                   AND m.priority_rank = 0 AND m.dead_lettered_at IS NULL), \
+                   AND m.wakes AND m.dead_lettered_at IS NULL), \
            EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id \
                    WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL \
                      AND w.dead_lettered_at IS NULL \
@@ -208,6 +208,8 @@ async fn claim_task(
     if kind.needs_capacity() {
         agents::settle_status(tx, agent, now, Wake::No).await?;
     }
+    // It takes work again: why it had stopped no longer holds.
+    agents::clear_status_reason(tx, agent, now).await?;
     let task = get_known(tx, id).await?;
     Ok(kind.task_trigger(task))
 }

@@ -22,7 +22,7 @@ use crate::error::corrupt;
 macro_rules! agent_select {
     () => {
         "SELECT a.id, a.name, a.is_lead, a.status, a.description, a.role, a.capabilities, \
-         a.max_tasks, a.created_at, a.last_updated_at, \
+         a.max_tasks, a.created_at, a.last_updated_at, a.status_reason, \
          (SELECT count(*) FROM tasks c WHERE c.agent_id = a.id AND c.status = 'in_progress') \
          AS in_progress \
          FROM agents a"
@@ -79,6 +79,7 @@ pub(crate) fn agent_from_row(row: PgRow) -> sqlx::Result<Agent> {
         created_at: timestamp(&row, "created_at")?,
         last_updated_at: timestamp(&row, "last_updated_at")?,
         capacity: Capacity::new(row.try_get("in_progress")?, max_tasks),
+        status_reason: row.try_get("status_reason")?,
     })
 }
 

@@ -11,7 +11,7 @@ use swarm_domain::{
     task::{Task, TaskStatus},
     time::Timestamp,
 };
-use swarm_store::{StoreError, StoreResult};
+use swarm_store::{Applied, StoreError, StoreResult};
 
 use crate::{
     error::corrupt,
@@ -25,7 +25,7 @@ use crate::{
 macro_rules! select_agent {
     () => {
         "SELECT a.id, a.name, a.is_lead, a.status, a.description, a.role, a.capabilities,
-                a.max_tasks, a.created_at, a.last_updated_at,
+                a.max_tasks, a.created_at, a.last_updated_at, a.status_reason,
                 (SELECT count(*) FROM tasks t
                  WHERE t.agent_id = a.id AND t.status = 'in_progress') AS in_progress
          FROM agents a"
@@ -97,6 +97,59 @@ pub(crate) fn rename(tx: &Connection, id: AgentId, name: &str, now: Timestamp) -
         params![name, now.unix_millis(), id.to_string()],
     )?;
     Ok(Some(get_known(tx, id)?))
+}
+
+pub(crate) fn set_status_reason(
+    tx: &Connection,
+    id: AgentId,
+    reason: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<Applied<Agent>> {
+    let Some(before) = get(tx, id)? else {
+        return Ok(Applied::NotFound);
+    };
+    let updated = sql::execute(
+        tx,
+        "UPDATE agents SET status_reason = ?1, last_updated_at = ?2 WHERE id = ?3 AND status_reason IS NOT ?1",
+        params![reason, now.unix_millis(), id.to_string()],
+    )?;
+    if updated == 0 {
+        return Ok(Applied::Refused { current: before });
+    }
+    log_status_reason(tx, id, before.status_reason.as_deref(), reason, now)?;
+    Ok(Applied::Changed { before, after: get_known(tx, id)? })
+}
+
+/// The agent took work: whatever stopped it before is over (the poll's claims call this
+/// in their transaction).
+pub(crate) fn clear_status_reason(tx: &Connection, id: AgentId, now: Timestamp) -> StoreResult<()> {
+    let reason: Option<String> = sql::optional(
+        tx,
+        "SELECT status_reason FROM agents WHERE id = ? AND status_reason IS NOT NULL",
+        [id.to_string()],
+        |row| column(row, "status_reason"),
+    )?;
+    let Some(reason) = reason else { return Ok(()) };
+    let cleared = sql::execute(
+        tx,
+        "UPDATE agents SET status_reason = NULL WHERE id = ? AND status_reason IS NOT NULL",
+        [id.to_string()],
+    )?;
+    if cleared == 1 {
+        log_status_reason(tx, id, Some(&reason), None, now)?;
+    }
+    Ok(())
+}
+
+fn log_status_reason(
+    tx: &Connection,
+    id: AgentId,
+    old: Option<&str>,
+    new: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let event = NewEvent::change(EventType::AgentStatusReason, Some(id), None, old, new);
+    events::insert(tx, &event, now)
 }
 
 pub(crate) fn update_profile(
@@ -378,6 +431,7 @@ fn from_row(row: &Row<'_>) -> StoreResult<Agent> {
         i32::try_from(max_tasks).map_err(|_| corrupt(format!("max_tasks out of range: {max_tasks}")))?;
     let created_at = column.timestamp("created_at")?;
     let last_updated_at = column.timestamp("last_updated_at")?;
+    let status_reason = column.take("status_reason")?;
     let in_progress = column.take("in_progress")?;
     Ok(Agent {
         id,
@@ -391,5 +445,6 @@ fn from_row(row: &Row<'_>) -> StoreResult<Agent> {
         created_at,
         last_updated_at,
         capacity: Capacity::new(in_progress, max_tasks),
+        status_reason,
     })
 }

@@ -413,7 +413,8 @@ fn commit_group(
         }
     }
     if all_kept {
-        let committed = connection.execute_batch("COMMIT").map_err(|error| GroupFailure::of("cannot commit", &error));
+        let committed =
+            connection.execute_batch("COMMIT").map_err(|error| GroupFailure::of("cannot commit", &error));
         if committed.is_err() && !connection.is_autocommit() {
             let _ = connection.execute_batch("ROLLBACK");
         }

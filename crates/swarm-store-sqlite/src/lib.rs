@@ -141,6 +141,16 @@ impl Store for SqliteStore {
         self.database.write(move |tx| agents::rename(tx, id, &name, now)).await
     }
 
+    async fn agent_set_status_reason(
+        &self,
+        id: AgentId,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Agent>> {
+        let reason = reason.map(str::to_string);
+        self.database.write(move |tx| agents::set_status_reason(tx, id, reason.as_deref(), now)).await
+    }
+
     async fn agent_update_profile(
         &self,
         id: AgentId,
@@ -406,6 +416,17 @@ impl Store for SqliteStore {
     async fn mail_send(&self, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
         let mail = mail.clone();
         self.database.write(move |tx| mail::send(tx, &mail, now)).await
+    }
+
+    async fn mail_stop_alert(
+        &self,
+        agent: AgentId,
+        key: &str,
+        alert: &NewMail,
+        now: Timestamp,
+    ) -> StoreResult<Option<Mail>> {
+        let (key, alert) = (key.to_string(), alert.clone());
+        self.database.write(move |tx| mail::stop_alert(tx, agent, &key, &alert, now)).await
     }
 
     async fn mail_get(&self, id: MailId) -> StoreResult<Option<Mail>> {

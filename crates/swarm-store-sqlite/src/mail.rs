@@ -28,8 +28,11 @@ const SELECT_MAIL: &str =
 pub(crate) fn send(tx: &Connection, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
     let inserted = tx.execute(
         "INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority, priority_rank,
-             awaiting_response, in_reply_to, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             awaiting_response, in_reply_to, created_at, wakes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+                 -- Wakes the recipient: urgent, or the answer to mail it awaits a response to.
+                 ?8 = 0 OR EXISTS (SELECT 1 FROM mail p WHERE p.id = ?10 AND p.awaiting_response = 1
+                                                       AND p.from_agent_id = ?3))",
         params![
             mail.id.to_string(),
             mail.from_agent_id.to_string(),
@@ -64,6 +67,24 @@ pub(crate) fn send(tx: &Connection, mail: &NewMail, now: Timestamp) -> StoreResu
         )?;
     }
     get(tx, mail.id)?.ok_or_else(|| corrupt(format!("mail {} vanished", mail.id)))
+}
+
+pub(crate) fn stop_alert(
+    tx: &Connection,
+    agent: AgentId,
+    key: &str,
+    alert: &NewMail,
+    now: Timestamp,
+) -> StoreResult<Option<Mail>> {
+    let marked = sql::execute(
+        tx,
+        "UPDATE agents SET stop_alert_key = ?1 WHERE id = ?2 AND stop_alert_key IS NOT ?1",
+        params![key, agent.to_string()],
+    )?;
+    if marked == 0 {
+        return Ok(None);
+    }
+    send(tx, alert, now).map(Some)
 }
 
 pub(crate) fn get(connection: &Connection, id: MailId) -> StoreResult<Option<Mail>> {
@@ -124,9 +145,13 @@ pub(crate) fn deliver(
         pick.push(" AND id IN (").bind_list(delivery.ids.iter().map(MailId::to_string)).push(")");
     }
     if !delivery.priorities.is_empty() {
-        pick.push(" AND priority IN (")
+        pick.push(" AND (priority IN (")
             .bind_list(delivery.priorities.iter().map(|priority| priority.as_str().to_string()))
             .push(")");
+        if delivery.include_waking {
+            pick.push(" OR wakes = 1");
+        }
+        pick.push(")");
     }
     pick.push(" ORDER BY priority_rank, created_at, id LIMIT ").bind(delivery.limit);
     let ids = pick.all(tx, |row| mail_id(row.get::<_, String>(0).map_err(db)?))?;
@@ -170,7 +195,8 @@ pub(crate) fn counts(connection: &Connection, agent: AgentId) -> StoreResult<Mai
     Ok(counts)
 }
 
-/// The `urgent_mail` claim: the oldest unread urgent mail → `processing` with a lease.
+/// The `urgent_mail` claim: the oldest unread mail that wakes its recipient (urgent, or
+/// a reply it awaits) → `processing` with a lease.
 pub(crate) fn claim(
     tx: &Connection,
     agent: AgentId,
@@ -184,7 +210,7 @@ pub(crate) fn claim(
             "UPDATE mail SET status = 'processing', processing_since = ?2, lease_expires_at = ?3, lease_holder = ?5,
                              deliveries = deliveries + 1
              WHERE status = 'unread' AND id IN (
-                 SELECT id FROM mail WHERE to_agent_id = ?1 AND status = 'unread' AND priority_rank = 0
+                 SELECT id FROM mail INDEXED BY mail_waking WHERE to_agent_id = ?1 AND status = 'unread' AND wakes = 1
                                        AND dead_lettered_at IS NULL
                  ORDER BY created_at, id LIMIT ?4)
              RETURNING {}",

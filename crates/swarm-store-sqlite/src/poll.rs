@@ -58,7 +58,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             ready!(),
             ") AS pending,
                 EXISTS (SELECT 1 FROM mail m WHERE m.to_agent_id = a.id AND m.status = 'unread'
-                                               AND m.priority_rank = 0 AND m.dead_lettered_at IS NULL)
+                                               AND m.wakes = 1 AND m.dead_lettered_at IS NULL)
                     AS urgent_mail,
                 EXISTS (SELECT 1 FROM task_awaits w JOIN tasks t ON t.id = w.task_id
                         WHERE w.agent_id = a.id AND w.delivered_at IS NULL AND w.processing_since IS NULL
@@ -215,6 +215,8 @@ fn claim_task(
         // The claim made the task `in_progress` for this agent.
         agents::settle_after(tx, agent, WorkMoved::Took, now)?;
     }
+    // It takes work again: why it had stopped no longer holds.
+    agents::clear_status_reason(tx, agent, now)?;
     Ok(kind.task_trigger(task))
 }
 

@@ -229,6 +229,16 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<Agent>>;
     /// The agent goes `offline` (logged as `agent_left`); a no-op when already offline.
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
+    /// Record why the agent stopped taking work (`Some`), or clear it (`None`), as one
+    /// guarded `UPDATE` (the reason differs from the stored one), logged as
+    /// `agent_status_reason`. `Refused` when it already was so. A poll that claims a
+    /// task for the agent clears it too, in the claim's transaction.
+    async fn agent_set_status_reason(
+        &self,
+        id: AgentId,
+        reason: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Agent>>;
     /// Offered-to-me, pool (unassigned) and my in-progress counts.
     async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts>;
 
@@ -442,6 +452,17 @@ pub trait Store: Send + Sync + 'static {
         delivery: &MailDelivery,
         now: Timestamp,
     ) -> StoreResult<Vec<Mail>>;
+    /// An agent stopped with mail pending (`key`: a digest of that mail): unless its
+    /// coordinator was told about exactly that already (`agents.stop_alert_key`, the
+    /// guard), record `key` and append `alert` (as `mail_send`), in one transaction.
+    /// `None` when it was told already.
+    async fn mail_stop_alert(
+        &self,
+        agent: AgentId,
+        key: &str,
+        alert: &NewMail,
+        now: Timestamp,
+    ) -> StoreResult<Option<Mail>>;
     /// The agent's undelivered mail by priority and its mail awaiting a response.
     async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts>;
 

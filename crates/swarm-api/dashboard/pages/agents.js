@@ -18,7 +18,9 @@ function mountList(root) {
       const byId = agentsById(agents);
       fill(body, table([
         ['Name', (agent) => [agentLink(agent.id, byId), agent.isLead ? ' ♛' : '']],
-        ['Status', (agent) => badge(agent.status)],
+        // Why it stopped taking work, as its runner said (cleared when it takes work).
+        ['Status', (agent) => [badge(agent.status),
+          agent.statusReason ? h('div', { class: 'muted status-reason' }, clip(agent.statusReason, 120)) : '']],
         ['Capacity', (agent) => `${agent.capacity.current} / ${agent.capacity.max}`],
         ['Role', (agent) => agent.role || ''],
         ['Capabilities', (agent) => agent.capabilities.join(', ')],
@@ -58,6 +60,9 @@ function mountDetail(root, id) {
         h('h1', {}, agent.name, agent.isLead ? ' ♛' : '', ' ', badge(agent.status)),
         h('dl', { class: 'facts' },
           h('dt', {}, 'Id'), h('dd', {}, h('code', {}, agent.id)),
+          ...(agent.statusReason
+            ? [h('dt', {}, 'Stopped because'), h('dd', { class: 'status-reason' }, agent.statusReason)]
+            : []),
           h('dt', {}, 'Capacity'), h('dd', {}, `${agent.capacity.current} in progress of ${agent.capacity.max}`),
           h('dt', {}, 'Last heartbeat'), h('dd', {}, ago(agent.lastUpdatedAt)),
           h('dt', {}, 'Joined'), h('dd', {}, ago(agent.createdAt)),

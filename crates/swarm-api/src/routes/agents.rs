@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(agents_get))
         .routes(routes!(agents_rename))
         .routes(routes!(agents_update_profile))
+        .routes(routes!(agents_status_reason))
         .routes(routes!(me_get))
         .routes(routes!(agents_ping))
         .routes(routes!(agents_close))
@@ -213,6 +214,30 @@ async fn agents_update_profile(
 ) -> Result<Json<Agent>, ApiError> {
     let update = ProfileUpdate::parse(body.description, body.role, body.capabilities)?;
     Ok(Json(state.service.agent_update_profile(caller, AgentId::parse(&id)?, update).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusReasonBody {
+    /// Why the agent stopped taking work (at most 1,000 characters); null or empty clears it.
+    #[schema(max_length = 1000, pattern = r"^[^\u0000]*$")]
+    reason: Option<String>,
+}
+
+/// Say why an agent stopped taking work (its runner does, e.g. "Claude Code exited at
+/// once 3 times: Invalid API key"), or clear it with null. Shown as `statusReason`;
+/// cleared when the agent takes work again. Ours (issue #19).
+#[utoipa::path(post, path = "/api/agents/{id}/status-reason", tag = "agents", request_body = StatusReasonBody,
+    params(("id" = uuid::Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = Agent), ErrorResponses))]
+async fn agents_status_reason(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<StatusReasonBody>,
+) -> Result<Json<Agent>, ApiError> {
+    let id = AgentId::parse(&id)?;
+    Ok(Json(state.service.agent_set_status_reason(caller, id, body.reason.as_deref()).await?))
 }
 
 /// The calling agent (`X-Agent-ID`), with its capacity and, on request, its inbox counts.

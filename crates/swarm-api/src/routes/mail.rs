@@ -29,6 +29,27 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(mail_read))
         .routes(routes!(mail_get))
         .routes(routes!(mail_reply))
+        .routes(routes!(mail_stopped))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StoppedResponse {
+    /// The alert sent to the agent's coordinator, or null: nothing pending, nobody to
+    /// tell, or told about exactly this mail already.
+    alert: Option<Mail>,
+}
+
+/// The calling agent stopped (its `Stop`/`SubagentStop` hook says so): when it waits for
+/// a response, or left mail it must see unread, the agent that delegated its work (the
+/// creator of its latest task, else the lead) gets urgent mail saying so, once per set
+/// of pending mail. Ours (the waiting pattern of the mailbox seed).
+#[utoipa::path(post, path = "/api/mail/stopped", tag = "mail",
+    responses((status = 200, body = StoppedResponse), ErrorResponses))]
+async fn mail_stopped(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+) -> Result<Json<StoppedResponse>, ApiError> {
+    Ok(Json(StoppedResponse { alert: state.service.agent_stopped(caller).await? }))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -12,7 +12,11 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use swarm_client::Client;
-use swarm_domain::{id::AgentId, mail::Mail, time::Timestamp};
+use swarm_domain::{
+    id::AgentId,
+    mail::{Mail, MailType},
+    time::Timestamp,
+};
 
 use super::{
     HookSettings, short_id,
@@ -53,6 +57,17 @@ fn describe_delivery(mail: &[Mail], names: &HashMap<AgentId, String>) -> String 
     swarm_domain::prompts::mail_delivery(mail, names)
 }
 
+/// Tell the hub the agent stopped (`POST /api/mail/stopped`): when mail is pending, the
+/// agent that delegated its work gets urgent mail, which wakes it wherever it runs.
+pub(super) async fn tell_coordinator(client: &Client, settings: &HookSettings, event: &str) {
+    if settings.agent_id.is_none() {
+        return;
+    }
+    if let Err(error) = client.post_json::<_, Value>("/api/mail/stopped", &json!({})).await {
+        trace::why(event, &format!("could not tell the hub the agent stopped: {error}"));
+    }
+}
+
 /// What the coordinator should know when the agent stops: the mail it still waits on.
 pub(super) async fn stop_alert(client: &Client, settings: &HookSettings, event: &str) -> Option<String> {
     let me = settings.agent_id?;
@@ -64,6 +79,10 @@ pub(super) async fn stop_alert(client: &Client, settings: &HookSettings, event: 
             return None;
         }
     };
+    let mut pending = pending;
+    // Status updates are news, not waiting: among them are the hub's own alerts to the
+    // coordinator (`POST /api/mail/stopped`), which must not be reported in turn.
+    pending.mail.retain(|piece| piece.mail_type != MailType::StatusUpdate);
     if pending.mail.is_empty() {
         return None;
     }
@@ -139,7 +158,7 @@ fn name_of(names: &HashMap<AgentId, String>, id: AgentId) -> String {
 mod tests {
     use swarm_domain::{
         id::MailId,
-        mail::{MailPriority, MailStatus, MailType},
+        mail::{MailPriority, MailStatus},
     };
 
     use super::*;

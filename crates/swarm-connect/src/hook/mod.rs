@@ -72,8 +72,9 @@ AGENT_ID, TASK_ID from the environment, else from the project's .mcp.json), for 
                        unread mail, urgent first (low-priority mail waits for read-mail)
   pre-tool-use         blocks the tool call (exit 2) when the task TASK_ID was cancelled
   post-tool-use        heartbeat; refreshes the mail counts and says when urgent mail came
-  stop, subagent-stop  heartbeat; a systemMessage for the coordinator when the agent stops
-                       waiting on mail it sent (awaiting a response, or urgent and unread)
+  stop, subagent-stop  heartbeat; when the agent stops waiting on mail it sent (awaiting a
+                       response, or urgent and unread) or with mail it must see unread, the
+                       hub mails the agent that delegated its work, and a systemMessage says so
   status-line          one line: the agent, its task, offered and pool tasks, mail
 
 It never fails the agent: any error prints nothing harmful and exits 0, and the reason
@@ -275,6 +276,8 @@ async fn answer(event: HookEvent, settings: &HookSettings) -> Answer {
         }
         HookEvent::Stop | HookEvent::SubagentStop => {
             heartbeat(&client, settings).await;
+            // The systemMessage reaches only this session; the hub tells the coordinator.
+            mail::tell_coordinator(&client, settings, event.cli_name()).await;
             let alert = mail::stop_alert(&client, settings, event.cli_name()).await;
             alert.map_or(Answer::Nothing, Answer::SystemMessage)
         }

@@ -69,7 +69,7 @@ fn subjects(mail: &[Mail]) -> Vec<&str> {
 }
 
 fn delivery(priorities: &[MailPriority], limit: i64) -> MailDelivery {
-    MailDelivery { ids: Vec::new(), priorities: priorities.to_vec(), limit }
+    MailDelivery { ids: Vec::new(), priorities: priorities.to_vec(), include_waking: false, limit }
 }
 
 async fn poll_urgent(store: &dyn Store, agent: AgentId, now: Timestamp) -> Option<Vec<Mail>> {
@@ -152,7 +152,8 @@ pub async fn mail_counts_and_delivery_order(store: Arc<dyn Store>) {
     );
 
     let other = send(&fx, new_mail(beta, alpha, "for alpha", MailPriority::Normal)).await;
-    let by_id = MailDelivery { ids: vec![other.id], priorities: Vec::new(), limit: 20 };
+    let by_id =
+        MailDelivery { ids: vec![other.id], priorities: Vec::new(), include_waking: false, limit: 20 };
     assert!(
         fx.store.mail_deliver(beta, &by_id, fx.now()).await.unwrap().is_empty(),
         "only the recipient's mail is delivered to it"

@@ -31,4 +31,5 @@ mod support;
 mod talk_runners;
 mod trigger_sessions;
 mod triggers;
+mod waiting;
 mod webdriver;

@@ -1,0 +1,19 @@
+-- Issue #20 (the waiting pattern) and #19 (why an agent stopped). Mirrors the SQLite
+-- migration of the same number.
+
+-- Mail that wakes its recipient through the poll (`urgent_mail`): urgent mail, and any
+-- reply to mail the recipient sent awaiting a response, whatever its priority. Decided
+-- when the mail is appended, so the poll's probe stays one partial-index lookup.
+ALTER TABLE mail ADD COLUMN wakes BOOLEAN NOT NULL DEFAULT FALSE;
+UPDATE mail SET wakes = TRUE
+WHERE priority_rank = 0
+   OR EXISTS (SELECT 1 FROM mail p
+              WHERE p.id = mail.in_reply_to AND p.awaiting_response
+                AND p.from_agent_id = mail.to_agent_id);
+CREATE INDEX mail_waking ON mail (to_agent_id, created_at, id) WHERE wakes AND status = 'unread';
+
+-- Why the agent stopped taking work (set by its runner, cleared when it takes work).
+ALTER TABLE agents ADD COLUMN status_reason TEXT;
+-- The pending mail its coordinator was last told about when it stopped (a digest of
+-- the mail ids), so a Stop hook that fires again with nothing new tells nobody twice.
+ALTER TABLE agents ADD COLUMN stop_alert_key TEXT;
