@@ -16,6 +16,8 @@ pub enum ApiError {
     NotFound(String),
     Conflict(String),
     PayloadTooLarge(String),
+    UnsupportedMediaType(String),
+    TooManyRequests(String),
     Internal,
 }
 
@@ -28,6 +30,8 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -38,7 +42,9 @@ impl ApiError {
             | ApiError::Forbidden(message)
             | ApiError::NotFound(message)
             | ApiError::Conflict(message)
-            | ApiError::PayloadTooLarge(message) => message,
+            | ApiError::PayloadTooLarge(message)
+            | ApiError::UnsupportedMediaType(message)
+            | ApiError::TooManyRequests(message) => message,
             ApiError::Unauthorized => "Unauthorized",
             ApiError::Internal => "internal error: the hub's log has the details",
         }

@@ -20,7 +20,8 @@ use crate::{
 /// own signature instead (CONTRACT.md, Conventions), as do triggers' webhooks.
 fn is_public(method: &Method, path: &str) -> bool {
     (*method == Method::GET
-        && (matches!(path, "/health" | "/docs") || crate::dashboard::is_public_path(path)))
+        && (matches!(path, "/health" | "/docs" | "/docs/script.js" | "/docs/style.css")
+            || crate::dashboard::is_public_path(path)))
         || (*method == Method::POST && (path == "/slack/events" || path.starts_with("/api/webhooks/")))
 }
 
@@ -37,6 +38,8 @@ pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -
         json_errors(next.run(request).await).await
     };
     add_cors_headers(&mut response);
+    // No answer may be read as something else than it says (a JSON body as HTML or script).
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }
 

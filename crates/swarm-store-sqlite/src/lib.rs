@@ -52,8 +52,8 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter, Store,
-    StoreError, StoreResult, TaskFilter, TaskWaiters,
+    Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, NewTaskAwait, PollView, SessionCostFilter,
+    Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
 use crate::database::{BUSY_TIMEOUT, Database};
@@ -443,15 +443,15 @@ impl Store for SqliteStore {
         &self,
         id: TriggerId,
         guard: FireGuard,
-        delivery_id: Option<&str>,
+        delivery: Option<&DeliveryMark>,
         task: &NewTask,
         fired_at: Timestamp,
         now: Timestamp,
     ) -> StoreResult<FireOutcome> {
         let task = task.clone();
-        let delivery_id = delivery_id.map(str::to_string);
+        let delivery = delivery.cloned();
         self.database
-            .write(move |tx| triggers::fire(tx, id, guard, delivery_id.as_deref(), &task, fired_at, now))
+            .write(move |tx| triggers::fire(tx, id, guard, delivery.as_ref(), &task, fired_at, now))
             .await
     }
 

@@ -28,4 +28,6 @@ mod support;
 mod talk_runners;
 mod trigger_sessions;
 mod triggers;
+mod trust;
+mod trust_limits;
 mod webdriver;
