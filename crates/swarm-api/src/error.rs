@@ -17,6 +17,8 @@ pub enum ApiError {
     Conflict(String),
     PayloadTooLarge(String),
     Unavailable(String),
+    UnsupportedMediaType(String),
+    TooManyRequests(String),
     Internal,
 }
 
@@ -30,6 +32,8 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -41,7 +45,9 @@ impl ApiError {
             | ApiError::NotFound(message)
             | ApiError::Conflict(message)
             | ApiError::PayloadTooLarge(message)
-            | ApiError::Unavailable(message) => message,
+            | ApiError::Unavailable(message)
+            | ApiError::UnsupportedMediaType(message)
+            | ApiError::TooManyRequests(message) => message,
             ApiError::Unauthorized => "Unauthorized",
             ApiError::Internal => "internal error: the hub's log has the details",
         }

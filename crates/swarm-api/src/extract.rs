@@ -13,10 +13,28 @@ use crate::error::ApiError;
 
 pub const AGENT_ID_HEADER: &str = "x-agent-id";
 
-/// A JSON body. Unlike `axum::Json` it does not insist on a `Content-Type` (scripts
-/// often omit it), and every failure is a 400 (413 when too large) with a message that
-/// names what is wrong.
+/// A JSON body, sent as `Content-Type: application/json` (else 415): a web page can
+/// send `text/plain` across sites without asking, but not `application/json`, so this is
+/// what keeps a page from driving the hub. Every other failure is a 400 (413 when too
+/// large) with a message that names what is wrong.
 pub struct AppJson<T>(pub T);
+
+/// 415 unless the request says its body is JSON (`application/json`, or a `+json` type).
+fn require_json_content_type(req: &Request) -> Result<(), ApiError> {
+    let content_type = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    if essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json")) {
+        return Ok(());
+    }
+    Err(ApiError::UnsupportedMediaType(format!(
+        "a JSON body must be sent with Content-Type: application/json (got {:?})",
+        if content_type.is_empty() { "none" } else { content_type }
+    )))
+}
 
 impl<S, T> FromRequest<S> for AppJson<T>
 where
@@ -26,6 +44,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        require_json_content_type(&req)?;
         let bytes = body_bytes(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Err(ApiError::BadRequest("request body must be a JSON object".into()));
@@ -34,7 +53,7 @@ where
     }
 }
 
-/// A JSON body that may be absent: an empty body is `T::default()`.
+/// A JSON body that may be absent: an empty body (of any type) is `T::default()`.
 pub struct OptionalJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for OptionalJson<T>
@@ -45,10 +64,13 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        // No body needs no type; a body does (see AppJson).
+        let typed = require_json_content_type(&req);
         let bytes = body_bytes(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(T::default()));
         }
+        typed?;
         parse_json(&bytes).map(OptionalJson)
     }
 }

@@ -8,10 +8,12 @@ mod dashboard;
 pub mod error;
 pub mod extract;
 mod json;
+mod limits;
 mod middleware;
 mod routes;
 
 pub use json::Json;
+pub use limits::Limits;
 
 use std::sync::Arc;
 
@@ -55,6 +57,8 @@ pub struct AppState {
     /// Cancelled when the hub stops: endless responses (`GET /api/events`) end then,
     /// so a graceful shutdown does not wait for open dashboards.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// Per-caller caps on open event streams and parked polls.
+    pub limits: Arc<Limits>,
 }
 
 #[derive(OpenApi)]

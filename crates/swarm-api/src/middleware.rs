@@ -20,7 +20,8 @@ use crate::{
 /// own signature instead (CONTRACT.md, Conventions), as do triggers' webhooks.
 fn is_public(method: &Method, path: &str) -> bool {
     (*method == Method::GET
-        && (matches!(path, "/health" | "/docs") || crate::dashboard::is_public_path(path)))
+        && (matches!(path, "/health" | "/docs" | "/docs/script.js" | "/docs/style.css")
+            || crate::dashboard::is_public_path(path)))
         || (*method == Method::POST && (path == "/slack/events" || path.starts_with("/api/webhooks/")))
 }
 
@@ -33,10 +34,17 @@ pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -
         StatusCode::NO_CONTENT.into_response()
     } else if !has_api_key(&state, &request) {
         ApiError::Unauthorized.into_response()
+    } else if let Some(origin) = cross_site_mcp_origin(&request) {
+        ApiError::Forbidden(format!(
+            "MCP at /mcp does not answer web pages of other sites (Origin {origin}); agent CLIs send no Origin"
+        ))
+        .into_response()
     } else {
         json_errors(next.run(request).await).await
     };
     add_cors_headers(&mut response);
+    // No answer may be read as something else than it says (a JSON body as HTML or script).
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }
 
@@ -57,6 +65,26 @@ fn has_api_key(state: &AppState, request: &Request) -> bool {
     // Constant-time on the contents; only the length can leak, which a key of fixed
     // length does not mind.
     bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+/// The `Origin` of a request to `/mcp` from a web page of another site, if it is one.
+/// MCP clients (agent CLIs, the Inspector's proxy) send no `Origin`; a browser always
+/// does, and a page of this hub or of this machine (a local Inspector) is let through.
+fn cross_site_mcp_origin(request: &Request) -> Option<String> {
+    if request.uri().path() != "/mcp" {
+        return None;
+    }
+    let origin = request.headers().get(header::ORIGIN)?.to_str().unwrap_or("?").trim();
+    let host = request.headers().get(header::HOST).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    let origin_host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    let same_origin = !host.is_empty() && authority.eq_ignore_ascii_case(host);
+    let loopback = origin_host.eq_ignore_ascii_case("localhost")
+        || origin_host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    (!same_origin && !loopback).then(|| origin.to_string())
 }
 
 const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Session-Id, Mcp-Protocol-Version, \

@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::Context;
 use swarm_domain::{id::AgentId, lease::LeasePolicy};
-use swarm_hub::{DatabaseArgs, Hub, HubOptions, ServeArgs, SlackArgs};
+use swarm_hub::{DatabaseArgs, Hub, HubOptions, LimitArgs, ServeArgs, SlackArgs};
 use swarm_runner::{Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown};
 use swarm_service::Service;
 use tokio::task::JoinSet;
@@ -49,6 +49,7 @@ impl DemoHub {
             max_deliveries: i64::from(LeasePolicy::default().max_deliveries),
             result_handoff_seconds: LeasePolicy::default().result_handoff.as_secs(),
             mcp_allowed_hosts: None,
+            limits: LimitArgs::default(),
             slack: SlackArgs {
                 slack_bot_token: None,
                 slack_app_token: None,

@@ -188,11 +188,15 @@ enum Behaviour {
 pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     let prompt = args.speak_as.prompt(&args.args)?;
     let first_line = prompt.lines().next().unwrap_or_default().to_string();
+    // Claude Code's two spellings: `--resume=<id>` (what the runner passes) and `--resume <id>`.
     let resume = args
         .args
         .iter()
-        .position(|arg| arg == "--resume")
-        .and_then(|at| args.args.get(at + 1).cloned())
+        .find_map(|arg| arg.strip_prefix("--resume=").map(str::to_string))
+        .or_else(|| {
+            let at = args.args.iter().position(|arg| arg == "--resume")?;
+            args.args.get(at + 1).cloned()
+        })
         .or_else(|| std::env::var("SWARM_RESUME_SESSION").ok().filter(|id| !id.is_empty()));
     let sessions = args.record_dir.as_ref().map(|dir| dir.join("sessions"));
     let session_id = match (&resume, &sessions) {

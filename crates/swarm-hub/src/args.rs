@@ -49,7 +49,39 @@ pub struct ServeArgs {
     #[arg(long, env = "MCP_ALLOWED_HOSTS", value_name = "HOSTS")]
     pub mcp_allowed_hosts: Option<String>,
     #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
     pub slack: SlackArgs,
+}
+
+/// What one client may hold: a flood of connections, half-sent requests or endless
+/// streams must not starve the runners' polls.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Connections served at once; one more is answered 503 and closed.
+    #[arg(long, env = "MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+    /// Seconds a client has to send a request's headers before its connection is closed.
+    #[arg(long, env = "HEADER_READ_TIMEOUT_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub header_read_timeout_seconds: u64,
+    /// Open `GET /api/events` streams per caller (an agent, or the operator); one more is 429.
+    #[arg(long, env = "MAX_STREAMS_PER_AGENT", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_streams_per_agent: u32,
+    /// Parked polls (`GET /api/poll?wait=`) per agent at once; one more is 429.
+    #[arg(long, env = "MAX_POLLS_PER_AGENT", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_polls_per_agent: u32,
+}
+
+impl Default for LimitArgs {
+    /// The flags' defaults, for embedders that build `ServeArgs` field by field.
+    fn default() -> Self {
+        LimitArgs {
+            max_connections: 1024,
+            header_read_timeout_seconds: 10,
+            max_streams_per_agent: 16,
+            max_polls_per_agent: 8,
+        }
+    }
 }
 
 /// Where the data lives: shared by `swarm serve` and `swarm mcp`, which may open the

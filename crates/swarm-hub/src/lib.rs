@@ -10,6 +10,7 @@
 mod args;
 mod logging;
 mod open;
+mod serve;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
@@ -20,7 +21,7 @@ use swarm_service::{Background, Service, clock::Clock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use args::{DatabaseArgs, ServeArgs, SlackArgs};
+pub use args::{DatabaseArgs, LimitArgs, ServeArgs, SlackArgs};
 pub use logging::{init_logging, shutdown_signal};
 pub use open::{open_sqlite, open_store};
 
@@ -107,11 +108,22 @@ impl Hub {
             allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
             shutdown: stop.child_token(),
         };
-        let app =
-            app(service.clone(), api_key.clone(), mcp_options, slack.as_ref().map(|bridge| bridge.router()));
-        let server = tokio::spawn(
-            axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned()).into_future(),
+        let caps = swarm_api::Limits::new(args.limits.max_streams_per_agent, args.limits.max_polls_per_agent);
+        let app = app(
+            AppState {
+                service: service.clone(),
+                api_key: api_key.clone(),
+                shutdown: stop.child_token(),
+                limits: caps,
+            },
+            mcp_options,
+            slack.as_ref().map(|bridge| bridge.router()),
         );
+        let limits = serve::ConnectionLimits {
+            max_connections: args.limits.max_connections as usize,
+            header_read_timeout: Duration::from_secs(args.limits.header_read_timeout_seconds),
+        };
+        let server = tokio::spawn(serve::serve(listener, app, limits, stop.clone()));
 
         banner.splice(0..0, start_up_lines(args, &description, local_addr, api_key.is_set()));
         tracing::info!(%local_addr, database = %description, "hub started");
@@ -192,19 +204,16 @@ fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr, keyed: bo
 /// The hub's whole HTTP application: the API, MCP at `/mcp` and the Slack bridge's
 /// routes, behind the same middleware.
 pub fn app(
-    service: Service,
-    api_key: ApiKey,
+    state: AppState,
     mcp_options: HttpOptions,
     slack_routes: Option<axum::Router<AppState>>,
 ) -> axum::Router {
-    // One token ends MCP's waiting requests and the dashboard's event streams at shutdown.
-    let shutdown = mcp_options.shutdown.clone();
-    let mut extra =
-        axum::Router::new().route_service("/mcp", swarm_mcp::http_service(service.clone(), mcp_options));
+    let mut extra = axum::Router::new()
+        .route_service("/mcp", swarm_mcp::http_service(state.service.clone(), mcp_options));
     if let Some(slack_routes) = slack_routes {
         extra = extra.merge(slack_routes);
     }
-    swarm_api::router_with(AppState { service, api_key, shutdown }, extra)
+    swarm_api::router_with(state, extra)
 }
 
 /// Loopback plus the address the hub binds, unless told otherwise.

@@ -78,9 +78,9 @@ impl Harness {
                     "--permission-mode",
                     "bypassPermissions",
                 ]);
+                // One argument: a session id can never be read as a flag of its own.
                 if let Some(session) = run.resume {
-                    args.push("--resume".into());
-                    args.push(session.to_string());
+                    args.push(format!("--resume={session}"));
                 }
                 args.push("-p".into());
                 args.push(run.prompt.to_string());

@@ -243,6 +243,8 @@ impl Service {
     }
 
     /// `slack-read`: a thread when `thread_ts` is given, else the channel's latest messages.
+    /// The lead and the operator read anything the bot sees; a worker only the thread of a
+    /// task it was given, so a prompt-injected worker cannot read the workspace.
     pub async fn slack_read(
         &self,
         caller: Caller,
@@ -250,7 +252,19 @@ impl Service {
         thread_ts: Option<&str>,
         limit: u32,
     ) -> ServiceResult<Vec<SlackMessageView>> {
-        self.caller_agent(caller).await?;
+        if let Some(worker) = self.caller_agent(caller).await?.filter(|agent| !agent.is_lead) {
+            let own_thread = match thread_ts {
+                Some(thread) => self.works_thread(worker.id, channel, thread).await?,
+                None => false,
+            };
+            if !own_thread {
+                return Err(ServiceError::Forbidden(
+                    "a worker reads only the Slack thread of one of its tasks (channelId and threadTs); \
+                     the lead reads the rest"
+                        .into(),
+                ));
+            }
+        }
         let slack = self.slack()?;
         let read = match thread_ts {
             Some(thread) => slack.thread_history(channel, thread, limit).await,
@@ -280,12 +294,25 @@ impl Service {
             .map_err(|error| ServiceError::Conflict(format!("Slack refused the post: {error}")))
     }
 
+    /// The lead's and the operator's: a worker has no business browsing the workspace.
     pub async fn slack_list_channels(&self, caller: Caller) -> ServiceResult<Vec<SlackChannelView>> {
-        self.caller_agent(caller).await?;
+        if self.caller_agent(caller).await?.is_some_and(|agent| !agent.is_lead) {
+            return Err(ServiceError::Forbidden("only the lead lists the Slack channels".into()));
+        }
         self.slack()?
             .list_channels()
             .await
             .map_err(|error| ServiceError::Conflict(format!("Slack refused the listing: {error}")))
+    }
+
+    /// Whether one of the agent's newest tasks came from this Slack thread.
+    async fn works_thread(&self, agent: AgentId, channel: &str, thread: &str) -> ServiceResult<bool> {
+        let filter = swarm_store::TaskFilter { agent_id: Some(agent), limit: 100, ..Default::default() };
+        let (tasks, _) = self.store.task_list(&filter).await?;
+        Ok(tasks.iter().any(|task| {
+            task.origin.slack_channel_id.as_deref() == Some(channel)
+                && task.origin.slack_thread_ts.as_deref() == Some(thread)
+        }))
     }
 
     /// Take a once-only mark (a Slack event id handled, an outcome posted): `true` for

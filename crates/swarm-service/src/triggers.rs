@@ -12,7 +12,7 @@ use swarm_domain::{
         TriggerType, parse_name, parse_session_id, parse_session_key,
     },
 };
-use swarm_store::{FireGuard, FireOutcome, NewTaskAwait};
+use swarm_store::{DeliveryMark, FireGuard, FireOutcome, NewTaskAwait, TaskFilter};
 
 use crate::{Background, Caller, Service, ServiceError, ServiceResult};
 
@@ -30,8 +30,10 @@ pub struct FireRequest {
 
 impl Service {
     pub async fn trigger_create(&self, caller: Caller, draft: TriggerDraft) -> ServiceResult<TriggerDef> {
-        let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
-        let trigger = draft.parse(TriggerId::new_v7(), creator, self.clock.now())?;
+        let creator = self.caller_agent(caller).await?;
+        let trigger =
+            draft.parse(TriggerId::new_v7(), creator.as_ref().map(|agent| agent.id), self.clock.now())?;
+        require_privilege_for(creator.as_ref(), &trigger)?;
         self.check_target(&trigger).await?;
         Ok(self.store.trigger_create(&trigger).await?)
     }
@@ -86,6 +88,7 @@ impl Service {
         }
         let now = self.clock.now();
         let mut updated = changes.apply_to(&current).parse(current.id, current.created_by, now)?;
+        require_privilege_for(self.caller_agent(caller).await?.as_ref(), &updated)?;
         self.check_target(&updated).await?;
         let timing_same = updated.schedule == current.schedule
             && updated.timezone == current.timezone
@@ -142,7 +145,7 @@ impl Service {
             session_key,
             ..Firing::default()
         };
-        match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: false }).await? {
+        match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: false }, None).await? {
             FireOutcome::Fired(task) => Ok(*task),
             _ => Err(unknown_trigger(name_or_id)),
         }
@@ -159,7 +162,7 @@ impl Service {
             let next = trigger.next_run_after(now);
             let firing =
                 Firing { channel: "schedule".into(), sender: Some("scheduler".into()), ..Firing::default() };
-            match self.fire(&trigger, &firing, FireGuard::Slot { expected, next }).await {
+            match self.fire(&trigger, &firing, FireGuard::Slot { expected, next }, None).await {
                 Ok(FireOutcome::Fired(task)) => {
                     tracing::info!(trigger = %trigger.name, task = %task.id, slot = %expected, "trigger fired");
                     fired.push(*task);
@@ -199,18 +202,12 @@ impl Service {
         trigger: &TriggerDef,
         firing: &Firing,
         guard: FireGuard,
+        delivery: Option<&DeliveryMark>,
     ) -> ServiceResult<FireOutcome> {
         let new_task = self.firing_task(trigger, firing).await?;
         let outcome = self
             .store
-            .trigger_fire(
-                trigger.id,
-                guard,
-                firing.delivery_id.as_deref(),
-                &new_task,
-                self.clock.now(),
-                Timestamp::now(),
-            )
+            .trigger_fire(trigger.id, guard, delivery, &new_task, self.clock.now(), Timestamp::now())
             .await?;
         if let FireOutcome::Fired(task) = &outcome {
             self.task_changed(task, None).await;
@@ -282,8 +279,12 @@ impl Service {
 
     /// Record the agent session a run of this conversation used, so the next firing
     /// with the same key resumes it.
+    /// The session's owner sets it: the operator, the lead, the trigger's creator or
+    /// target, or an agent that worked a task of that conversation. Anyone else could
+    /// make the next firing resume a session of their choosing.
     pub async fn trigger_session_set(
         &self,
+        caller: Caller,
         name: &str,
         key: &str,
         session_id: &str,
@@ -291,7 +292,29 @@ impl Service {
         let key = parse_session_key(key)?;
         let session_id = parse_session_id(session_id)?;
         let trigger = self.trigger_get(name).await?;
+        if let Some(agent) = self.caller_agent(caller).await?
+            && !agent.is_lead
+            && trigger.created_by != Some(agent.id)
+            && trigger.target != TriggerTarget::Agent(agent.id)
+            && !self.worked_conversation(agent.id, &trigger.name, &key).await?
+        {
+            return Err(ServiceError::Forbidden(format!(
+                "only an agent that worked conversation {key:?} of trigger {}, its creator or the lead \
+                 may record its session",
+                trigger.name
+            )));
+        }
         Ok(self.store.trigger_session_set(&trigger.name, &key, &session_id, Timestamp::now()).await?)
+    }
+
+    /// Whether `agent` holds or held one of the newest tasks of this conversation.
+    async fn worked_conversation(&self, agent: AgentId, trigger: &str, key: &str) -> ServiceResult<bool> {
+        let filter = TaskFilter { agent_id: Some(agent), limit: 100, ..TaskFilter::default() };
+        let (tasks, _) = self.store.task_list(&filter).await?;
+        Ok(tasks.iter().any(|task| {
+            task.origin.trigger_name.as_deref() == Some(trigger)
+                && task.origin.session_key.as_deref() == Some(key)
+        }))
     }
 
     // ----- tasks awaited by trigger sessions -----
@@ -352,6 +375,30 @@ impl Service {
         self.store.task_await_deliver(task_id, agent, Timestamp::now()).await?;
         Ok(self.store.task_await_get(task_id).await?.unwrap_or(awaiting))
     }
+}
+
+/// A public webhook is a lasting way in without any key, and a trigger aimed at the
+/// lead puts outside text in front of the agent that speaks for the swarm: both are for
+/// the operator or the lead to set up, never a worker (whose prompt may be injected).
+fn require_privilege_for(
+    caller: Option<&swarm_domain::agent::Agent>,
+    trigger: &TriggerDef,
+) -> ServiceResult<()> {
+    let Some(agent) = caller else { return Ok(()) };
+    if agent.is_lead {
+        return Ok(());
+    }
+    if trigger.webhook_public {
+        return Err(ServiceError::Forbidden(
+            "only the operator or the lead may create or change a public (unsigned) webhook trigger".into(),
+        ));
+    }
+    if trigger.target == TriggerTarget::Lead {
+        return Err(ServiceError::Forbidden(
+            "only the operator or the lead may create or change a trigger that targets the lead".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn unknown_trigger(name: &str) -> ServiceError {

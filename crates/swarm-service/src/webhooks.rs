@@ -1,20 +1,32 @@
 //! Webhooks: `POST /api/webhooks/<name>` authenticated by an HMAC-SHA256 of the raw
 //! body (GitHub's `X-Hub-Signature-256: sha256=<hex>`) or by a secret header, both
 //! compared in constant time; the body becomes `{{payload}}`. A `github` trigger maps
-//! GitHub's events onto tasks with the `github*` fields, and ignores a delivery id it
-//! has seen (GitHub redelivers).
+//! GitHub's events onto tasks with the `github*` fields.
+//!
+//! The HMAC covers the body only, so nothing outside it may decide anything: a signed
+//! body seen within [`REPLAY_WINDOW`] fires nothing (whatever `X-GitHub-Delivery` says,
+//! which anyone replaying it can change), and the sender and session key of a signed
+//! request come from its body. A request carrying the secret itself vouches for its
+//! headers too.
+
+use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
 use serde_json::Value;
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use swarm_domain::{
     task::{Task, TaskOrigin},
     trigger::{Firing, TriggerDef, TriggerType, parse_session_key},
 };
-use swarm_store::{FireGuard, FireOutcome};
+use swarm_store::{DeliveryMark, FireGuard, FireOutcome};
 
 use crate::{Service, ServiceError, ServiceResult};
+
+/// How long a signed body is remembered: a replay within it fires nothing. GitHub's
+/// own redeliveries come within minutes; a sender that means to repeat itself sends a
+/// body that differs (a timestamp, an id).
+pub const REPLAY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
 /// One webhook request, as the HTTP adapter read it.
 #[derive(Debug, Clone, Default)]
@@ -27,12 +39,26 @@ pub struct WebhookRequest {
     pub secret_header: Option<String>,
     /// `X-GitHub-Event`.
     pub github_event: Option<String>,
-    /// `X-GitHub-Delivery`.
+    /// `X-GitHub-Delivery`: marks the delivery (for good) only when the request carries
+    /// the secret itself; a signed request is marked by its body instead.
     pub delivery_id: Option<String>,
-    /// `X-Session-Key`: which conversation of a persistent trigger this belongs to.
+    /// `X-Session-Key`: which conversation of a persistent trigger this belongs to. Read
+    /// only from a request carrying the secret; a signed one names it in its body
+    /// (`sessionKey`).
     pub session_key: Option<String>,
-    /// `X-Sender`.
+    /// `X-Sender`: as `X-Session-Key` (body field `sender`).
     pub sender: Option<String>,
+}
+
+/// How a request proved itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proof {
+    /// `X-Hub-Signature-256`: the body is the sender's; its headers are anyone's.
+    Signature,
+    /// `X-Webhook-Secret`: the whole request is the secret holder's.
+    Secret,
+    /// A public trigger: nothing is proved.
+    Public,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +82,7 @@ impl Service {
             Ok(_) | Err(ServiceError::NotFound(_)) => return Err(unauthorized()),
             Err(error) => return Err(error),
         };
-        authenticate(&trigger, &request)?;
+        let proof = authenticate(&trigger, &request)?;
         if !trigger.enabled {
             return Ok(WebhookOutcome::Ignored(format!("trigger {} is disabled", trigger.name)));
         }
@@ -65,9 +91,23 @@ impl Service {
                 Ok(firing) => firing,
                 Err(reason) => return Ok(WebhookOutcome::Ignored(reason)),
             },
-            _ => generic_firing(&request)?,
+            _ => generic_firing(&request, proof)?,
         };
-        match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: true }).await? {
+        let mark = match proof {
+            Proof::Signature => Some(DeliveryMark {
+                id: format!("sha256:{}", hex::encode(Sha256::digest(&request.body))),
+                expires_at: Some(self.clock.now().plus_millis(REPLAY_WINDOW.as_millis() as i64)),
+            }),
+            Proof::Secret => request
+                .delivery_id
+                .as_deref()
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(DeliveryMark::forever),
+            Proof::Public => None,
+        };
+        let guard = FireGuard::Event { require_enabled: true };
+        match self.fire(&trigger, &firing, guard, mark.as_ref()).await? {
             FireOutcome::Fired(task) => Ok(WebhookOutcome::Fired(task)),
             FireOutcome::Duplicate => {
                 Ok(WebhookOutcome::Ignored("this delivery was already received".into()))
@@ -86,19 +126,23 @@ fn unauthorized() -> ServiceError {
 
 /// A trigger with a secret accepts either a valid `X-Hub-Signature-256` of the body or
 /// the secret itself in `X-Webhook-Secret`; a public one accepts anything.
-fn authenticate(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResult<()> {
+fn authenticate(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResult<Proof> {
     let Some(secret) = &trigger.webhook_secret else {
-        return if trigger.webhook_public { Ok(()) } else { Err(unauthorized()) };
+        return if trigger.webhook_public { Ok(Proof::Public) } else { Err(unauthorized()) };
     };
     if let Some(signature) = &request.signature_256 {
-        return if signature_valid(secret, signature, &request.body) { Ok(()) } else { Err(unauthorized()) };
+        return if signature_valid(secret, signature, &request.body) {
+            Ok(Proof::Signature)
+        } else {
+            Err(unauthorized())
+        };
     }
     // GitHub always signs: its trigger takes no header secret.
     if trigger.kind != TriggerType::Github
         && let Some(given) = &request.secret_header
         && bool::from(given.trim().as_bytes().ct_eq(secret.as_bytes()))
     {
-        return Ok(());
+        return Ok(Proof::Secret);
     }
     Err(unauthorized())
 }
@@ -177,14 +221,24 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn generic_firing(request: &WebhookRequest) -> ServiceResult<Firing> {
-    let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
+/// The sender and session key come from where the proof reaches: the headers of a
+/// request carrying the secret, else the top-level `sender` and `sessionKey` of a JSON
+/// body (signed, or as untrusted as everything else on a public trigger).
+fn generic_firing(request: &WebhookRequest, proof: Proof) -> ServiceResult<Firing> {
+    let (sender, session_key) = match proof {
+        Proof::Secret => (request.sender.clone(), request.session_key.clone()),
+        Proof::Signature | Proof::Public => {
+            let json = serde_json::from_slice::<Value>(&request.body).unwrap_or(Value::Null);
+            let field = |name: &str| json.get(name).and_then(Value::as_str).map(str::to_string);
+            (field("sender"), field("sessionKey"))
+        }
+    };
+    let session_key = session_key.as_deref().map(parse_session_key).transpose()?;
     Ok(Firing {
         payload: payload_text(request)?,
-        sender: request.sender.clone().filter(|sender| !sender.trim().is_empty()),
+        sender: sender.filter(|sender| !sender.trim().is_empty()),
         channel: "webhook".into(),
         session_key,
-        delivery_id: request.delivery_id.clone().filter(|id| !id.trim().is_empty()),
         ..Firing::default()
     })
 }
@@ -226,7 +280,6 @@ fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResul
         channel: "github".into(),
         session_key,
         origin,
-        delivery_id: request.delivery_id.clone().filter(|id| !id.trim().is_empty()),
     }))
 }
 

@@ -51,7 +51,7 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
+    Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
     SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
@@ -432,12 +432,12 @@ impl Store for PgStore {
         &self,
         id: TriggerId,
         guard: FireGuard,
-        delivery_id: Option<&str>,
+        delivery: Option<&DeliveryMark>,
         task: &NewTask,
         fired_at: Timestamp,
         now: Timestamp,
     ) -> StoreResult<FireOutcome> {
-        triggers::fire(&self.pool, id, guard, delivery_id, task, fired_at, now).await
+        triggers::fire(&self.pool, id, guard, delivery, task, fired_at, now).await
     }
 
     async fn trigger_session_get(

@@ -13,7 +13,7 @@ use swarm_domain::{
     time::Timestamp,
     trigger::{SessionMode, TaskAwait, TriggerDef, TriggerSession, TriggerTarget, TriggerType},
 };
-use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, StoreError, StoreResult};
+use swarm_store::{DeliveryMark, FireGuard, FireOutcome, NewTaskAwait, StoreError, StoreResult};
 use uuid::Uuid;
 
 use crate::{
@@ -184,21 +184,26 @@ pub(crate) async fn fire(
     pool: &PgPool,
     id: TriggerId,
     guard: FireGuard,
-    delivery_id: Option<&str>,
+    delivery: Option<&DeliveryMark>,
     task: &NewTask,
     fired_at: Timestamp,
     now: Timestamp,
 ) -> StoreResult<FireOutcome> {
     let mut tx = pool.begin().await.map_err(db)?;
     // The mark first: a concurrent delivery of the same id waits on it, then finds it.
-    if let Some(delivery) = delivery_id {
+    // An expired mark is taken over; a live one leaves the row as it is (no row updated).
+    if let Some(delivery) = delivery {
         let marked = sqlx::query(
-            "INSERT INTO webhook_deliveries (trigger_id, delivery_id, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT DO NOTHING",
+            "INSERT INTO webhook_deliveries (trigger_id, delivery_id, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (trigger_id, delivery_id) DO UPDATE \
+             SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at \
+             WHERE webhook_deliveries.expires_at IS NOT NULL AND webhook_deliveries.expires_at <= $3",
         )
         .bind(id.as_uuid())
-        .bind(delivery)
+        .bind(&delivery.id)
         .bind(now.datetime())
+        .bind(delivery.expires_at.map(|at| at.datetime()))
         .execute(&mut *tx)
         .await
         .map_err(db)?;

@@ -52,7 +52,7 @@ use swarm_domain::{
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
-    Applied, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
+    Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
     SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
@@ -486,15 +486,15 @@ impl Store for SqliteStore {
         &self,
         id: TriggerId,
         guard: FireGuard,
-        delivery_id: Option<&str>,
+        delivery: Option<&DeliveryMark>,
         task: &NewTask,
         fired_at: Timestamp,
         now: Timestamp,
     ) -> StoreResult<FireOutcome> {
         let task = task.clone();
-        let delivery_id = delivery_id.map(str::to_string);
+        let delivery = delivery.cloned();
         self.database
-            .write(move |tx| triggers::fire(tx, id, guard, delivery_id.as_deref(), &task, fired_at, now))
+            .write(move |tx| triggers::fire(tx, id, guard, delivery.as_ref(), &task, fired_at, now))
             .await
     }
 

@@ -10,7 +10,7 @@ use swarm_domain::{
     time::Timestamp,
     trigger::{SessionMode, TaskAwait, TriggerDef, TriggerSession, TriggerTarget, TriggerType},
 };
-use swarm_store::{FireGuard, FireOutcome, NewTaskAwait, StoreError, StoreResult};
+use swarm_store::{DeliveryMark, FireGuard, FireOutcome, NewTaskAwait, StoreError, StoreResult};
 
 use crate::{
     error::{corrupt, db, is_foreign_key_violation},
@@ -141,7 +141,7 @@ pub(crate) fn fire(
     tx: &Connection,
     id: TriggerId,
     guard: FireGuard,
-    delivery_id: Option<&str>,
+    delivery: Option<&DeliveryMark>,
     task: &NewTask,
     fired_at: Timestamp,
     now: Timestamp,
@@ -150,12 +150,13 @@ pub(crate) fn fire(
         return Ok(FireOutcome::NotFound);
     };
     // The writer holds the write lock: nothing can mark this delivery between the
-    // check and the insert below.
-    if let Some(delivery) = delivery_id {
+    // check and the insert below. A mark that expired does not count.
+    if let Some(delivery) = delivery {
         let seen: bool = sql::scalar(
             tx,
-            "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE trigger_id = ?1 AND delivery_id = ?2)",
-            params![id.to_string(), delivery],
+            "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE trigger_id = ?1 AND delivery_id = ?2
+             AND (expires_at IS NULL OR expires_at > ?3))",
+            params![id.to_string(), delivery.id, now.unix_millis()],
         )?;
         if seen {
             return Ok(FireOutcome::Duplicate);
@@ -186,11 +187,18 @@ pub(crate) fn fire(
             _ => FireOutcome::Disabled,
         });
     }
-    if let Some(delivery) = delivery_id {
+    if let Some(delivery) = delivery {
+        // Replaces an expired mark of the same id.
         sql::execute(
             tx,
-            "INSERT INTO webhook_deliveries (trigger_id, delivery_id, created_at) VALUES (?1, ?2, ?3)",
-            params![id.to_string(), delivery, now.unix_millis()],
+            "INSERT OR REPLACE INTO webhook_deliveries (trigger_id, delivery_id, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![
+                id.to_string(),
+                delivery.id,
+                now.unix_millis(),
+                delivery.expires_at.map(|at| at.unix_millis())
+            ],
         )?;
     }
     Ok(FireOutcome::Fired(Box::new(tasks::create(tx, task, now)?)))

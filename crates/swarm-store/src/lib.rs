@@ -113,6 +113,20 @@ pub enum FireGuard {
     Event { require_enabled: bool },
 }
 
+/// What makes a webhook delivery a repeat: its mark, until `expires_at` (for good when
+/// `None`). A mark that expired is as good as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryMark {
+    pub id: String,
+    pub expires_at: Option<Timestamp>,
+}
+
+impl DeliveryMark {
+    pub fn forever(id: impl Into<String>) -> Self {
+        DeliveryMark { id: id.into(), expires_at: None }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FireOutcome {
     Fired(Box<Task>),
@@ -483,13 +497,13 @@ pub trait Store: Send + Sync + 'static {
     async fn triggers_due(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<TriggerDef>>;
     /// Fire the trigger in one transaction: the guard ([`FireGuard`]) as one `UPDATE`
     /// that also sets `last_run_at = fired_at` and bumps `run_count`; the delivery mark
-    /// when `delivery_id` is given (a repeated one is [`FireOutcome::Duplicate`]); and
+    /// when `delivery` is given (one still marked is [`FireOutcome::Duplicate`]); and
     /// `task`, created as by `task_create` at `now`. A false guard creates nothing.
     async fn trigger_fire(
         &self,
         id: TriggerId,
         guard: FireGuard,
-        delivery_id: Option<&str>,
+        delivery: Option<&DeliveryMark>,
         task: &NewTask,
         fired_at: Timestamp,
         now: Timestamp,

@@ -68,7 +68,7 @@ async fn asset(Path(path): Path<String>) -> Result<Response, ApiError> {
     Ok(with_headers(body, content_type))
 }
 
-fn with_headers(body: &'static str, content_type: &'static str) -> Response {
+pub(crate) fn with_headers(body: &'static str, content_type: &'static str) -> Response {
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -10,7 +10,7 @@ use axum::{
     extract::State,
     response::sse::{Event, KeepAlive, Sse},
 };
-use futures_util::stream::{self, Stream};
+use futures_util::stream::{self, Stream, StreamExt};
 use serde::Serialize;
 use swarm_service::Change;
 use tokio::sync::broadcast::{Receiver, error::RecvError};
@@ -18,7 +18,12 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::{AppState, error::ErrorResponses};
+use crate::{
+    AppState,
+    error::{ApiError, ErrorResponses},
+    extract::CallerHeader,
+    limits::Held,
+};
 
 /// Comments this often keep proxies and the browser from closing an idle stream, and
 /// let the server notice a client that went away.
@@ -76,9 +81,18 @@ impl From<Change> for ChangeEvent {
             content_type = "text/event-stream", body = ChangeEvent),
         ErrorResponses,
     ))]
-async fn events_stream(State(state): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+async fn events_stream(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let slot = state.limits.take(Held::Stream, caller)?;
     let changes = state.service.subscribe();
-    Sse::new(change_events(changes, state.shutdown.clone())).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+    let events = change_events(changes, state.shutdown.clone()).map(move |event| {
+        // The slot is given back when the stream is dropped (the client went away).
+        let _held = &slot;
+        event
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
 enum Phase {

@@ -142,6 +142,9 @@ async fn poll_get(
             return Err(ApiError::BadRequest(format!("pool must be claim or notify, got {other:?}")));
         }
     };
+    // Only a poll that may park holds a slot: an immediate answer costs nothing to keep.
+    let _slot =
+        if wait.is_zero() { None } else { Some(state.limits.take(crate::limits::Held::Poll, caller)?) };
     let trigger = state.service.poll(caller, PollRequest { wait, pool, runner }).await?;
     Ok(Json(PollResponse { trigger }))
 }

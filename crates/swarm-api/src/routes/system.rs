@@ -3,7 +3,7 @@ use std::sync::Arc;
 use axum::{
     Router,
     extract::{Query, State},
-    response::{Html, IntoResponse},
+    response::IntoResponse,
     routing::get,
 };
 use serde::{Deserialize, Serialize};
@@ -26,7 +26,24 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub fn docs_router(openapi: Arc<utoipa::openapi::OpenApi>) -> Router<AppState> {
     Router::new()
         .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
-        .route("/docs", get(|| async { Html(include_str!("../docs.html")) }))
+        .route(
+            "/docs",
+            get(|| async { static_page(include_str!("../docs.html"), "text/html; charset=utf-8") }),
+        )
+        .route(
+            "/docs/script.js",
+            get(|| async { static_page(include_str!("../docs.js"), "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/docs/style.css",
+            get(|| async { static_page(include_str!("../docs.css"), "text/css; charset=utf-8") }),
+        )
+}
+
+/// The docs page is served like the dashboard: its script and style are files of their
+/// own so that the page's policy allows no inline script, and no site may frame it.
+fn static_page(body: &'static str, content_type: &'static str) -> axum::response::Response {
+    crate::dashboard::with_headers(body, content_type)
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -306,11 +306,13 @@ pub struct SessionBody {
     responses((status = 200, body = SessionResponse), ErrorResponses))]
 async fn trigger_session_set(
     State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
     Path(name): Path<String>,
     AppJson(body): AppJson<JsonObject>,
 ) -> Result<Json<SessionResponse>, ApiError> {
     let body: SessionBody = from_object(body)?;
-    let session = state.service.trigger_session_set(&name, &body.session_key, &body.session_id).await?;
+    let session =
+        state.service.trigger_session_set(caller, &name, &body.session_key, &body.session_id).await?;
     Ok(Json(SessionResponse { session }))
 }
 

@@ -126,6 +126,11 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// What must never be printed, and makes a file private when written into it.
+    fn secrets(&self) -> Vec<String> {
+        self.embedded_api_key.iter().cloned().collect()
+    }
+
     fn from_args(args: &ConnectArgs) -> anyhow::Result<Endpoint> {
         let url = args.url.trim().trim_end_matches('/');
         let base_url = if url.is_empty() { DEFAULT_URL } else { url };
@@ -255,9 +260,11 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
         merge(&mut plan, codex::plan(&config_path, &endpoint)?);
     }
     plan.notes.extend(auth_notes(&endpoint, args.harness));
+    let secrets = endpoint.secrets();
     if !args.dry_run {
         for change in plan.changes.iter().filter(|change| change.status() != FileStatus::Unchanged) {
-            write_file(&change.path, &change.after)?;
+            let private = secrets.iter().any(|secret| change.after.contains(secret));
+            write_file(&change.path, &change.after, private)?;
         }
     }
     let text = if args.json {
@@ -265,6 +272,8 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
     } else {
         text_report(&plan, dir, args.dry_run)
     };
+    // What is printed may end up in a terminal log or a CI transcript: never a secret.
+    let text = secrets.iter().fold(text, |text, secret| text.replace(secret, MASK));
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         Err(err) if err.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -312,19 +321,36 @@ fn program_on_path(program: &str) -> bool {
     std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
 }
 
+/// How a secret is shown in what `swarm connect` prints.
+const MASK: &str = "********";
+
 /// Write through a temporary file in the same directory and rename it over the
 /// target, so a crash never leaves half a file; an existing file keeps its
 /// permissions (Codex's config may hold other servers' secrets), and a symlinked
-/// file (dotfiles) is written where the link points.
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+/// file (dotfiles) is written where the link points. A `private` file (it holds a key)
+/// is readable by its owner only (0600), from its first byte on.
+fn write_file(path: &Path, text: &str, private: bool) -> anyhow::Result<()> {
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let parent = target.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create the directory {}", parent.display()))?;
     let file_name = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = parent.join(format!(".{file_name}.swarm-connect.tmp"));
-    std::fs::write(&temporary, text).with_context(|| format!("cannot write {}", temporary.display()))?;
-    if let Ok(metadata) = std::fs::metadata(&target) {
+    let _ = std::fs::remove_file(&temporary);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    if private {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    }
+    options
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot make {} private", temporary.display()))?;
+    } else if let Ok(metadata) = std::fs::metadata(&target) {
         let _ = std::fs::set_permissions(&temporary, metadata.permissions());
     }
     std::fs::rename(&temporary, &target).with_context(|| {

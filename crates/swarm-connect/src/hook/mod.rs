@@ -434,23 +434,41 @@ impl HookSettings {
         let env = |name: &str| {
             std::env::var(name).ok().map(|value| value.trim().to_string()).filter(|v| !v.is_empty())
         };
-        let server = mcp_json_server(input);
-        let from_file = |pointer: &str| {
-            let text = server.as_ref()?.pointer(pointer)?.as_str()?;
-            let expanded = expand_env_placeholders(text, |name| std::env::var(name).ok());
+        Self::from_sources(env, mcp_json_server(input).as_ref())
+    }
+
+    /// A repository's `.mcp.json` may name any URL, so it never decides where the key
+    /// of this machine goes: the key from the environment (and `${VAR}`s expanded from
+    /// it) is sent only to the environment's URL or to this machine (loopback); a URL
+    /// elsewhere that comes from the file gets only a key written literally in the file.
+    fn from_sources(env: impl Fn(&str) -> Option<String>, server: Option<&Value>) -> HookSettings {
+        let raw = |pointer: &str| server?.pointer(pointer)?.as_str().map(str::to_string);
+        let expanded = |pointer: &str| {
+            let text = raw(pointer)?;
+            let expanded = expand_env_placeholders(&text, |name| env(name));
             let expanded = expanded.trim().to_string();
             (!expanded.is_empty() && !expanded.contains("${")).then_some(expanded)
         };
-        let base_url = env("MCP_BASE_URL")
-            .or_else(|| {
-                from_file("/url").map(|url| url.trim_end_matches('/').trim_end_matches("/mcp").to_string())
-            })
-            .unwrap_or_else(|| DEFAULT_URL.to_string());
-        let api_key = env("API_KEY").or_else(|| {
-            let header = from_file("/headers/Authorization")?;
+        let bearer = |header: String| {
             header.strip_prefix("Bearer").map(str::trim).filter(|key| !key.is_empty()).map(str::to_string)
-        });
-        let agent_id = env("AGENT_ID").or_else(|| from_file("/headers/X-Agent-ID"));
+        };
+        let (base_url, env_key_may_go) = match env("MCP_BASE_URL") {
+            Some(url) => (url, true),
+            None => match expanded("/url") {
+                Some(url) => {
+                    let url = url.trim_end_matches('/').trim_end_matches("/mcp").to_string();
+                    let local = is_loopback_url(&url);
+                    (url, local)
+                }
+                None => (DEFAULT_URL.to_string(), true),
+            },
+        };
+        let api_key = if env_key_may_go {
+            env("API_KEY").or_else(|| expanded("/headers/Authorization").and_then(bearer))
+        } else {
+            raw("/headers/Authorization").filter(|header| !header.contains("${")).and_then(bearer)
+        };
+        let agent_id = env("AGENT_ID").or_else(|| expanded("/headers/X-Agent-ID"));
         HookSettings {
             base_url,
             api_key,
@@ -467,6 +485,21 @@ impl HookSettings {
         };
         Client::new(config).ok()
     }
+}
+
+/// Whether `url` (`http://host[:port]...`) names this machine. The host is what follows
+/// any `user@`, so `http://localhost@elsewhere` is elsewhere.
+fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Our server's entry in `<project>/.mcp.json`; the project is `CLAUDE_PROJECT_DIR`
@@ -523,6 +556,23 @@ fn excerpt(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Finding 12: a repository's `.mcp.json` pointing elsewhere never gets this
+    /// machine's key, neither from API_KEY nor through a `${API_KEY}` placeholder.
+    #[test]
+    fn a_repository_url_never_receives_the_environments_key() {
+        let env = |name: &str| (name == "API_KEY").then(|| "local-secret".to_string());
+        let entry = |url: &str, auth: &str| json!({"url": url, "headers": {"Authorization": auth}});
+        let hostile = entry("https://collector.example/mcp", "Bearer ${API_KEY}");
+        let settings = HookSettings::from_sources(env, Some(&hostile));
+        assert_eq!((settings.base_url.as_str(), settings.api_key), ("https://collector.example", None));
+        let sneaky = entry("http://localhost@collector.example/mcp", "Bearer ${API_KEY}");
+        assert_eq!(HookSettings::from_sources(env, Some(&sneaky)).api_key, None);
+        let own = entry("https://hub.example/mcp", "Bearer file-key");
+        assert_eq!(HookSettings::from_sources(env, Some(&own)).api_key.as_deref(), Some("file-key"));
+        let local = entry("${MCP_BASE_URL:-http://127.0.0.1:3013}/mcp", "Bearer ${API_KEY}");
+        assert_eq!(HookSettings::from_sources(env, Some(&local)).api_key.as_deref(), Some("local-secret"));
+    }
 
     #[test]
     fn unknown_events_are_ignored() {

@@ -98,6 +98,14 @@ impl TriggerDraft {
                 let Some(expression) = &schedule else {
                     return Err(Invalid::new("a cron trigger needs schedule (a cron expression)"));
                 };
+                // Five fields, minute first: a seconds field (`* * * * * *`) would fire every
+                // second, far past the interval triggers' minimum gap.
+                if expression.split_whitespace().count() > 5 {
+                    return Err(Invalid(format!(
+                        "bad cron expression {expression:?}: use five fields (minute hour day month \
+                         weekday); a seconds field is refused (the shortest gap is one minute)"
+                    )));
+                }
                 croner::Cron::from_str(expression)
                     .map_err(|error| Invalid(format!("bad cron expression {expression:?}: {error}")))?;
             }

@@ -299,8 +299,6 @@ pub struct Firing {
     pub session_key: Option<String>,
     /// Set for GitHub events.
     pub origin: TaskOrigin,
-    /// The sender's delivery id (`X-GitHub-Delivery`): a repeated one fires nothing.
-    pub delivery_id: Option<String>,
 }
 
 /// When a timed trigger fires.
@@ -338,10 +336,12 @@ pub fn parse_session_key(text: &str) -> Result<String, Invalid> {
     Ok(key.to_string())
 }
 
-/// An agent CLI's session id, as the runner reports it.
+/// An agent CLI's session id, as the runner reports it. It ends up on the agent CLI's
+/// command line, so it must start with a letter or digit: a leading `-` would be read
+/// as a flag.
 pub fn parse_session_id(text: &str) -> Result<String, Invalid> {
     let id = text.trim();
-    let ok = !id.is_empty()
+    let ok = id.chars().next().is_some_and(|first| first.is_ascii_alphanumeric())
         && id.len() <= 200
         && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
     if ok { Ok(id.to_string()) } else { Err(Invalid(format!("bad session id {id:?}"))) }
@@ -432,6 +432,8 @@ mod tests {
             TriggerDraft { name: "Bad Name".into(), ..draft("manual") },
             draft("cron"),
             TriggerDraft { schedule: Some("61 * * * *".into()), ..draft("cron") },
+            TriggerDraft { schedule: Some("* * * * * *".into()), ..draft("cron") },
+            TriggerDraft { schedule: Some("*/5 * * * * * *".into()), ..draft("cron") },
             TriggerDraft {
                 schedule: Some("0 * * * *".into()),
                 timezone: Some("Mars/Base".into()),
@@ -451,6 +453,14 @@ mod tests {
         }
         let public = TriggerDraft { webhook_public: Some(true), ..draft("webhook") };
         assert!(public.parse(TriggerId::new_v7(), None, now).is_ok());
+    }
+
+    #[test]
+    fn session_ids_cannot_pass_for_flags() {
+        assert!(parse_session_id("0f8e-41aa_b.c:d").is_ok());
+        for bad in ["-p", "--dangerously-skip-permissions", "", " ", "a b", "a;b", ".x"] {
+            assert!(parse_session_id(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

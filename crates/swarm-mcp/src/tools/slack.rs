@@ -42,7 +42,8 @@ pub fn group() -> Vec<ToolSpec> {
         .read_only(),
         ToolSpec::new(
             "slack-read",
-            "Read a Slack thread (channelId and threadTs) or a channel's latest messages (channelId).",
+            "Read a Slack thread (channelId and threadTs) or a channel's latest messages (channelId). \
+             A worker reads only the thread of one of its tasks.",
             Audience::Agents,
             slack_read,
         )
@@ -56,8 +57,8 @@ pub fn group() -> Vec<ToolSpec> {
         ),
         ToolSpec::new(
             "slack-list-channels",
-            "The Slack channels the bot can see.",
-            Audience::Agents,
+            "Lead only: the Slack channels the bot can see.",
+            Audience::LeadOnly,
             slack_list_channels,
         )
         .read_only(),

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::{FireGuard, FireOutcome, NewTaskAwait, Store, StoreError};
+use crate::{DeliveryMark, FireGuard, FireOutcome, NewTaskAwait, Store, StoreError};
 use swarm_domain::{
     id::TriggerId,
     lease::LeasePolicy,
@@ -29,6 +29,7 @@ macro_rules! __store_conformance_triggers {
                 trigger_round_trips_and_names_are_unique,
                 trigger_slot_fires_once_under_its_guard,
                 trigger_delivery_fires_once,
+                trigger_delivery_mark_expires,
                 trigger_sessions_are_upserted_and_deleted_with_the_trigger,
                 trigger_awaited_task_result_is_claimed_once_and_delivered,
             ],
@@ -128,11 +129,17 @@ pub async fn trigger_delivery_fires_once(store: Arc<dyn Store>) {
     let replay = NewTask::parse(draft("delivery one again"), None).unwrap();
     let now = fx.now();
     assert!(matches!(
-        fx.store.trigger_fire(hook.id, guard, Some("d-1"), &first, now, now).await.unwrap(),
+        fx.store
+            .trigger_fire(hook.id, guard, Some(&DeliveryMark::forever("d-1")), &first, now, now)
+            .await
+            .unwrap(),
         FireOutcome::Fired(_)
     ));
     assert_eq!(
-        fx.store.trigger_fire(hook.id, guard, Some("d-1"), &replay, now, now).await.unwrap(),
+        fx.store
+            .trigger_fire(hook.id, guard, Some(&DeliveryMark::forever("d-1")), &replay, now, now)
+            .await
+            .unwrap(),
         FireOutcome::Duplicate
     );
     assert_eq!(fx.store.task_get(replay.id).await.unwrap(), None);
@@ -143,19 +150,57 @@ pub async fn trigger_delivery_fires_once(store: Arc<dyn Store>) {
     fx.store.trigger_update(&disabled).await.unwrap();
     let other = NewTask::parse(draft("while disabled"), None).unwrap();
     assert_eq!(
-        fx.store.trigger_fire(hook.id, guard, Some("d-2"), &other, now, now).await.unwrap(),
+        fx.store
+            .trigger_fire(hook.id, guard, Some(&DeliveryMark::forever("d-2")), &other, now, now)
+            .await
+            .unwrap(),
         FireOutcome::Disabled
     );
     // A manual firing ignores `enabled`; the delivery id refused before is still free.
     let manual = FireGuard::Event { require_enabled: false };
     assert!(matches!(
-        fx.store.trigger_fire(hook.id, manual, Some("d-2"), &other, now, now).await.unwrap(),
+        fx.store
+            .trigger_fire(hook.id, manual, Some(&DeliveryMark::forever("d-2")), &other, now, now)
+            .await
+            .unwrap(),
         FireOutcome::Fired(_)
     ));
     assert_eq!(
         fx.store.trigger_fire(TriggerId::new_v7(), manual, None, &replay, now, now).await.unwrap(),
         FireOutcome::NotFound
     );
+}
+
+/// A mark with an end (a signed body's hash) refuses repeats until then, and only then.
+pub async fn trigger_delivery_mark_expires(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let hook = TriggerDraft {
+        name: "hook".into(),
+        kind: "webhook".into(),
+        webhook_secret: Some("s3cret".into()),
+        ..TriggerDraft::default()
+    }
+    .parse(TriggerId::new_v7(), None, fx.now())
+    .unwrap();
+    fx.store.trigger_create(&hook).await.unwrap();
+    let guard = FireGuard::Event { require_enabled: true };
+    let now = fx.now();
+    // Each firing marks the body until a minute after it arrived.
+    let fire = |text: &str, at: Timestamp| {
+        let task = NewTask::parse(draft(text), None).unwrap();
+        let store = Arc::clone(&fx.store);
+        let mark = DeliveryMark { id: "sha256:abc".into(), expires_at: Some(at.plus_millis(60_000)) };
+        async move { store.trigger_fire(hook.id, guard, Some(&mark), &task, at, at).await.unwrap() }
+    };
+    assert!(matches!(fire("first", now).await, FireOutcome::Fired(_)));
+    assert_eq!(fire("replay", now.plus_millis(59_999)).await, FireOutcome::Duplicate);
+    let later = now.plus_millis(60_000);
+    assert!(
+        matches!(fire("after the window", later).await, FireOutcome::Fired(_)),
+        "an expired mark is free"
+    );
+    // The new firing marked it again, from its own time.
+    assert_eq!(fire("replay of the second", later.plus_millis(1)).await, FireOutcome::Duplicate);
 }
 
 pub async fn trigger_sessions_are_upserted_and_deleted_with_the_trigger(store: Arc<dyn Store>) {

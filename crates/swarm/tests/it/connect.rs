@@ -491,3 +491,39 @@ fn connect_and_hook_help_list_their_flags() {
     let text = String::from_utf8_lossy(&help.stdout);
     assert!(text.contains("status-line") && text.contains("pre-tool-use"), "{text}");
 }
+
+/// Finding 8: files holding the key are the user's alone (0600), and a dry run shows
+/// what it would write without the key in it.
+#[test]
+fn an_embedded_key_is_written_0600_and_masked_in_a_dry_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let codex = dir.path().join("codex.toml");
+    let secret = "embedded-secret-key-1234";
+    let args = [
+        "--harness",
+        "all",
+        "--api-key",
+        secret,
+        "--embed-api-key",
+        "--codex-config",
+        codex.to_str().unwrap(),
+    ];
+    let mut dry = args.to_vec();
+    dry.push("--dry-run");
+    let out = connect(dir.path(), &dry, &[]);
+    assert!(out.contains("would create"), "{out}");
+    assert!(!out.contains(secret), "a dry run prints no key: {out}");
+    assert!(out.contains("********"), "{out}");
+
+    let out = connect(dir.path(), &args, &[]);
+    assert!(!out.contains(secret), "{out}");
+    for path in [dir.path().join(".mcp.json"), codex] {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(secret), "{} holds the key", path.display());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{} is readable by its owner only", path.display());
+    }
+    let settings = std::fs::metadata(dir.path().join(".claude/settings.json")).unwrap();
+    assert_ne!(settings.permissions().mode() & 0o077, 0, "a file without the key keeps the usual mode");
+}

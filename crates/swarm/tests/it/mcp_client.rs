@@ -162,7 +162,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 29] = [
+pub const WORKER_TOOLS: [&str; 28] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -177,7 +177,6 @@ pub const WORKER_TOOLS: [&str; 29] = [
     "slack-reply",
     "get-inbox-message",
     "slack-read",
-    "slack-list-channels",
     "list-channels",
     "create-channel",
     "post-message",

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
-    mcp_client::{Revision, connect_http, new_agent_id, ok, refused},
+    mcp_client::{Revision, connect_http, new_agent_id, ok, refused, tool_names},
     runner::{Runner, RunnerSetup, registered},
     slack_stand_in::{BOT_USER, SlackStandIn},
 };
@@ -129,6 +129,15 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert_eq!(task["slackThreadTs"], "200.1");
     assert_eq!(delegated["inboxMessage"]["status"], "delegated");
     let task_id = task["id"].as_str().unwrap().to_string();
+
+    // A worker reads the thread of its own task, and nothing else the bot sees.
+    let own = ok(&worker_client, "slack-read", json!({"channelId": "C1", "threadTs": "200.1"})).await;
+    assert!(own["messages"].is_array(), "{own}");
+    let why = refused(&worker_client, "slack-read", json!({"channelId": "C1", "threadTs": "100.1"})).await;
+    assert!(why.contains("thread of one of its tasks"), "{why}");
+    refused(&worker_client, "slack-read", json!({"channelId": "C1"})).await;
+    let worker_tools = tool_names(&worker_client).await;
+    assert!(!worker_tools.iter().any(|tool| tool == "slack-list-channels"), "{worker_tools:?}");
 
     // GET /api/inbox (the dashboard's view): the operator sees the lead's inbox by default;
     // an agent sees only its own.

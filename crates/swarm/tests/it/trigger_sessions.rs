@@ -28,11 +28,12 @@ fn starts(dir: &Path) -> Vec<Value> {
     found
 }
 
+/// The sender carries the secret itself, which vouches for its headers (a signature
+/// covers only the body, and then the headers would not be read).
 async fn webhook(hub: &Hub, body: &str, thread: &str) -> String {
-    let signature = swarm_service::sign_body("inbox-secret", body.as_bytes());
     let request = reqwest::Client::new()
         .post(hub.url("/api/webhooks/support-inbox"))
-        .header("x-hub-signature-256", signature)
+        .header("x-webhook-secret", "inbox-secret")
         .header("x-session-key", thread)
         .header("x-sender", "customer@example.com")
         .body(body.to_string());

@@ -173,12 +173,14 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
     assert_eq!(created["trigger"]["hasWebhookSecret"], true);
     assert!(created["trigger"].get("webhookSecret").is_none(), "the secret never leaves the hub");
 
-    let body = br#"{"alert":"disk full","host":"db-1"}"#;
+    // A signed request names its sender inside the signed body; the unsigned X-Sender
+    // header is anyone's, and is not read.
+    let body = br#"{"alert":"disk full","host":"db-1","sender":"monitoring"}"#;
     let signature = swarm_service::sign_body("s3cret", body);
     let headers = [
         ("content-type", "application/json"),
         ("x-hub-signature-256", signature.as_str()),
-        ("x-sender", "monitoring"),
+        ("x-sender", "someone-else"),
     ];
     let (status, accepted) = post_webhook(&hub, "alerts", body, &headers).await;
     assert_eq!(status, 202, "{accepted}");
@@ -188,7 +190,7 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
     assert_eq!(task["tags"], json!(["ops"]));
     assert_eq!(
         task["task"],
-        "Alert from monitoring:\n{\n  \"alert\": \"disk full\",\n  \"host\": \"db-1\"\n}"
+        "Alert from monitoring:\n{\n  \"alert\": \"disk full\",\n  \"host\": \"db-1\",\n  \"sender\": \"monitoring\"\n}"
     );
 
     let wrong = swarm_service::sign_body("not-the-secret", body);
