@@ -131,4 +131,11 @@ pub enum ErrorResponses {
     /// The request body is larger than the hub accepts.
     #[response(status = 413)]
     PayloadTooLarge(ErrorBody),
+    /// A body was sent without `Content-Type: application/json`.
+    #[response(status = 415)]
+    UnsupportedMediaType(ErrorBody),
+    /// The database cannot serve this now (its disk is full, its server unreachable):
+    /// nothing was changed; retry later. Also: the hub is at its connection limit.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
 }
