@@ -12,6 +12,7 @@ mod durability;
 mod hostile_input;
 mod hub;
 mod layering;
+mod lead_stories;
 mod mail;
 mod mcp_client;
 mod mcp_http;

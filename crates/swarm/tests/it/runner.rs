@@ -171,7 +171,7 @@ impl Runner {
     }
 
     /// SIGTERM, then wait for the runner to end.
-    fn terminate(&mut self) -> ExitStatus {
+    pub(crate) fn terminate(&mut self) -> ExitStatus {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         self.wait()
     }
