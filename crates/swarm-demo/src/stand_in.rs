@@ -11,6 +11,8 @@
 //! - `/work-on-task <id>`, as the lead (asked with `my-agent-info`): delegates the task's
 //!   text to the least busy worker with a free slot with `send-task` (to the pool when
 //!   there is none), then reports its own task completed, naming where the work went.
+//! - `/work-on-task <id>` with `--inbox-mcp <command>` (any role): files the task's text
+//!   with the Inbox-MCP `task_create` over that stdio server, then completes its task.
 //! - `/review-offered-task <id>`: accepts the offer, or rejects it with `reject`
 //!   (`silent` and `hang` as above).
 //! - `N task(s) finished:` (the lead's `tasks_finished`): looks at the tasks with
@@ -26,6 +28,10 @@
 //!   agent with `send-task` (a trigger session escalating), then completes its own task.
 //! - `/task-result <id>` (a result resumed into the session that awaited it): relays it.
 //! - anything else: nothing.
+//!
+//! `--hold-until <file>` keeps a run going after it acted until the file exists
+//! (`--hold-only <prefix>`: only runs whose prompt starts so), so that a test can act
+//! while a run is under way and end it when it chooses.
 //!
 //! Sessions: a new run gets a new session id, remembered as a file in `<record dir>/sessions`;
 //! `--resume <id>` (Claude's flag) or `SWARM_RESUME_SESSION` (any program) continues a
@@ -51,6 +57,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
+mod inbox_mcp;
 mod talk;
 
 #[derive(Debug, Args)]
@@ -78,6 +85,18 @@ pub struct StandInArgs {
     /// Escalate every task to this agent with `send-task` instead of doing it.
     #[arg(long, env = "STAND_IN_ESCALATE_TO", value_name = "AGENT_ID")]
     escalate_to: Option<String>,
+    /// A trigger session with the Inbox-MCP tools: file every task's text with
+    /// `task_create` over the stdio MCP server this command line starts (e.g. `swarm mcp
+    /// --db <file> --trigger <name>`), then complete its own task.
+    #[arg(long, env = "STAND_IN_INBOX_MCP", value_name = "COMMAND")]
+    inbox_mcp: Option<String>,
+    /// After acting, stay until this file exists (a run that is still under way while a
+    /// test does something, ended when the test says so).
+    #[arg(long, env = "STAND_IN_HOLD_UNTIL", value_name = "PATH")]
+    hold_until: Option<PathBuf>,
+    /// Hold (see --hold-until) only runs whose prompt starts with this.
+    #[arg(long, env = "STAND_IN_HOLD_ONLY", value_name = "PREFIX")]
+    hold_only: Option<String>,
     /// Arguments as an agent CLI gets them; the last one is the prompt (for `--as claude`,
     /// the one after `-p`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
@@ -259,6 +278,16 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
         _ => "nothing to do".to_string(),
     };
 
+    if let Some(gate) = args.hold_until.as_deref().filter(|path| !path.as_os_str().is_empty()) {
+        let prefix = args.hold_only.as_deref().unwrap_or_default();
+        if first_line.starts_with(prefix) {
+            say(&format!("done; holding until {} exists", gate.display()));
+            while !gate.exists() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+
     let is_error = args.exit_code != 0;
     if args.speak_as == Cli::Claude {
         talk::run_hooks("Stop", json!({"stop_hook_active": false}), &session_id, args.record_dir.as_deref());
@@ -275,6 +304,13 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
 
 /// A worker does the task (or fails it, as told); the lead hands it to a worker.
 async fn work_on_task(args: &StandInArgs, task_id: &str, text: &str) -> anyhow::Result<String> {
+    if let Some(command) = args.inbox_mcp.as_deref().filter(|command| !command.is_empty()) {
+        let filed = inbox_mcp::task_create(command, &format!("Please handle: {text}"))?;
+        let output = format!("filed as task {filed}");
+        call_tool("store-progress", json!({"taskId": task_id, "status": "completed", "output": output}))
+            .await?;
+        return Ok(output);
+    }
     let me = call_tool("my-agent-info", json!({})).await?;
     if me["agent"]["isLead"] == json!(true) {
         return delegate(task_id, text).await;

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use swarm_domain::{
     agent::{ProfileUpdate, Registration},
     id::AgentId,
+    inbox::{INBOX_TRIGGER_MAX, InboxStatus},
 };
 use swarm_service::RegisterInput;
 
@@ -98,7 +99,16 @@ async fn join_swarm(call: ToolCall, args: JoinSwarmArguments) -> Outcome {
 async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {
     let (agent, inbox) = call.service.me(call.caller(), true).await?;
     let inbox = inbox.unwrap_or_default();
-    let message = format!(
+    // A lead with no runner (a person's session, MCP only) has no poll to hand it its
+    // Slack messages: this is where it finds them, ids included, to answer or delegate.
+    let slack_inbox = if agent.is_lead {
+        call.service
+            .inbox_list(call.caller(), None, InboxStatus::OPEN.to_vec(), Some(INBOX_TRIGGER_MAX))
+            .await?
+    } else {
+        Vec::new()
+    };
+    let mut message = format!(
         "You are {} ({}), {}: {} of {} task slots in use; {} offered to you, {} in the pool.",
         agent.name,
         if agent.is_lead { "the lead" } else { "a worker" },
@@ -115,7 +125,14 @@ async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {
         "unreadCount": inbox.unread_count,
         "mentionsCount": inbox.mentions_count,
     });
-    Ok(Reply::ok(message).with("agent", agent).with("inbox", waiting))
+    if !slack_inbox.is_empty() {
+        message.push_str(&format!(
+            " {} Slack inbox message(s) wait for you (slackInbox): answer each with slack-reply or hand it \
+             to a worker with inbox-delegate (inboxMessageId).",
+            slack_inbox.len()
+        ));
+    }
+    Ok(Reply::ok(message).with("agent", agent).with("inbox", waiting).with("slackInbox", &slack_inbox))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

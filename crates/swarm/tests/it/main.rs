@@ -13,6 +13,8 @@ mod faults;
 mod hostile_input;
 mod hub;
 mod layering;
+mod lead_stories;
+mod lead_stories_slack;
 mod mail;
 mod mcp_client;
 mod mcp_http;

@@ -133,6 +133,9 @@ impl Runner {
             "STAND_IN_BEHAVIOUR",
             "STAND_IN_EXIT_CODE",
             "STAND_IN_SLEEP_MS",
+            "STAND_IN_INBOX_MCP",
+            "STAND_IN_HOLD_UNTIL",
+            "STAND_IN_HOLD_ONLY",
             "IS_SANDBOX",
             "CODEX_HOME",
             "SKIP_PREFLIGHT",
@@ -171,7 +174,7 @@ impl Runner {
     }
 
     /// SIGTERM, then wait for the runner to end.
-    fn terminate(&mut self) -> ExitStatus {
+    pub(crate) fn terminate(&mut self) -> ExitStatus {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         self.wait()
     }

@@ -8,6 +8,7 @@
 //! `scripts/install-agent-clis`; nothing here skips.
 
 mod failures;
+mod lead_stories;
 mod mail;
 mod sessions;
 mod tasks;
@@ -25,6 +26,8 @@ use swarm_scripted_model::{
     Conversation, Script, ScriptedModel,
     clis::{self, CODEX_KEY_ENV},
 };
+
+use swarm_hub::HubOptions;
 
 use crate::hub::{Hub, SWARM, sqlite_file};
 
@@ -119,8 +122,19 @@ impl World {
 
     /// With Codex's provider at `codex_base_url` (a model that is down: a closed port).
     pub async fn with_model(cli: Cli, model: ScriptedModel, codex_base_url: &str) -> World {
+        World::with_hub(cli, model, codex_base_url, &[], HubOptions::default()).await
+    }
+
+    /// With `swarm serve` flags (a Slack bridge) and options (a test clock) for the hub.
+    pub async fn with_hub(
+        cli: Cli,
+        model: ScriptedModel,
+        codex_base_url: &str,
+        flags: &[&str],
+        options: HubOptions,
+    ) -> World {
         let dir = tempfile::tempdir().unwrap();
-        let hub = Hub::start(&sqlite_file(dir.path()), None);
+        let hub = Hub::start_with_options(&sqlite_file(dir.path()), None, flags, options);
         let home = dir.path().join("home");
         let project = dir.path().join("project");
         let codex_home = home.join(".codex");
@@ -185,7 +199,12 @@ impl World {
 
     /// Starts `swarm <role> --harness <cli>` in the project.
     pub fn runner(&self, role: &str, extra: &[(&'static str, String)]) -> RunnerProcess {
-        let agent_id = uuid::Uuid::new_v4().to_string();
+        self.runner_as(role, &uuid::Uuid::new_v4().to_string(), extra)
+    }
+
+    /// Starts `swarm <role>` for a known agent id (one a script must name in advance).
+    pub fn runner_as(&self, role: &str, agent_id: &str, extra: &[(&'static str, String)]) -> RunnerProcess {
+        let agent_id = agent_id.to_string();
         let mut command = Command::new(SWARM);
         command
             .env_clear()
