@@ -85,20 +85,13 @@ macro_rules! both_clis {
 }
 pub(crate) use both_clis;
 
-/// Polls `probe` every 100 ms until it answers `Some`, up to [`LIMIT`].
-pub async fn within<T, F, Fut>(what: &str, mut probe: F) -> T
+/// Waits for `probe` with the real CLIs' deadline, [`LIMIT`].
+pub async fn within<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::support::eventually_within(LIMIT, what, probe).await
 }
 
 /// One scenario's world: a hub, the scripted model, and a project set up for the CLI with

@@ -12,7 +12,7 @@ use swarm_store::Store;
 use tempfile::TempDir;
 
 mod wait;
-pub use wait::{WITHIN, eventually};
+pub use wait::{WITHIN, eventually, eventually_within};
 
 pub const POSTGRES_URL_VAR: &str = "SWARM_TEST_POSTGRES_URL";
 
