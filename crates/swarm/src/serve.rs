@@ -5,7 +5,7 @@ use anyhow::Context;
 use swarm_hub::{Hub, HubOptions, ServeArgs};
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    swarm_hub::init_logging(&args.log_format, "info,tower_http=warn,sqlx=warn");
+    swarm_hub::init_logging(&args.log_format, "info,tower_http=warn,sqlx=warn,rmcp=warn");
     let hub = Hub::start(&args, HubOptions::default()).await?;
     for line in hub.banner() {
         println!("{line}");
