@@ -277,6 +277,7 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
             );
             prompt
         }
+        "tasks_handed_back" => handed_back_prompt(body),
         "unread_mentions" => mentions_prompt(body),
         "urgent_mail" => urgent_mail_prompt(body),
         _ => format!(
@@ -284,6 +285,33 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
              Handle it with your swarm tools."
         ),
     }
+}
+
+/// The lead's `tasks_handed_back` (ours): what the hub took from agents that stayed
+/// offline, where it went, and what is left for the lead to decide.
+fn handed_back_prompt(body: &Value) -> String {
+    let handoffs = body.get("handoffs").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut prompt = format!("{} task(s) were taken from agents that stayed offline:\n", handoffs.len());
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or("?").to_string();
+    for handoff in &handoffs {
+        let task = handoff.get("task");
+        prompt.push_str(&format!(
+            "- task {id} (was {from} with agent {agent}, now {to}): \"{text}\"\n  why: {reason}\n",
+            id = text(task.and_then(|task| task.get("id"))),
+            from = text(handoff.get("fromStatus")),
+            agent = short_id(&text(handoff.get("fromAgentId"))),
+            to = text(handoff.get("toStatus")),
+            text = clip(&text(task.and_then(|task| task.get("task"))), SUMMARY_TASK_CHARS),
+            reason = text(handoff.get("reason")),
+        ));
+    }
+    prompt.push_str(
+        "\nTasks now unassigned are back in the pool: a free worker takes them, nothing to do. Tasks now in \
+         the backlog were asked of that agent by name, so no worker takes them until you decide: return one \
+         to the pool with task-action (action \"from_backlog\"), or cancel it and send-task it to a worker you \
+         choose (get-swarm lists the workers and their free capacity). Do not work on them yourself.",
+    );
+    prompt
 }
 
 /// The mentioning messages, by channel, with what to do: read each channel (which
