@@ -61,9 +61,10 @@ pub(crate) fn hand_back(
         params![seen_before.unix_millis(), HAND_BACK_BATCH],
         |row| {
             let mut column = Columns::new(row);
+            let id = column.task_id("id")?;
             let status: String = column.take("status")?;
             Ok((
-                column.task_id("id")?,
+                id,
                 TaskStatus::parse(&status).map_err(|error| corrupt(format!("task status: {error}")))?,
                 column.agent_id("holder")?,
                 column.bool("from_pool")?,
