@@ -9,6 +9,7 @@ mod dashboard;
 mod demo;
 mod doctor;
 mod durability;
+mod handback;
 mod hostile_input;
 mod hub;
 mod layering;
