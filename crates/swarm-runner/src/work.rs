@@ -514,3 +514,36 @@ mod chat_and_mail_prompt_tests {
         assert!(prompt.contains("cargo test fails on main") && prompt.contains("reply-mail"), "{prompt}");
     }
 }
+
+#[cfg(test)]
+mod handed_back_tests {
+    use serde_json::json;
+
+    use super::Work;
+    use swarm_client::Trigger;
+
+    #[test]
+    fn the_lead_hears_what_moved_and_what_is_left_to_decide() {
+        let body = json!({
+            "type": "tasks_handed_back",
+            "count": 1,
+            "handoffs": [{
+                "task": {"id": "0199a1b2-0000-7000-8000-000000000001", "task": "Fix the build"},
+                "fromAgentId": "0199a1b2-0000-7000-8000-0000000000aa",
+                "fromStatus": "pending",
+                "toStatus": "backlog",
+                "reason": "its agent has been offline for more than 600s",
+            }],
+        });
+        let trigger = Trigger::from_json(body).unwrap();
+        let Work::Notice { kind, prompt, held } = Work::from_trigger(trigger, "default") else {
+            panic!("a notice");
+        };
+        assert_eq!(kind, "tasks_handed_back");
+        assert!(held.is_empty(), "nothing is held: the hand-off was marked told");
+        for expected in ["Fix the build", "now backlog", "offline for more than 600s", "from_backlog"] {
+            assert!(prompt.contains(expected), "{expected:?} missing from {prompt}");
+        }
+        assert!(!prompt.contains("has no prompt for"), "{prompt}");
+    }
+}
