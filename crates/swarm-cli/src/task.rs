@@ -1,4 +1,4 @@
-//! `swarm task create|list|show|finish|cancel`.
+//! `swarm task create|list|show|finish|cancel|release|reassign`.
 
 use std::io::Read;
 
@@ -42,6 +42,36 @@ pub enum TaskCommand {
     ///
     /// Cancelling a task that is already finished changes nothing and says so.
     Cancel(CancelArgs),
+    /// Hand a gone (offline) agent's task back to the pool
+    ///
+    /// For pending, in_progress, paused or offered tasks whose agent is offline (the hub
+    /// answers 409 while it is online). With --agent-id, an agent gives back its own task.
+    Release(HandOnArgs),
+    /// Give a gone (offline) agent's task, or a pool or backlog task, to another agent
+    ///
+    /// The task becomes pending for --to. The hub answers 409 while the agent holding
+    /// it is online.
+    Reassign(ReassignArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HandOnArgs {
+    /// Id of the task
+    #[arg(value_name = "TASK_ID")]
+    id: TaskId,
+    #[arg(long, help = JSON_HELP)]
+    json: bool,
+    #[command(flatten)]
+    hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReassignArgs {
+    /// The agent (name or id) that takes the task
+    #[arg(long, value_name = "AGENT")]
+    to: String,
+    #[command(flatten)]
+    task: HandOnArgs,
 }
 
 #[derive(Debug, Args)]
@@ -162,7 +192,32 @@ pub async fn run_task(command: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Show(args) => task_show(args).await,
         TaskCommand::Finish(args) => task_finish(args).await,
         TaskCommand::Cancel(args) => task_cancel(args).await,
+        TaskCommand::Release(args) => task_hand_on(args, None).await,
+        TaskCommand::Reassign(args) => task_hand_on(args.task, Some(args.to)).await,
     }
+}
+
+/// `release` (to the pool) or `reassign` (to `to`).
+async fn task_hand_on(args: HandOnArgs, to: Option<String>) -> anyhow::Result<()> {
+    let client = args.hub.connect()?;
+    let id = args.id;
+    let answer = match to {
+        Some(to) => {
+            let agent = resolve_agent(&client, &to).await?;
+            client.reassign_task(id, agent).await
+        }
+        None => client.release_task(id).await,
+    }
+    .map_err(|err| {
+        hub_failure(format!("cannot hand on task {id}"), err, |status| match status {
+            409 => Some(format!("see `swarm task show {id}`: only work of an offline agent is handed on")),
+            _ => refusal_tip(&client, id, status),
+        })
+    })?;
+    if args.json {
+        return output::print_json(&answer);
+    }
+    output::emit(&format!("task {} is now {}\n", answer.task.id, answer.task.status))
 }
 
 async fn task_create(args: CreateArgs) -> anyhow::Result<()> {

@@ -383,6 +383,12 @@ impl Client {
         self.task_action(id, "release").await
     }
 
+    /// As the operator or the lead: give a gone agent's task (or a pool or backlog
+    /// task) to `agent`, as `pending`.
+    pub async fn reassign_task(&self, id: TaskId, agent: AgentId) -> Result<ActionResponse, ClientError> {
+        self.post_json(&format!("/api/tasks/{id}/reassign"), &serde_json::json!({ "agentId": agent })).await
+    }
+
     /// `offered`/`reviewing` → `pending`, for the agent the task was offered to.
     pub async fn accept_task(&self, id: TaskId) -> Result<ActionResponse, ClientError> {
         self.task_action(id, "accept").await

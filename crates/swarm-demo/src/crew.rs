@@ -48,6 +48,7 @@ impl DemoHub {
             max_lease_losses: i64::from(LeasePolicy::default().max_losses),
             max_deliveries: i64::from(LeasePolicy::default().max_deliveries),
             result_handoff_seconds: LeasePolicy::default().result_handoff.as_secs(),
+            reassign_after_seconds: LeasePolicy::default().reassign_after.as_secs(),
             mcp_allowed_hosts: None,
             limits: LimitArgs::default(),
             slack: SlackArgs {

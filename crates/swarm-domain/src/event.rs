@@ -26,10 +26,12 @@ pub enum EventType {
     ChannelMessage,
     /// Ours: why an agent stopped taking work was set or cleared (`statusReason`).
     AgentStatusReason,
+    /// Ours: a task was taken from an agent that is gone, by the rescuer or an operator.
+    TaskHandedBack,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 15] = [
+    pub const ALL: [EventType; 16] = [
         EventType::AgentJoined,
         EventType::AgentStatusChange,
         EventType::AgentLeft,
@@ -45,6 +47,7 @@ impl EventType {
         EventType::TaskLeaseExpired,
         EventType::ChannelMessage,
         EventType::AgentStatusReason,
+        EventType::TaskHandedBack,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -64,6 +67,7 @@ impl EventType {
             EventType::TaskLeaseExpired => "task_lease_expired",
             EventType::ChannelMessage => "channel_message",
             EventType::AgentStatusReason => "agent_status_reason",
+            EventType::TaskHandedBack => "task_handed_back",
         }
     }
 

@@ -23,6 +23,9 @@ pub struct LeasePolicy {
     /// A task result whose awaiting agent has been offline this long after the task
     /// finished (or whose delivery was dead-lettered) goes to the lead instead.
     pub result_handoff: Duration,
+    /// An agent offline this long loses the work it held (see [`crate::handback`]);
+    /// zero keeps it waiting for the agent forever.
+    pub reassign_after: Duration,
 }
 
 impl LeasePolicy {
@@ -30,9 +33,21 @@ impl LeasePolicy {
     pub const DEFAULT_MAX_LOSSES: i32 = 3;
     pub const DEFAULT_MAX_DELIVERIES: i32 = 5;
     pub const DEFAULT_RESULT_HANDOFF: Duration = Duration::from_secs(15 * 60);
+    pub const DEFAULT_REASSIGN_AFTER: Duration = Duration::from_secs(10 * 60);
 
     pub fn period_millis(&self) -> i64 {
         i64::try_from(self.period.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Agents last heard of before this have been offline for `reassign_after` at least
+    /// (a silent agent goes offline one lease period after its last heartbeat; one that
+    /// closed, at it, so it waits one period more), or `None` when hand-back is off.
+    pub fn gone_before(&self, now: crate::time::Timestamp) -> Option<crate::time::Timestamp> {
+        if self.reassign_after.is_zero() {
+            return None;
+        }
+        let after = i64::try_from(self.reassign_after.as_millis()).unwrap_or(i64::MAX);
+        Some(now.minus_millis(self.period_millis().saturating_add(after)))
     }
 }
 
@@ -43,6 +58,7 @@ impl Default for LeasePolicy {
             max_losses: Self::DEFAULT_MAX_LOSSES,
             max_deliveries: Self::DEFAULT_MAX_DELIVERIES,
             result_handoff: Self::DEFAULT_RESULT_HANDOFF,
+            reassign_after: Self::DEFAULT_REASSIGN_AFTER,
         }
     }
 }
@@ -136,6 +152,8 @@ pub struct RescueReport {
     pub results_returned_to: Vec<AgentId>,
     /// Leads that were handed task results whose awaiting agent stayed away, once per result.
     pub results_handed_to: Vec<AgentId>,
+    /// Tasks taken from agents offline for `reassign_after`.
+    pub handed_back: Vec<crate::handback::HandedBack>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod chat;
 pub mod event;
+pub mod handback;
 pub mod id;
 pub mod inbox;
 pub mod lease;

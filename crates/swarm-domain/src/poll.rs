@@ -56,6 +56,9 @@ pub enum TriggerKind {
     UnreadMentions,
     /// Finished worker tasks the lead has not been told about; claimed by `notifiedAt`.
     TasksFinished,
+    /// Lead only (ours): tasks the rescuer took from agents that stayed offline, not yet
+    /// reported; claimed by the hand-off's `notified_at`, like `tasks_finished`.
+    TasksHandedBack,
     /// A task created from one of my trigger sessions finished: claimed with
     /// `processing_since` and a lease until the runner has resumed that session with
     /// the result and acknowledged it.
@@ -70,13 +73,14 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 9] = [
+    pub const ORDER: [TriggerKind; 10] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
         TriggerKind::UrgentMail,
         TriggerKind::TaskResult,
         TriggerKind::SlackInboxMessage,
         TriggerKind::UnreadMentions,
+        TriggerKind::TasksHandedBack,
         TriggerKind::TasksFinished,
         TriggerKind::PoolTask,
         TriggerKind::PoolTasksAvailable,
@@ -89,7 +93,9 @@ impl TriggerKind {
             | TriggerKind::UrgentMail
             | TriggerKind::TaskResult
             | TriggerKind::UnreadMentions => Audience::Anyone,
-            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished => Audience::LeadOnly,
+            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::TasksHandedBack => {
+                Audience::LeadOnly
+            }
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
         }
     }
@@ -109,6 +115,7 @@ impl TriggerKind {
             | TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
+            | TriggerKind::TasksHandedBack
             | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
@@ -141,6 +148,7 @@ impl TriggerKind {
             | TriggerKind::SlackInboxMessage
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
+            | TriggerKind::TasksHandedBack
             | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
@@ -201,6 +209,11 @@ pub enum Trigger {
         count: usize,
         tasks: Vec<Task>,
     },
+    /// Tasks taken from agents that stayed offline (ours), oldest move first.
+    TasksHandedBack {
+        count: usize,
+        handoffs: Vec<crate::handback::Handoff>,
+    },
     /// A task my trigger session created has finished (ours): resume that session
     /// (`sessionId`, when one was recorded) with the result.
     TaskResult {
@@ -225,6 +238,7 @@ impl Trigger {
             Trigger::SlackInboxMessage { .. } => "slack_inbox_message",
             Trigger::UnreadMentions { .. } => "unread_mentions",
             Trigger::TasksFinished { .. } => "tasks_finished",
+            Trigger::TasksHandedBack { .. } => "tasks_handed_back",
             Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }

@@ -434,6 +434,8 @@ pub struct TaskGuard {
     pub dependencies_completed: bool,
     /// This agent must have fewer `in_progress` tasks than its `maxTasks`.
     pub capacity_of: Option<AgentId>,
+    /// This agent must be `offline` and last heard of before this time (hand-back).
+    pub holder_gone: Option<(AgentId, Timestamp)>,
 }
 
 /// The columns a transition writes besides `status` and `last_updated_at`.
@@ -463,6 +465,8 @@ pub struct TaskChange {
     pub updates: TaskUpdates,
     /// Logged besides `task_status_change`, e.g. `task_claimed`.
     pub event: Option<EventType>,
+    /// The metadata of that event (why a task was handed back).
+    pub event_metadata: Option<serde_json::Value>,
 }
 
 impl TaskAction {
@@ -556,18 +560,28 @@ impl TaskAction {
             TaskAction::ToBacklog => (&[Unassigned], Backlog, None),
             TaskAction::FromBacklog => (&[Backlog], Unassigned, None),
         };
-        TaskChange { from, to, guard, updates, event }
+        TaskChange { from, to, guard, updates, event, event_metadata: None }
     }
 }
 
 /// Why a transition did not happen, worked out from the task as it stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    WrongStatus { current: TaskStatus, allowed: &'static [TaskStatus] },
+    WrongStatus {
+        current: TaskStatus,
+        allowed: &'static [TaskStatus],
+    },
     NotAssignee,
     NotOfferedToYou,
-    DependenciesNotCompleted { waiting_on: Vec<TaskId> },
-    NoCapacity { in_progress: i64, max_tasks: i32 },
+    DependenciesNotCompleted {
+        waiting_on: Vec<TaskId>,
+    },
+    NoCapacity {
+        in_progress: i64,
+        max_tasks: i32,
+    },
+    /// A hand-back whose holder is online again (or not gone long enough).
+    HolderNotGone,
 }
 
 impl std::fmt::Display for Refusal {
@@ -586,6 +600,9 @@ impl std::fmt::Display for Refusal {
             Refusal::NoCapacity { in_progress, max_tasks } => {
                 write!(f, "agent is at capacity ({in_progress} of {max_tasks} tasks in progress)")
             }
+            Refusal::HolderNotGone => f.write_str(
+                "the agent holding the task is online; only a gone (offline) agent's work is handed on",
+            ),
         }
     }
 }
@@ -645,6 +662,9 @@ impl TaskChange {
             let mut event = NewEvent::change(event_type, actor, Some(task_id), old, new);
             if let Some(reason) = &self.updates.rejection_reason {
                 event.metadata = Some(serde_json::json!({ "reason": reason }));
+            }
+            if let Some(metadata) = &self.event_metadata {
+                event.metadata = Some(metadata.clone());
             }
             events.push(event);
         }

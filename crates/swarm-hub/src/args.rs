@@ -43,6 +43,11 @@ pub struct ServeArgs {
     /// (or after its delivery was dead-lettered) before it goes to the lead instead.
     #[arg(long, env = "RESULT_HANDOFF_SECONDS", default_value_t = 900, value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
     pub result_handoff_seconds: u64,
+    /// Seconds an agent may stay offline before it loses its pending, in-progress and
+    /// offered tasks: pool work goes back to the pool, work asked of that agent to the
+    /// backlog, and the lead is told (`tasks_handed_back`). 0 keeps them waiting for it.
+    #[arg(long, env = "REASSIGN_AFTER_SECONDS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(0..=2_592_000))]
+    pub reassign_after_seconds: u64,
     /// Host names (comma-separated, `name` or `name:port`) that MCP at /mcp answers; others
     /// get 403, which guards against DNS rebinding. Default: localhost, 127.0.0.1, ::1 and
     /// --host. Use `*` for any host (then rely on API_KEY).

@@ -74,6 +74,7 @@ impl Hub {
             max_losses: i32::try_from(args.max_lease_losses).unwrap_or(i32::MAX),
             max_deliveries: i32::try_from(args.max_deliveries).unwrap_or(i32::MAX),
             result_handoff: Duration::from_secs(args.result_handoff_seconds),
+            reassign_after: Duration::from_secs(args.reassign_after_seconds),
         };
         let mut service = Service::with_lease_policy(store, lease);
         if let Some(clock) = options.clock {

@@ -277,6 +277,7 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
             );
             prompt
         }
+        "tasks_handed_back" => handed_back_prompt(body),
         "unread_mentions" => mentions_prompt(body),
         "urgent_mail" => urgent_mail_prompt(body),
         _ => format!(
@@ -284,6 +285,33 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
              Handle it with your swarm tools."
         ),
     }
+}
+
+/// The lead's `tasks_handed_back` (ours): what the hub took from agents that stayed
+/// offline, where it went, and what is left for the lead to decide.
+fn handed_back_prompt(body: &Value) -> String {
+    let handoffs = body.get("handoffs").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut prompt = format!("{} task(s) were taken from agents that stayed offline:\n", handoffs.len());
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or("?").to_string();
+    for handoff in &handoffs {
+        let task = handoff.get("task");
+        prompt.push_str(&format!(
+            "- task {id} (was {from} with agent {agent}, now {to}): \"{text}\"\n  why: {reason}\n",
+            id = text(task.and_then(|task| task.get("id"))),
+            from = text(handoff.get("fromStatus")),
+            agent = short_id(&text(handoff.get("fromAgentId"))),
+            to = text(handoff.get("toStatus")),
+            text = clip(&text(task.and_then(|task| task.get("task"))), SUMMARY_TASK_CHARS),
+            reason = text(handoff.get("reason")),
+        ));
+    }
+    prompt.push_str(
+        "\nTasks now unassigned are back in the pool: a free worker takes them, nothing to do. Tasks now in \
+         the backlog were asked of that agent by name, so no worker takes them until you decide: return one \
+         to the pool with task-action (action \"from_backlog\"), or cancel it and send-task it to a worker you \
+         choose (get-swarm lists the workers and their free capacity). Do not work on them yourself.",
+    );
+    prompt
 }
 
 /// The mentioning messages, by channel, with what to do: read each channel (which
@@ -484,5 +512,38 @@ mod chat_and_mail_prompt_tests {
         );
         assert!(prompt.contains("waiting for your response: \"build fails\""), "{prompt}");
         assert!(prompt.contains("cargo test fails on main") && prompt.contains("reply-mail"), "{prompt}");
+    }
+}
+
+#[cfg(test)]
+mod handed_back_tests {
+    use serde_json::json;
+
+    use super::Work;
+    use swarm_client::Trigger;
+
+    #[test]
+    fn the_lead_hears_what_moved_and_what_is_left_to_decide() {
+        let body = json!({
+            "type": "tasks_handed_back",
+            "count": 1,
+            "handoffs": [{
+                "task": {"id": "0199a1b2-0000-7000-8000-000000000001", "task": "Fix the build"},
+                "fromAgentId": "0199a1b2-0000-7000-8000-0000000000aa",
+                "fromStatus": "pending",
+                "toStatus": "backlog",
+                "reason": "its agent has been offline for more than 600s",
+            }],
+        });
+        let trigger = Trigger::from_json(body).unwrap();
+        let Work::Notice { kind, prompt, held } = Work::from_trigger(trigger, "default") else {
+            panic!("a notice");
+        };
+        assert_eq!(kind, "tasks_handed_back");
+        assert!(held.is_empty(), "nothing is held: the hand-off was marked told");
+        for expected in ["Fix the build", "now backlog", "offline for more than 600s", "from_backlog"] {
+            assert!(prompt.contains(expected), "{expected:?} missing from {prompt}");
+        }
+        assert!(!prompt.contains("has no prompt for"), "{prompt}");
     }
 }

@@ -11,6 +11,7 @@ mod claims;
 pub mod clock;
 mod delegation;
 mod error;
+mod handback;
 mod inbox;
 mod mail;
 mod poll;

@@ -180,6 +180,7 @@ impl Service {
                 }
             }
             Trigger::UnreadMentions { .. }
+            | Trigger::TasksHandedBack { .. }
             | Trigger::TaskResult { .. }
             | Trigger::PoolTasksAvailable { .. } => {}
         }

@@ -65,6 +65,20 @@ impl Service {
             tracing::warn!(%lead, "a task result's awaiting agent stayed away: the lead gets it instead");
             wakes.push(Wake::Agent(*lead));
         }
+        for moved in &report.handed_back {
+            tracing::warn!(
+                task = %moved.task_id,
+                holder = %moved.holder,
+                from = %moved.from,
+                to = %moved.to,
+                "a task's agent stayed offline: its work is handed on, and the lead told"
+            );
+            self.publish(Change::Task { task_id: moved.task_id });
+            if moved.to == TaskStatus::Unassigned {
+                wakes.push(Wake::Workers);
+            }
+            wakes.push(Wake::Leads);
+        }
         for agent in &report.silenced {
             tracing::warn!(%agent, "agent marked offline: no heartbeat for a lease period");
             self.publish(Change::Agent { agent_id: *agent });

@@ -3,6 +3,7 @@
 
 use swarm_domain::{
     event::Event,
+    handback::HandBackTo,
     id::{AgentId, TaskId},
     task::{
         FinishOutcome, NewTask, Refusal, Task, TaskAction, TaskDraft, TaskStatus, parse_note, parse_task_text,
@@ -24,7 +25,14 @@ const TASK_HISTORY_LIMIT: i64 = 500;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskRequest {
     Claim,
+    /// An agent gives back its own task; the operator or the lead hands on the work of
+    /// an agent that is gone (to the pool).
     Release,
+    /// The operator or the lead gives a gone agent's task (or a pool or backlog task)
+    /// to another agent.
+    Reassign {
+        agent_id: AgentId,
+    },
     Accept,
     Reject {
         reason: Option<String>,
@@ -239,6 +247,18 @@ impl Service {
             TaskRequest::ToBacklog => TaskAction::ToBacklog,
             TaskRequest::FromBacklog => TaskAction::FromBacklog,
             TaskRequest::Claim => TaskAction::Claim { agent: caller.require_agent()? },
+            // Not its own task: the operator or the lead hands on a gone agent's work.
+            TaskRequest::Release if privileged && task.agent_id != caller.agent_id() => {
+                return self.task_hand_back(caller, &task, HandBackTo::Pool).await;
+            }
+            TaskRequest::Reassign { agent_id } => {
+                if !privileged {
+                    return Err(ServiceError::Forbidden(
+                        "only the operator or the lead may reassign a task".into(),
+                    ));
+                }
+                return self.task_hand_back(caller, &task, HandBackTo::Agent(agent_id)).await;
+            }
             TaskRequest::Release => TaskAction::Release { agent: caller.require_agent()? },
             TaskRequest::Accept => TaskAction::Accept { agent: caller.require_agent()? },
             TaskRequest::Reject { reason } => {
@@ -397,7 +417,8 @@ fn refusal_error(action: &TaskAction, refusal: &Refusal) -> ServiceError {
         Refusal::NotAssignee | Refusal::NotOfferedToYou => ServiceError::Forbidden(message),
         Refusal::WrongStatus { .. }
         | Refusal::DependenciesNotCompleted { .. }
-        | Refusal::NoCapacity { .. } => ServiceError::Conflict(message),
+        | Refusal::NoCapacity { .. }
+        | Refusal::HolderNotGone => ServiceError::Conflict(message),
     }
 }
 

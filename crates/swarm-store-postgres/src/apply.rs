@@ -72,7 +72,7 @@ async fn end(tx: Transaction<'_, Postgres>, applied: &Applied<Task>) -> StoreRes
     }
 }
 
-async fn apply_in(
+pub(crate) async fn apply_in(
     tx: &mut PgConnection,
     id: TaskId,
     change: &TaskChange,

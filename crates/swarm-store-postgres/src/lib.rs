@@ -16,6 +16,7 @@ mod apply;
 mod chat;
 mod error;
 mod events;
+mod handback;
 mod held_claims;
 mod inbox;
 mod mail;

@@ -49,8 +49,22 @@ macro_rules! has_capacity {
     };
 }
 
-type ViewRow =
-    (bool, String, chrono::DateTime<chrono::Utc>, i32, i64, bool, bool, bool, bool, bool, bool, bool, bool);
+type ViewRow = (
+    bool,
+    String,
+    chrono::DateTime<chrono::Utc>,
+    i32,
+    i64,
+    bool,
+    bool,
+    bool,
+    bool,
+    bool,
+    bool,
+    bool,
+    bool,
+    bool,
+);
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
     let row: Option<ViewRow> = sqlx::query_as(concat!(
@@ -70,7 +84,8 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
                    AND r.processing_since IS NULL AND r.dead_lettered_at IS NULL), \
            a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
         unnotified_worker_task!(),
-        "), NOT a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
+        "), a.is_lead AND EXISTS (SELECT 1 FROM task_handoffs h WHERE h.notified_at IS NULL), \
+           NOT a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
         ready!(),
         ") FROM agents a WHERE a.id = $1"
     ))
@@ -91,12 +106,14 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         inbox,
         mentions,
         finished,
+        handed_back,
         pool,
     )) = row
     else {
         return Ok(None);
     };
-    let flags = PollFlags { offered, pending, urgent_mail, results, inbox, mentions, finished, pool };
+    let flags =
+        PollFlags { offered, pending, urgent_mail, results, inbox, mentions, finished, handed_back, pool };
     Ok(Some(PollView {
         is_lead,
         status: AgentStatus::parse(&status).map_err(|error| db(crate::error::corrupt("status", error)))?,
@@ -134,6 +151,7 @@ pub(crate) async fn claim(
                 crate::chat::claim(&mut tx, agent, now, lease_until, runner).await?
             }
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
+            TriggerKind::TasksHandedBack => crate::handback::claim(&mut tx, now).await?,
             TriggerKind::TaskResult => {
                 crate::triggers::claim_result(&mut tx, agent, now, lease_until, runner).await?
             }
@@ -188,6 +206,7 @@ async fn claim_task(
         | TriggerKind::UrgentMail
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
+        | TriggerKind::TasksHandedBack
         | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };

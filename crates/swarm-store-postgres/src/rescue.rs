@@ -36,7 +36,10 @@ pub(crate) async fn rescue(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) 
     let handoff = i64::try_from(policy.result_handoff.as_millis()).unwrap_or(i64::MAX);
     let results_handed_to = crate::held_claims::hand_results_to_lead(pool, now.minus_millis(handoff)).await?;
     let silenced = silence_agents(pool, policy, now).await?;
+    // After silencing: an agent judged gone in this pass is offline already.
+    let handed_back = crate::handback::hand_back(pool, policy, now).await?;
     Ok(RescueReport {
+        handed_back,
         expired,
         silenced,
         inbox_returned_to: held.inbox,

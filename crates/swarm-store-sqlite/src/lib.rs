@@ -17,6 +17,7 @@ mod chat;
 mod database;
 mod error;
 mod events;
+mod handback;
 mod held_claims;
 mod inbox;
 mod mail;

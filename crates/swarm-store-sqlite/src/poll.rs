@@ -72,6 +72,8 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t WHERE",
             unnotified_worker_task!(),
             ") AS finished,
+                a.is_lead = 1 AND EXISTS (SELECT 1 FROM task_handoffs h WHERE h.notified_at IS NULL)
+                    AS handed_back,
                 a.is_lead = 0 AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
             ready!(),
             ") AS pool
@@ -94,6 +96,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                     inbox: column.bool("inbox")?,
                     mentions: column.bool("mentions")?,
                     finished: column.bool("finished")?,
+                    handed_back: column.bool("handed_back")?,
                     pool: column.bool("pool")?,
                 },
             ))
@@ -130,6 +133,7 @@ pub(crate) fn claim(
             TriggerKind::SlackInboxMessage => crate::inbox::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
+            TriggerKind::TasksHandedBack => crate::handback::claim(tx, now)?,
             TriggerKind::TaskResult => crate::triggers::claim_result(tx, agent, now, lease_until, runner)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
@@ -189,6 +193,7 @@ fn claim_task(
         | TriggerKind::SlackInboxMessage
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
+        | TriggerKind::TasksHandedBack
         | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };

@@ -127,6 +127,8 @@ pub(crate) fn rescue(tx: &Connection, policy: &LeasePolicy, now: Timestamp) -> S
             report.silenced.push(agent);
         }
     }
+    // After silencing: an agent judged gone in this pass is offline already.
+    report.handed_back = crate::handback::hand_back(tx, policy, now)?;
     Ok(report)
 }
 
@@ -144,6 +146,7 @@ pub(crate) fn anything_to_rescue(
 ) -> StoreResult<bool> {
     if crate::held_claims::anything_expired(connection, now)?
         || crate::held_claims::results_to_hand_over(connection, now.minus_millis(handoff_millis(policy)))?
+        || crate::handback::anything_to_hand_back(connection, policy, now)?
     {
         return Ok(true);
     }

@@ -43,9 +43,13 @@ export function mountTask(root, id) {
         task.progress ? h('div', { class: 'note' }, h('h3', {}, 'Progress'), h('pre', {}, task.progress)) : '',
         task.output ? h('div', { class: 'note ok' }, h('h3', {}, 'Output'), h('pre', { id: 'task-output' }, task.output)) : '',
         task.failureReason ? h('div', { class: 'note bad' }, h('h3', {}, 'Failure'), h('pre', {}, task.failureReason)) : '');
-      if (shownStatus !== task.status) {
-        shownStatus = task.status;
-        fill(actions, FINISHED.includes(task.status) ? '' : cancelForm(id, load));
+      // The hand-on buttons depend on the holder being gone, not only on the status.
+      const holderId = ['offered', 'reviewing'].includes(task.status) ? task.offeredTo : task.agentId;
+      const holder = holderId ? byId.get(holderId) : null;
+      const shown = `${task.status}|${holder?.status}`;
+      if (shownStatus !== shown) {
+        shownStatus = shown;
+        fill(actions, FINISHED.includes(task.status) ? '' : [handOnForm(id, task, holder, agents.agents, load), cancelForm(id, load)]);
       }
       fill(cost, costSummary(costs.costs));
       // Re-render the log only when it grew: keeps open <details> open while live.
@@ -70,6 +74,31 @@ export function mountTask(root, id) {
       if (changes.some((change) => change.taskId === id || change.kind === 'resync' || change.kind === 'external')) load();
     },
   };
+}
+
+// Work of a gone (offline) agent, or a pool or backlog task, handed on by the operator:
+// to the pool (release) or to another agent (reassign). The hub guards both again.
+function handOnForm(id, task, holder, agents, reload) {
+  const held = ['pending', 'in_progress', 'paused', 'offered', 'reviewing'].includes(task.status);
+  const unheld = ['unassigned', 'backlog'].includes(task.status);
+  if (!(held && holder?.status === 'offline') && !unheld) return '';
+  const others = agents.filter((agent) => agent.id !== holder?.id);
+  const path = (action) => `/api/tasks/${encodeURIComponent(id)}/${action}`;
+  const release = held ? form({ class: 'inline', id: 'release-task' }, [
+    h('span', {}, `${holder.name} is offline: hand its work on. `),
+    h('button', { type: 'submit' }, 'Release to pool'),
+  ], async () => {
+    await api(path('release'), { method: 'POST', body: {} });
+    await reload();
+  }) : '';
+  const reassign = form({ class: 'inline', id: 'reassign-task' }, [
+    h('select', { name: 'agentId' }, others.map((agent) => h('option', { value: agent.id }, `${agent.name} (${agent.status})`))),
+    h('button', { type: 'submit' }, 'Reassign'),
+  ], async (data) => {
+    await api(path('reassign'), { method: 'POST', body: { agentId: String(data.get('agentId') || '') } });
+    await reload();
+  });
+  return [release, reassign];
 }
 
 function cancelForm(id, reload) {

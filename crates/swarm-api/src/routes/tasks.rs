@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(tasks_cancel))
         .routes(routes!(tasks_claim))
         .routes(routes!(tasks_release))
+        .routes(routes!(tasks_reassign))
         .routes(routes!(tasks_accept))
         .routes(routes!(tasks_reject))
         .routes(routes!(tasks_start))
@@ -141,6 +142,13 @@ pub struct FinishBody {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ReasonBody {
     reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReassignBody {
+    /// The agent that takes the task (status `pending`).
+    agent_id: AgentId,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -300,7 +308,9 @@ async fn tasks_claim(
     act(&state, caller, &id, TaskRequest::Claim).await
 }
 
-/// Give an own pending task back to the pool.
+/// Give an own pending or started task back to the pool; as the operator (no
+/// `X-Agent-ID`) or the lead, hand a gone (offline) agent's pending, started, paused or
+/// offered task back to the pool (409 while that agent is online).
 #[utoipa::path(post, path = "/api/tasks/{id}/release", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_release(
@@ -309,6 +319,20 @@ async fn tasks_release(
     Path(id): Path<String>,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Release).await
+}
+
+/// Operator or lead (ours): give a gone (offline) agent's pending, started, paused or
+/// offered task, or a pool or backlog task, to another agent (`pending` for it).
+#[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", request_body = ReassignBody,
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
+async fn tasks_reassign(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<ReassignBody>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
+    act(&state, caller, &id, TaskRequest::Reassign { agent_id: body.agent_id }).await
 }
 
 /// Accept a task offered to the caller (`offered` or `reviewing` → `pending`).

@@ -51,6 +51,7 @@ pub struct PollFlags {
     pub inbox: bool,
     pub mentions: bool,
     pub finished: bool,
+    pub handed_back: bool,
     pub pool: bool,
 }
 
@@ -65,6 +66,7 @@ impl PollFlags {
             (self.results, TriggerKind::TaskResult),
             (self.inbox, TriggerKind::SlackInboxMessage),
             (self.mentions, TriggerKind::UnreadMentions),
+            (self.handed_back, TriggerKind::TasksHandedBack),
             (self.finished, TriggerKind::TasksFinished),
             (self.pool, TriggerKind::PoolTask),
             (self.pool, TriggerKind::PoolTasksAvailable),

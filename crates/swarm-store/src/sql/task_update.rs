@@ -88,6 +88,11 @@ pub fn plan(id: TaskId, change: &TaskChange, now: Timestamp) -> Vec<Piece> {
             .bind(Value::Agent(agent))
             .sql(")");
     }
+    if let Some((holder, seen_before)) = guard.holder_gone {
+        // The holder came back (a ping, a poll) since it was judged gone: keep its work.
+        plan.sql(" AND EXISTS (SELECT 1 FROM agents g WHERE g.id = ").bind(Value::Agent(holder));
+        plan.sql(" AND g.status = 'offline' AND g.last_seen_at < ").bind(Value::Time(seen_before)).sql(")");
+    }
     plan.pieces
 }
 

@@ -16,6 +16,7 @@ pub mod agents;
 pub mod chat;
 pub mod claims;
 pub mod endings;
+pub mod handback;
 pub mod inbox;
 pub mod lists;
 pub mod mail;
@@ -255,6 +256,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_lists!($fresh);
             $crate::__store_conformance_mail!($fresh);
             $crate::__store_conformance_poll!($fresh);
+            $crate::__store_conformance_handback!($fresh);
             $crate::__store_conformance_race!($fresh);
             $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_tasks!($fresh);

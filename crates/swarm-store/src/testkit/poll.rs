@@ -444,6 +444,7 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
             | Trigger::SlackInboxMessage { .. }
             | Trigger::UnreadMentions { .. }
             | Trigger::TasksFinished { .. }
+            | Trigger::TasksHandedBack { .. }
             | Trigger::TaskResult { .. }
             | Trigger::PoolTasksAvailable { .. } => {}
         }

@@ -10,6 +10,7 @@ mod demo;
 mod doctor;
 mod durability;
 mod faults;
+mod handback;
 mod hostile_input;
 mod hub;
 mod layering;

@@ -1,0 +1,233 @@
+//! Work of dead agents handed on (issue 25), as stories over real HTTP with raw agents:
+//! an agent takes work and disappears, and after `--reassign-after-seconds` a live
+//! worker gets it and the lead is told; an agent back in time keeps its work; the
+//! operator releases or reassigns what a gone agent holds.
+
+use serde_json::{Value, json};
+
+use crate::{
+    hub::{Database, Hub, sqlite_file},
+    support::{eventually, postgres_fresh_database, postgres_url},
+};
+
+/// Short leases and a short hand-back delay, so that the stories take seconds.
+const FAST: [&str; 6] =
+    ["--lease-seconds", "1", "--rescue-interval-seconds", "1", "--reassign-after-seconds", "2"];
+
+async fn agent(hub: &Hub, name: &str, is_lead: bool) -> String {
+    let id = uuid::Uuid::new_v4().to_string();
+    let (status, body) = hub.post("/api/agents", Some(&id), json!({ "name": name, "isLead": is_lead })).await;
+    assert_eq!(status, 201, "{body}");
+    id
+}
+
+async fn create(hub: &Hub, body: Value) -> String {
+    let (status, task) = hub.post("/api/tasks", None, body).await;
+    assert_eq!(status, 201, "{task}");
+    task["id"].as_str().unwrap().to_string()
+}
+
+async fn act(hub: &Hub, task: &str, action: &str, agent: Option<&str>, body: Value) -> (u16, Value) {
+    hub.post(&format!("/api/tasks/{task}/{action}"), agent, body).await
+}
+
+async fn task(hub: &Hub, id: &str) -> Value {
+    let (status, body) = hub.get(&format!("/api/tasks/{id}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn poll(hub: &Hub, agent: &str, wait: u32) -> Value {
+    let (status, body) = hub.get(&format!("/api/poll?wait={wait}"), Some(agent)).await;
+    assert_eq!(status, 200, "{body}");
+    body["trigger"].clone()
+}
+
+/// Poll as `agent` until a trigger of `kind` comes.
+async fn trigger_of(hub: &Hub, agent: &str, kind: &str) -> Value {
+    eventually(&format!("a {kind} trigger for {agent}"), || async {
+        let trigger = poll(hub, agent, 1).await;
+        (trigger["type"] == kind).then_some(trigger)
+    })
+    .await
+}
+
+async fn wait_offline(hub: &Hub, agent: &str) {
+    eventually(&format!("agent {agent} to go offline"), || async {
+        let (_, body) = hub.get(&format!("/api/agents/{agent}"), None).await;
+        (body["status"] == "offline").then_some(())
+    })
+    .await
+}
+
+async fn dead_agents_work_goes_to_a_live_worker(database: &Database) {
+    let hub = Hub::start_with(database, None, &FAST);
+    let lead = agent(&hub, "lead", true).await;
+    let dead = agent(&hub, "dead", false).await;
+    let live = agent(&hub, "live", false).await;
+    // `dead` takes a pool task (pending: no lease protects it) and is asked for
+    // another by name; then it disappears.
+    let pooled = create(&hub, json!({ "task": "taken from the pool" })).await;
+    let (status, body) = act(&hub, &pooled, "claim", Some(&dead), json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let named = create(&hub, json!({ "task": "asked of dead by name", "agentId": dead })).await;
+
+    // The live worker gets the pool task once `dead` has been gone long enough.
+    let trigger = trigger_of(&hub, &live, "task_assigned").await;
+    assert_eq!(trigger["task"]["id"], pooled.as_str(), "{trigger}");
+    let (status, body) =
+        act(&hub, &pooled, "finish", Some(&live), json!({ "status": "completed", "output": "done" })).await;
+    assert_eq!(status, 200, "{body}");
+    let history = task(&hub, &pooled).await;
+    let handed: Vec<&Value> = history["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["eventType"] == "task_handed_back")
+        .collect();
+    assert_eq!(handed.len(), 1, "{history}");
+    assert_eq!(handed[0]["metadata"]["fromAgentId"], dead.as_str());
+
+    // The task asked of `dead` waits in the backlog for the lead, who is told of both.
+    assert_eq!(task(&hub, &named).await["status"], "backlog");
+    let told = trigger_of(&hub, &lead, "tasks_handed_back").await;
+    assert_eq!(told["count"], 2, "{told}");
+    let mut moves: Vec<(String, String)> = told["handoffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["task"]["id"].as_str().unwrap().to_string(), h["toStatus"].as_str().unwrap().to_string()))
+        .collect();
+    moves.sort();
+    let mut expected =
+        vec![(pooled.clone(), "unassigned".to_string()), (named.clone(), "backlog".to_string())];
+    expected.sort();
+    assert_eq!(moves, expected, "{told}");
+    assert!(told["handoffs"][0]["reason"].as_str().unwrap().contains("offline for more than 2s"), "{told}");
+}
+
+#[tokio::test]
+async fn a_dead_agents_work_goes_to_a_live_worker_and_the_lead_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    dead_agents_work_goes_to_a_live_worker(&sqlite_file(dir.path())).await;
+}
+
+#[tokio::test]
+async fn a_dead_agents_work_goes_to_a_live_worker_on_postgres() {
+    let url = postgres_fresh_database(&postgres_url()).await;
+    dead_agents_work_goes_to_a_live_worker(&Database::Postgres(url)).await;
+}
+
+#[tokio::test]
+async fn an_agent_back_in_time_keeps_its_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start_with(&sqlite_file(dir.path()), None, &FAST);
+    // Two agents take work and fall silent; `back` returns, `gone` does not. `back` fell
+    // silent first, so whenever `gone`'s task moves, `back`'s would have moved too.
+    let back = agent(&hub, "back", false).await;
+    let kept = create(&hub, json!({ "task": "kept", "agentId": back })).await;
+    let gone = agent(&hub, "gone", false).await;
+    let lost = create(&hub, json!({ "task": "lost", "agentId": gone })).await;
+    wait_offline(&hub, &back).await;
+
+    // `back` returns and heartbeats, as its runner would.
+    let heartbeat = {
+        let (url, back) = (hub.url("/ping"), back.clone());
+        tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            loop {
+                let _ = client.post(&url).header("X-Agent-ID", &back).send().await;
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        })
+    };
+    eventually("the gone agent's task to be handed back", || async {
+        (task(&hub, &lost).await["status"] == "backlog").then_some(())
+    })
+    .await;
+    heartbeat.abort();
+    let kept = task(&hub, &kept).await;
+    assert_eq!(
+        (kept["status"].as_str(), kept["agentId"].as_str()),
+        (Some("pending"), Some(back.as_str())),
+        "{kept}"
+    );
+}
+
+#[tokio::test]
+async fn the_operator_releases_a_gone_agents_paused_task() {
+    let dir = tempfile::tempdir().unwrap();
+    // The default hand-back delay (600 s): only the operator moves anything here.
+    let hub = Hub::start_with(
+        &sqlite_file(dir.path()),
+        None,
+        &["--lease-seconds", "1", "--rescue-interval-seconds", "1"],
+    );
+    let runner = agent(&hub, "could-not-start", false).await;
+    let worker = agent(&hub, "worker", false).await;
+    let id =
+        create(&hub, json!({ "task": "paused by a runner whose CLI would not start", "agentId": runner }))
+            .await;
+    assert_eq!(act(&hub, &id, "start", Some(&runner), json!({})).await.0, 200);
+    assert_eq!(act(&hub, &id, "pause", Some(&runner), json!({})).await.0, 200);
+
+    // While its agent is online the operator may not take it.
+    let before = task(&hub, &id).await;
+    let (status, body) = act(&hub, &id, "release", None, json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("online"), "{body}");
+    assert_eq!(task(&hub, &id).await["logs"], before["logs"], "a refusal changes nothing");
+
+    let (status, _) = hub.post("/close", Some(&runner), json!({})).await;
+    assert!((200..300).contains(&status), "close: {status}");
+    let (status, body) = act(&hub, &id, "release", None, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["task"]["status"].as_str(), &body["task"]["agentId"]),
+        (Some("unassigned"), &Value::Null)
+    );
+
+    let trigger = trigger_of(&hub, &worker, "task_assigned").await;
+    assert_eq!(trigger["task"]["id"], id.as_str());
+    let (status, body) = act(&hub, &id, "finish", Some(&worker), json!({ "status": "completed" })).await;
+    assert_eq!(status, 200, "{body}");
+    // Released twice: the task moved on, the guard refuses.
+    assert_eq!(act(&hub, &id, "release", None, json!({})).await.0, 409);
+}
+
+#[tokio::test]
+async fn the_operator_reassigns_a_gone_agents_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start_with(
+        &sqlite_file(dir.path()),
+        None,
+        &["--lease-seconds", "1", "--rescue-interval-seconds", "1"],
+    );
+    let gone = agent(&hub, "gone", false).await;
+    let worker = agent(&hub, "worker", false).await;
+    let id = create(&hub, json!({ "task": "started, then its agent died", "agentId": gone })).await;
+    assert_eq!(act(&hub, &id, "start", Some(&gone), json!({})).await.0, 200);
+    wait_offline(&hub, &gone).await;
+
+    // Bad input: a JSON 4xx, and nothing changes.
+    let before = task(&hub, &id).await;
+    for body in [json!({}), json!({ "agentId": "not-an-id" }), json!({ "agentId": uuid::Uuid::new_v4() })] {
+        let (status, answer) = act(&hub, &id, "reassign", None, body.clone()).await;
+        assert!((400..500).contains(&status), "{body} -> {status} {answer}");
+        assert!(answer["error"].is_string(), "{answer}");
+    }
+    let (status, answer) = act(&hub, &id, "reassign", Some(&worker), json!({ "agentId": worker })).await;
+    assert_eq!(status, 403, "a worker may not reassign: {answer}");
+    assert_eq!(task(&hub, &id).await["logs"], before["logs"]);
+
+    let (status, body) = act(&hub, &id, "reassign", None, json!({ "agentId": worker })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["task"]["status"].as_str(), body["task"]["agentId"].as_str()),
+        (Some("pending"), Some(worker.as_str()))
+    );
+    let trigger = trigger_of(&hub, &worker, "task_assigned").await;
+    assert_eq!(trigger["task"]["id"], id.as_str());
+    let (status, body) = act(&hub, &id, "finish", Some(&worker), json!({ "status": "completed" })).await;
+    assert_eq!(status, 200, "{body}");
+}
