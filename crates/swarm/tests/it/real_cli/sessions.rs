@@ -39,11 +39,12 @@ async fn a_persistent_session_is_resumed_with_the_result_of_its_task(cli: Cli) {
         )
         .await;
     assert_eq!(status, 201, "{created}");
-    let body = "where is my invoice?";
+    // The conversation's key travels in the signed body: an unsigned header decides nothing.
+    let body = json!({"message": "where is my invoice?", "sessionKey": "thread-1"}).to_string();
     let request = reqwest::Client::new()
         .post(world.hub.url("/api/webhooks/inbox"))
         .header("x-hub-signature-256", swarm_service::sign_body("s3cret", body.as_bytes()))
-        .header("x-session-key", "thread-1")
+        .header("content-type", "application/json")
         .body(body);
     let (status, accepted) = send(request).await;
     assert_eq!(status, 202, "{accepted}");
