@@ -16,6 +16,7 @@ pub mod session;
 pub mod stats;
 pub mod task;
 pub mod time;
+pub mod token;
 pub mod trigger;
 
 use std::fmt;
