@@ -237,3 +237,24 @@ async fn mcp_follows_the_token_and_lead_tools_need_a_leads_token() {
     let me = ok(&as_lead, "my-agent-info", json!({})).await;
     assert_eq!(me["yourAgentId"], lead.as_str());
 }
+
+/// A runner given the agent's token (and, in its environment, the operator key too)
+/// completes a task end to end: the stand-in agent reports through MCP with what the
+/// runner handed it, which must be the token, since the key cannot act as the agent.
+#[tokio::test]
+async fn a_runner_in_token_mode_completes_a_task_with_the_agents_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = token_hub(dir.path());
+    let (agent, token) = register(&hub, "tokened", false).await;
+    let setup = crate::runner::RunnerSetup {
+        agent_id: agent.clone(),
+        ..crate::runner::RunnerSetup::worker(dir.path())
+    }
+    .env("API_KEY", KEY)
+    .env("AGENT_TOKEN", token);
+    let _runner = crate::runner::Runner::start(&hub, setup);
+    let id = crate::runner::create(&hub, json!({"task": "Tidy the changelog", "agentId": agent})).await;
+    let done = crate::runner::task_in(&hub, &id, &["completed", "failed"]).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["output"], "stand-in finished: Tidy the changelog");
+}
