@@ -258,3 +258,31 @@ async fn a_runner_in_token_mode_completes_a_task_with_the_agents_token() {
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["output"], "stand-in finished: Tidy the changelog");
 }
+
+/// `swarm agent token create|list|revoke` as the operator types them.
+#[tokio::test]
+async fn the_cli_creates_lists_and_revokes_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = token_hub(dir.path());
+    let (agent, _) = register(&hub, "cli-agent", false).await;
+    let swarm = |args: &[&str]| {
+        let output = std::process::Command::new(crate::hub::SWARM)
+            .args(args)
+            .env("MCP_BASE_URL", &hub.base_url)
+            .env("API_KEY", KEY)
+            .env_remove("AGENT_ID")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let created = swarm(&["agent", "token", "create", "cli-agent", "--json"]);
+    let token = created["token"].as_str().unwrap().to_string();
+    let (status, _) = send(as_bearer(&hub, Method::GET, "/api/poll", &token, None)).await;
+    assert_eq!(status, 200);
+    let listed = swarm(&["agent", "token", "list", &agent, "--json"]);
+    assert_eq!(listed["tokens"].as_array().unwrap().len(), 2, "{listed}");
+    swarm(&["agent", "token", "revoke", "cli-agent", created["id"].as_str().unwrap(), "--json"]);
+    let (status, _) = send(as_bearer(&hub, Method::GET, "/api/poll", &token, None)).await;
+    assert_eq!(status, 401);
+}
