@@ -286,3 +286,47 @@ async fn the_cli_creates_lists_and_revokes_tokens() {
     let (status, _) = send(as_bearer(&hub, Method::GET, "/api/poll", &token, None)).await;
     assert_eq!(status, 401);
 }
+
+/// `swarm connect --agent-token` writes the token where each CLI reads it, literally (a
+/// person's API_KEY, the operator key, must not win), 0600, and never prints it.
+#[test]
+fn connect_writes_the_agent_token_0600_and_masks_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let codex = dir.path().join("codex.toml");
+    let token = format!("swt_{}", "ab".repeat(32));
+    let output = std::process::Command::new(crate::hub::SWARM)
+        .args([
+            "connect",
+            "--harness",
+            "all",
+            "--agent-token",
+            &token,
+            "--codex-config",
+            codex.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("API_KEY", KEY)
+        .env_remove("AGENT_TOKEN")
+        .env_remove("AGENT_ID")
+        .env_remove("MCP_BASE_URL")
+        .env_remove("CODEX_HOME")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .output()
+        .unwrap();
+    let printed =
+        String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{printed}");
+    assert!(!printed.contains(&token), "the token is never printed: {printed}");
+    let mcp = std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap();
+    assert!(mcp.contains(&format!("\"Bearer {token}\"")), "Claude sends the token as it is: {mcp}");
+    let codex_text = std::fs::read_to_string(&codex).unwrap();
+    assert!(codex_text.contains(&format!("Bearer {token}")), "{codex_text}");
+    for path in [dir.path().join(".mcp.json"), codex] {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(KEY), "{} holds no operator key", path.display());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{} is readable by its owner only", path.display());
+    }
+}
