@@ -7,7 +7,7 @@ use axum::{
 };
 use serde::de::DeserializeOwned;
 use swarm_domain::id::{AgentId, RunnerId};
-use swarm_service::Caller;
+use swarm_service::{Authenticated, Caller};
 
 use crate::error::ApiError;
 
@@ -92,17 +92,35 @@ fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// Who is calling: the agent named by `X-Agent-ID`, else the operator.
+/// Who is calling. Header mode: the agent named by `X-Agent-ID`, else the operator.
+/// Token mode: the agent whose token the request carries (`X-Agent-ID` must agree), else
+/// the operator, who cannot name an agent (403). The rule is the service's
+/// ([`Authenticated::caller`]); the edge attached the credential.
 pub struct CallerHeader(pub Caller);
 
 impl<S: Send + Sync> FromRequestParts<S> for CallerHeader {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(CallerHeader(match agent_id_header(parts)? {
-            Some(id) => Caller::Agent(id),
-            None => Caller::Operator,
-        }))
+        let named = agent_id_header(parts)?;
+        Ok(CallerHeader(authenticated(parts).caller(named)?))
+    }
+}
+
+/// The request's credential as the edge found it (header mode's operator when absent).
+pub fn authenticated(parts: &Parts) -> Authenticated {
+    parts.extensions.get::<Authenticated>().copied().unwrap_or_default()
+}
+
+/// The request's credential and its `X-Agent-ID`, for registration, which decides with
+/// both (a new agent's id may be named by the operator).
+pub struct Credentials(pub Authenticated, pub Option<AgentId>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Credentials {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Credentials(authenticated(parts), agent_id_header(parts)?))
     }
 }
 

@@ -66,7 +66,10 @@ pub struct AppState {
     info(
         title = "swarm",
         description = "A coordination hub for crews of AI coding agents. Send `Authorization: Bearer <API_KEY>` \
-            when the hub has a key, and `X-Agent-ID: <uuid>` to act as an agent.",
+            when the hub has a key, and `X-Agent-ID: <uuid>` to act as an agent. A hub with AGENT_AUTH=token \
+            takes an agent's own token instead (`Authorization: Bearer <token>`, from \
+            `POST /api/agents/{id}/tokens`): it acts as that agent only, and the API key administers but \
+            cannot act as an agent.",
     ),
     tags(
         (name = "agents", description = "Registration, profiles, heartbeats"),
@@ -112,6 +115,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 fn openapi_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(routes::agents::router())
+        .merge(routes::tokens::router())
         .merge(routes::poll::router())
         .merge(routes::tasks::router())
         .merge(routes::channels::router())

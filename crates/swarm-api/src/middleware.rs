@@ -9,6 +9,8 @@ use axum::{
 };
 use subtle::ConstantTimeEq;
 
+use swarm_service::{AgentAuth, Authenticated, Credential};
+
 use crate::{
     AppState,
     error::{ApiError, error_response},
@@ -29,18 +31,24 @@ fn is_public(method: &Method, path: &str) -> bool {
 /// request a clone of the service below it and a boxed future. In order: a CORS
 /// preflight is answered (204) before authentication; the API key is checked; errors
 /// produced outside our handlers get a JSON body; every answer gets the CORS headers.
-pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let mut response = if request.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
-    } else if !has_api_key(&state, &request) {
-        ApiError::Unauthorized.into_response()
-    } else if let Some(origin) = cross_site_mcp_origin(&request) {
-        ApiError::Forbidden(format!(
-            "MCP at /mcp does not answer web pages of other sites (Origin {origin}); agent CLIs send no Origin"
-        ))
-        .into_response()
     } else {
-        json_errors(next.run(request).await).await
+        // Only `Sync` parts cross the lookup's await (a request's body is not `Sync`).
+        let (method, path) = (request.method().clone(), request.uri().path().to_string());
+        match authenticate(&state, request.headers(), &method, &path).await {
+            Err(error) => error.into_response(),
+            Ok(_) if let Some(origin) = cross_site_mcp_origin(&request) => ApiError::Forbidden(format!(
+                "MCP at /mcp does not answer web pages of other sites (Origin {origin}); agent CLIs send no Origin"
+            ))
+            .into_response(),
+            Ok(authenticated) => {
+                // Handlers (and MCP, which sees the request's parts) read who it is from here.
+                request.extensions_mut().insert(authenticated);
+                json_errors(next.run(request).await).await
+            }
+        }
     };
     add_cors_headers(&mut response);
     // No answer may be read as something else than it says (a JSON body as HTML or script).
@@ -48,23 +56,43 @@ pub async fn edge(State(state): State<AppState>, request: Request, next: Next) -
     response
 }
 
-fn has_api_key(state: &AppState, request: &Request) -> bool {
-    let Some(expected) = state.api_key.expose() else {
-        return true;
-    };
-    if is_public(request.method(), request.uri().path()) {
-        return true;
-    }
-    let presented = request
-        .headers()
+/// What the request's `Authorization` proves: the operator key, or (token mode) a live
+/// token of one agent, looked up by its hash on every request so that a revocation holds
+/// at once. Anything else is 401, except on the public paths.
+async fn authenticate(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    method: &Method,
+    path: &str,
+) -> Result<Authenticated, ApiError> {
+    let mode = state.service.agent_auth();
+    let operator = Authenticated { mode, credential: Credential::Operator };
+    let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim)
         .unwrap_or("");
+    let Some(expected) = state.api_key.expose() else {
+        return Ok(operator);
+    };
     // Constant-time on the contents; only the length can leak, which a key of fixed
     // length does not mind.
-    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
+        return Ok(operator);
+    }
+    if mode == AgentAuth::Token && !presented.is_empty() {
+        // The lookup is by hash, so its timing says nothing about the token.
+        match state.service.agent_token_verify(presented).await {
+            Ok(Some(agent)) => return Ok(Authenticated { mode, credential: Credential::Agent(agent) }),
+            Ok(None) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    if is_public(method, path) {
+        return Ok(operator);
+    }
+    Err(ApiError::Unauthorized)
 }
 
 /// The `Origin` of a request to `/mcp` from a web page of another site, if it is one.

@@ -21,6 +21,46 @@ pub enum AgentCommand {
     List(AgentListArgs),
     /// Show an agent's profile and its tasks
     Show(AgentShowArgs),
+    /// Agent tokens, for a hub with AGENT_AUTH=token: create (shown once), list, revoke
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for an agent (operator key); the token is printed this once
+    ///
+    /// Give it to the agent's runner as AGENT_TOKEN (or `swarm connect --agent-token`).
+    Create(TokenArgs),
+    /// List an agent's tokens: ids and dates, never the tokens
+    List(TokenArgs),
+    /// Revoke a token: the next request with it is refused (401)
+    Revoke(TokenRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The agent's name or id
+    #[arg(value_name = "AGENT")]
+    pub(crate) agent: String,
+    #[arg(long, help = JSON_HELP)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenRevokeArgs {
+    /// The agent's name or id
+    #[arg(value_name = "AGENT")]
+    pub(crate) agent: String,
+    /// The token's id (from `swarm agent token list`)
+    #[arg(value_name = "TOKEN_ID")]
+    pub(crate) token_id: String,
+    #[arg(long, help = JSON_HELP)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
 }
 
 #[derive(Debug, Args)]
@@ -29,34 +69,35 @@ pub struct AgentListArgs {
     #[arg(long)]
     tasks: bool,
     #[arg(long, help = JSON_HELP)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    hub: HubArgs,
+    pub(crate) hub: HubArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct AgentShowArgs {
     /// The agent's name or id
     #[arg(value_name = "AGENT")]
-    agent: String,
+    pub(crate) agent: String,
     #[arg(long, help = JSON_HELP)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    hub: HubArgs,
+    pub(crate) hub: HubArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
     #[arg(long, help = JSON_HELP)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    hub: HubArgs,
+    pub(crate) hub: HubArgs,
 }
 
 pub async fn run_agent(command: AgentCommand) -> anyhow::Result<()> {
     match command {
         AgentCommand::List(args) => agent_list(args).await,
         AgentCommand::Show(args) => agent_show(args).await,
+        AgentCommand::Token(command) => super::tokens::run(command).await,
     }
 }
 

@@ -8,6 +8,7 @@ mod agent;
 mod mail;
 mod output;
 mod task;
+mod tokens;
 mod trigger;
 
 use std::collections::HashMap;

@@ -7,6 +7,7 @@
 
 mod poll;
 mod sessions;
+mod tokens;
 mod triggers;
 
 use std::time::Duration;
@@ -22,6 +23,7 @@ use swarm_domain::{
     stats::Stats,
     task::{Task, TaskStatus},
 };
+pub use tokens::{NewToken, TokenInfo, TokenList};
 
 /// How long to wait for a TCP connection to the hub.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -98,6 +98,13 @@ uuid_id!(
 );
 
 uuid_id!(
+    /// The id of an agent token (`AGENT_AUTH=token`): what lists and revocation name,
+    /// never the token itself.
+    AgentTokenId,
+    "token id"
+);
+
+uuid_id!(
     /// One runner process (`swarm worker`/`swarm lead`), new at each start: the holder
     /// of the lead-side claims (inbox messages, mentions, urgent mail) it polled, so that
     /// its heartbeats keep those alive, and a crashed runner's claims run out even while

@@ -17,6 +17,7 @@ pub mod session;
 pub mod stats;
 pub mod task;
 pub mod time;
+pub mod token;
 pub mod trigger;
 
 use std::fmt;

@@ -20,6 +20,13 @@ pub struct ServeArgs {
     /// Empty = open hub.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// What names the calling agent. `header`: its `X-Agent-ID`, believed (the
+    /// reference's; whoever holds the API key can act as any agent). `token`: its own
+    /// token (`Authorization: Bearer <token>`, from `POST /api/agents/:id/tokens`), which
+    /// acts as that agent only; the API key then administers but cannot act as an agent.
+    /// `token` needs an API key.
+    #[arg(long, env = "AGENT_AUTH", default_value = "header", value_parser = ["header", "token"])]
+    pub agent_auth: String,
     /// Log format on stderr: text or json. The level is set with RUST_LOG (default info).
     #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -57,6 +64,13 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub slack: SlackArgs,
+}
+
+impl ServeArgs {
+    /// `--agent-auth` as the service's mode (clap allowed only the two names).
+    pub fn agent_auth(&self) -> swarm_service::AgentAuth {
+        swarm_service::AgentAuth::parse(&self.agent_auth).unwrap_or_default()
+    }
 }
 
 /// What one client may hold: a flood of connections, half-sent requests or endless

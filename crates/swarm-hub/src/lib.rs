@@ -34,6 +34,10 @@ pub enum HubError {
     DatabaseUrl,
     #[error("cannot listen on {address}: is another hub running there? pick another --port")]
     Bind { address: String, source: std::io::Error },
+    #[error(
+        "--agent-auth token needs an operator key (--api-key or API_KEY): without one anyone is the operator and can create any agent's token"
+    )]
+    TokenModeWithoutKey,
     #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
 }
@@ -68,6 +72,10 @@ pub struct Hub {
 impl Hub {
     /// Opens the store, starts the background work and serves on `--host:--port`.
     pub async fn start(args: &ServeArgs, options: HubOptions) -> Result<Hub, HubError> {
+        let agent_auth = args.agent_auth();
+        if agent_auth == swarm_service::AgentAuth::Token && !ApiKey::new(args.api_key.clone()).is_set() {
+            return Err(HubError::TokenModeWithoutKey);
+        }
         let (store, description) = open_store(&args.database).await?;
         let lease = LeasePolicy {
             period: Duration::from_secs(args.lease_seconds),
@@ -76,7 +84,7 @@ impl Hub {
             result_handoff: Duration::from_secs(args.result_handoff_seconds),
             reassign_after: Duration::from_secs(args.reassign_after_seconds),
         };
-        let mut service = Service::with_lease_policy(store, lease);
+        let mut service = Service::with_lease_policy(store, lease).with_agent_auth(agent_auth);
         if let Some(clock) = options.clock {
             service = service.with_clock(clock);
         }
@@ -180,6 +188,17 @@ fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr, keyed: bo
             args.lease_seconds, args.rescue_interval_seconds, args.max_lease_losses, args.max_deliveries
         ),
         format!("dashboard: http://{local}/   API docs: http://{local}/docs   MCP: http://{local}/mcp"),
+        match args.agent_auth() {
+            swarm_service::AgentAuth::Header => {
+                "agents: named by X-Agent-ID (--agent-auth header): the API key can act as any agent"
+                    .to_string()
+            }
+            swarm_service::AgentAuth::Token => {
+                "agents: each by its own token (--agent-auth token): the API key \
+                administers, create tokens with `swarm agent token create <agent>`"
+                    .to_string()
+            }
+        },
     ];
     if !keyed {
         lines.push(format!(

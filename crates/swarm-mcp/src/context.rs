@@ -10,7 +10,7 @@ use swarm_domain::{
     agent::Agent,
     id::{AgentId, TaskId},
 };
-use swarm_service::{Caller, Service, ServiceError, ServiceResult};
+use swarm_service::{Authenticated, Caller, Service, ServiceError, ServiceResult};
 
 /// Who a caller is, as far as tools are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,15 +66,21 @@ impl Identity {
         match self {
             Identity::Process(id, _) => Ok(*id.read().unwrap_or_else(|poisoned| poisoned.into_inner())),
             Identity::Header => {
-                let Some(value) = parts.and_then(|parts| parts.headers.get(AGENT_ID_HEADER)) else {
-                    return Ok(None);
-                };
-                let text = value.to_str().map_err(|_| "X-Agent-ID must be a UUID".to_string())?.trim();
-                if text.is_empty() {
-                    return Ok(None);
-                }
-                AgentId::parse(text).map(Some).map_err(|_| format!("X-Agent-ID must be a UUID, got {text:?}"))
+                let named = named_agent(parts)?;
+                // Token mode: the request's token decides, and `X-Agent-ID` must agree
+                // (the same rule as REST's, from the credential the edge attached).
+                let caller = authenticated(parts).caller(named).map_err(|refusal| refusal.to_string())?;
+                Ok(caller.agent_id())
             }
+        }
+    }
+
+    /// The request's credential: the edge's over HTTP; a stdio process has opened the
+    /// database itself, so it is trusted as header mode's operator.
+    pub fn authenticated(&self, parts: Option<&http::request::Parts>) -> Authenticated {
+        match self {
+            Identity::Process(..) => Authenticated::default(),
+            Identity::Header => authenticated(parts),
         }
     }
 
@@ -100,6 +106,22 @@ impl Identity {
     }
 }
 
+fn authenticated(parts: Option<&http::request::Parts>) -> Authenticated {
+    parts.and_then(|parts| parts.extensions.get::<Authenticated>()).copied().unwrap_or_default()
+}
+
+/// The `X-Agent-ID` header, when present and not empty.
+fn named_agent(parts: Option<&http::request::Parts>) -> Result<Option<AgentId>, String> {
+    let Some(value) = parts.and_then(|parts| parts.headers.get(AGENT_ID_HEADER)) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| "X-Agent-ID must be a UUID".to_string())?.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    AgentId::parse(text).map(Some).map_err(|_| format!("X-Agent-ID must be a UUID, got {text:?}"))
+}
+
 /// The caller of one request: its id (if it sent one) and its agent (if registered).
 #[derive(Debug, Clone)]
 pub struct CallerInfo {
@@ -107,6 +129,8 @@ pub struct CallerInfo {
     pub agent: Option<Agent>,
     /// The task whose run the caller is in ([`Identity::session_task`]).
     pub session_task: Option<TaskId>,
+    /// What the request's credential proved ([`Identity::authenticated`]).
+    pub authenticated: Authenticated,
 }
 
 impl CallerInfo {
@@ -119,7 +143,7 @@ impl CallerInfo {
                 Err(err) => return Err(err),
             },
         };
-        Ok(CallerInfo { id, agent, session_task: None })
+        Ok(CallerInfo { id, agent, session_task: None, authenticated: Authenticated::default() })
     }
 
     pub fn role(&self) -> Role {

@@ -49,6 +49,7 @@ impl McpServer {
         let session_task = self.identity.session_task(parts).map_err(CallerError::BadHeader)?;
         let mut caller = CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)?;
         caller.session_task = session_task;
+        caller.authenticated = self.identity.authenticated(parts);
         if let Some(agent) = &caller.agent {
             // A session that talks to the hub is alive: an agent driven by a person (no
             // runner polling for it) stays online while its session is live.

@@ -84,7 +84,8 @@ pub struct RunnerConfig {
     pub role: Role,
     /// The hub's base URL (`MCP_BASE_URL`).
     pub hub_url: String,
-    /// `API_KEY`: sent to the hub and passed on to the agent CLI.
+    /// `API_KEY`, or the agent's token (`AGENT_TOKEN`, for a hub with `AGENT_AUTH=token`):
+    /// sent to the hub and passed on to the agent CLI as its `API_KEY`.
     pub api_key: Option<String>,
     /// The agent this runner speaks for; reuse it across restarts to keep the agent's
     /// identity and resume its paused work.

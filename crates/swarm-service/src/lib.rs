@@ -6,6 +6,7 @@
 
 mod activity;
 mod agents;
+pub mod auth;
 mod chat;
 mod claims;
 pub mod clock;
@@ -41,6 +42,7 @@ use crate::wake::Waiters;
 
 pub use activity::ActivitySnapshot;
 pub use agents::{InboxSummary, RegisterInput};
+pub use auth::{AgentAuth, Authenticated, Credential, IssuedToken};
 pub use chat::{CreateChannel, MESSAGES_PAGE_MAX, PostMessage, ReadMessages};
 pub use claims::ReleaseRequest;
 pub use delegation::SendTask;
@@ -130,6 +132,8 @@ pub struct Service {
     clock: Arc<dyn clock::Clock>,
     /// When this process last recorded each agent's MCP session as a sign of life.
     seen: Arc<std::sync::Mutex<std::collections::HashMap<AgentId, std::time::Instant>>>,
+    /// What names the calling agent (`AGENT_AUTH`).
+    agent_auth: auth::AgentAuth,
 }
 
 impl Service {
@@ -149,6 +153,7 @@ impl Service {
             slack: None,
             clock: Arc::new(clock::SystemClock),
             seen: Arc::default(),
+            agent_auth: auth::AgentAuth::Header,
         }
     }
 

@@ -26,6 +26,7 @@ mod rows;
 mod sessions;
 mod stats;
 mod tasks;
+mod tokens;
 mod triggers;
 
 use std::time::Duration;
@@ -40,7 +41,9 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId},
+    id::{
+        AgentId, AgentTokenId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId,
+    },
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -49,6 +52,7 @@ use swarm_domain::{
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
+    token::AgentToken,
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
@@ -177,6 +181,27 @@ impl Store for PgStore {
 
     async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts> {
         agents::work_counts(&self.pool, id).await
+    }
+
+    async fn agent_token_create(&self, token: &AgentToken, token_hash: &str) -> StoreResult<bool> {
+        tokens::create(&self.pool, token, token_hash).await
+    }
+
+    async fn agent_token_list(&self, agent: AgentId) -> StoreResult<Vec<AgentToken>> {
+        tokens::list(&self.pool, agent).await
+    }
+
+    async fn agent_token_revoke(
+        &self,
+        agent: AgentId,
+        id: AgentTokenId,
+        now: Timestamp,
+    ) -> StoreResult<Applied<AgentToken>> {
+        tokens::revoke(&self.pool, agent, id, now).await
+    }
+
+    async fn agent_token_agent(&self, token_hash: &str) -> StoreResult<Option<AgentId>> {
+        tokens::agent_of(&self.pool, token_hash).await
     }
 
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {

@@ -27,6 +27,7 @@ mod rows;
 mod sessions;
 mod sql;
 mod tasks;
+mod tokens;
 mod triggers;
 
 use std::{path::Path, sync::Arc};
@@ -41,7 +42,9 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId},
+    id::{
+        AgentId, AgentTokenId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId,
+    },
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -50,6 +53,7 @@ use swarm_domain::{
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
     time::Timestamp,
+    token::AgentToken,
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 use swarm_store::{
@@ -179,6 +183,28 @@ impl Store for SqliteStore {
 
     async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts> {
         self.database.read(|connection| agents::work_counts(connection, id))
+    }
+
+    async fn agent_token_create(&self, token: &AgentToken, token_hash: &str) -> StoreResult<bool> {
+        let (token, token_hash) = (token.clone(), token_hash.to_string());
+        self.database.write(move |tx| tokens::create(tx, &token, &token_hash)).await
+    }
+
+    async fn agent_token_list(&self, agent: AgentId) -> StoreResult<Vec<AgentToken>> {
+        self.database.read(|connection| tokens::list(connection, agent))
+    }
+
+    async fn agent_token_revoke(
+        &self,
+        agent: AgentId,
+        id: AgentTokenId,
+        now: Timestamp,
+    ) -> StoreResult<Applied<AgentToken>> {
+        self.database.write(move |tx| tokens::revoke(tx, agent, id, now)).await
+    }
+
+    async fn agent_token_agent(&self, token_hash: &str) -> StoreResult<Option<AgentId>> {
+        self.database.read(|connection| tokens::agent_of(connection, token_hash))
     }
 
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {

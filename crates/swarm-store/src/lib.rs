@@ -18,7 +18,9 @@ use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate, Registration},
     chat::{Channel, ChatMessage, MessageQuery, NewChannel, NewChatMessage},
     event::Event,
-    id::{AgentId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId},
+    id::{
+        AgentId, AgentTokenId, ChannelId, ChatMessageId, InboxMessageId, MailId, RunnerId, TaskId, TriggerId,
+    },
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackMark},
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
@@ -27,6 +29,7 @@ use swarm_domain::{
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange, TaskStatus},
     time::Timestamp,
+    token::AgentToken,
     trigger::{TaskAwait, TriggerDef, TriggerSession},
 };
 
@@ -255,6 +258,26 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Applied<Agent>>;
     /// Offered-to-me, pool (unassigned) and my in-progress counts.
     async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts>;
+
+    // ----- agent tokens -----
+
+    /// Keep `token` with `token_hash` (the SHA-256 of the secret, hex), as one `INSERT`
+    /// that finds the agent. `false` when `token.agent_id` is not a registered agent.
+    async fn agent_token_create(&self, token: &AgentToken, token_hash: &str) -> StoreResult<bool>;
+    /// The agent's tokens, revoked ones too, oldest first.
+    async fn agent_token_list(&self, agent: AgentId) -> StoreResult<Vec<AgentToken>>;
+    /// Revoke the agent's token `id`, guarded by `revoked_at IS NULL`. `Refused` when it
+    /// was already revoked; `NotFound` when the agent has no such token.
+    async fn agent_token_revoke(
+        &self,
+        agent: AgentId,
+        id: AgentTokenId,
+        now: Timestamp,
+    ) -> StoreResult<Applied<AgentToken>>;
+    /// The agent whose live (not revoked) token has this hash: one probe of the unique
+    /// index, read on every request in token mode (nothing is cached, so a revocation
+    /// holds at once on every replica).
+    async fn agent_token_agent(&self, token_hash: &str) -> StoreResult<Option<AgentId>>;
 
     // ----- tasks -----
 

@@ -23,7 +23,8 @@ pub const LONG_ABOUT: &str = "Run an agent for a hub: register it, wait for work
     running agents SHUTDOWN_TIMEOUT to finish, then stops them and pauses their tasks; the next start \
     with the same AGENT_ID resumes them. A second signal stops the agents at once.\n\n\
     The agent CLI reaches the hub through MCP: each run gets MCP_BASE_URL, API_KEY, AGENT_ID, and \
-    TASK_ID when it is about a task, in its environment.\n\n\
+    TASK_ID when it is about a task, in its environment. With AGENT_TOKEN (a hub with \
+    AGENT_AUTH=token) the runner and its agent CLI send the agent's token, never the API key.\n\n\
     Before it takes any work the runner checks that the agent CLI can run here (on PATH and \
     answering --version, IS_SANDBOX=1 for Claude Code as root, the MCP entry `swarm connect` \
     writes) and stops with what to fix otherwise; `swarm doctor` shows the same checks. An agent \
@@ -121,6 +122,11 @@ struct AgentArgs {
     /// API key of the hub (`Authorization: Bearer <KEY>`); also given to the agent CLI
     #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
     api_key: Option<String>,
+    /// The agent's own token, for a hub with AGENT_AUTH=token (`swarm agent token create`).
+    /// Used instead of the API key for everything: the runner's requests and the agent CLI
+    /// it starts (as its API_KEY), so the agent never holds the operator key. Needs AGENT_ID
+    #[arg(long, env = "AGENT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    agent_token: Option<String>,
     /// The agent's id. Keep it across restarts: the agent keeps its identity and the runner
     /// resumes its paused work. A new one is made (and printed) when unset
     #[arg(long, env = "AGENT_ID", value_name = "UUID")]
@@ -194,6 +200,12 @@ pub async fn doctor(args: DoctorArgs) -> anyhow::Result<()> {
 
 fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
     let agent = args.agent;
+    let agent_token = non_empty(agent.agent_token);
+    if agent_token.is_some() && non_empty(agent.agent_id.clone()).is_none() {
+        bail!(
+            "--agent-token (AGENT_TOKEN) needs AGENT_ID (--agent-id): the id of the agent the token belongs to"
+        );
+    }
     let agent_id = match non_empty(agent.agent_id) {
         Some(text) => AgentId::parse(&text).context("AGENT_ID (or --agent-id) must be a UUID")?,
         None => {
@@ -222,7 +234,8 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
     };
     let mut config =
         RunnerConfig::new(role, non_empty(Some(agent.url)).unwrap_or(DEFAULT_URL.into()), agent_id, harness);
-    config.api_key = non_empty(agent.api_key);
+    // A token replaces the operator key everywhere, so the agent CLI never gets the key.
+    config.api_key = agent_token.or(non_empty(agent.api_key));
     if let Some(name) = non_empty(agent.agent_name) {
         config.agent_name = name;
     }

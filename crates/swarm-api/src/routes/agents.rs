@@ -18,7 +18,8 @@ use crate::Json;
 use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
-    extract::{AppJson, CallerHeader, RunnerHeader},
+    extract::{AppJson, CallerHeader, Credentials, RunnerHeader},
+    routes::tokens::NewTokenResponse,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -135,14 +136,13 @@ pub struct MeResponse {
 #[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = RegisterBody,
     params(("X-Agent-ID" = Option<String>, Header, description = "The agent's id (UUID)")),
     responses(
-        (status = 201, description = "Registered", body = Agent),
-        (status = 200, description = "Already registered", body = Agent), ErrorResponses))]
+        (status = 201, description = "Registered", body = RegisteredResponse),
+        (status = 200, description = "Already registered", body = RegisteredResponse), ErrorResponses))]
 async fn agents_register(
     State(state): State<AppState>,
-    CallerHeader(caller): CallerHeader,
+    Credentials(authenticated, named): Credentials,
     AppJson(body): AppJson<RegisterBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let id = caller.agent_id();
     let input = RegisterInput {
         name: body.name,
         is_lead: body.is_lead,
@@ -151,10 +151,23 @@ async fn agents_register(
         capabilities: body.capabilities,
         max_tasks: body.max_tasks,
     };
-    Ok(match state.service.agent_register(id, input).await? {
-        Registration::Created(agent) => (StatusCode::CREATED, Json(agent)),
-        Registration::Existing(agent) => (StatusCode::OK, Json(agent)),
+    let (registration, token) = state.service.agent_register_as(authenticated, named, input).await?;
+    let token = token.map(NewTokenResponse::from);
+    Ok(match registration {
+        Registration::Created(agent) => (StatusCode::CREATED, Json(RegisteredResponse { agent, token })),
+        Registration::Existing(agent) => (StatusCode::OK, Json(RegisteredResponse { agent, token })),
     })
+}
+
+/// A registered agent; with the operator key in token mode, a new agent's first token.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RegisteredResponse {
+    #[serde(flatten)]
+    agent: Agent,
+    /// Token mode, a new agent registered with the operator key: its first token, shown
+    /// this once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<NewTokenResponse>,
 }
 
 /// All agents, ordered by name.

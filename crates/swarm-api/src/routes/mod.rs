@@ -10,6 +10,7 @@ pub mod poll;
 pub mod sessions;
 pub mod system;
 pub mod tasks;
+pub mod tokens;
 pub mod triggers;
 
 use serde::Deserialize;

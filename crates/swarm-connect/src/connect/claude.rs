@@ -105,11 +105,17 @@ pub(crate) fn expand_env_placeholders(text: &str, lookup: impl Fn(&str) -> Optio
 fn server_entry(endpoint: &Endpoint) -> Value {
     let key_default = endpoint.embedded_api_key.as_deref().unwrap_or_default();
     let agent_default = endpoint.agent_id.map(|id| id.to_string()).unwrap_or_default();
+    // A token is written as it is: with `${API_KEY:-token}` a person's API_KEY (the
+    // operator key) would win, and in token mode the key cannot act as the agent.
+    let authorization = match &endpoint.agent_token {
+        Some(token) => format!("Bearer {token}"),
+        None => format!("Bearer ${{API_KEY:-{key_default}}}"),
+    };
     json!({
         "type": "http",
         "url": format!("${{MCP_BASE_URL:-{}}}/mcp", endpoint.base_url),
         "headers": {
-            "Authorization": format!("Bearer ${{API_KEY:-{key_default}}}"),
+            "Authorization": authorization,
             "X-Agent-ID": format!("${{AGENT_ID:-{agent_default}}}"),
             // The trigger session a runner's run continues: tasks it creates are awaited
             // by it. Empty outside such a run, which the hub reads as none.

@@ -157,6 +157,7 @@ mod tests {
             embedded_api_key: None,
             api_key_in_use,
             agent_id: agent.map(|id| swarm_domain::id::AgentId::parse(id).unwrap()),
+            agent_token: None,
         }
     }
 

@@ -87,6 +87,17 @@ pub struct ConnectArgs {
     /// files out of version control
     #[arg(long)]
     embed_api_key: bool,
+    /// The agent's own token, for a hub with AGENT_AUTH=token: written literally as the
+    /// Authorization header (never the API key, which then cannot act as an agent), in
+    /// files readable by you only (0600), and masked in what is printed
+    #[arg(
+        long,
+        env = "AGENT_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN",
+        conflicts_with = "embed_api_key"
+    )]
+    agent_token: Option<String>,
     /// The agent these files speak for (sent as X-Agent-ID). Written as the default of
     /// ${AGENT_ID:-UUID}, so a runner's AGENT_ID still wins; without it the header
     /// comes from AGENT_ID alone
@@ -123,12 +134,15 @@ pub(crate) struct Endpoint {
     /// token variable is unset, so it is told about `API_KEY` only then.
     api_key_in_use: bool,
     agent_id: Option<AgentId>,
+    /// The agent's token (`--agent-token`): sent instead of any key, whatever the
+    /// environment's API_KEY says.
+    agent_token: Option<String>,
 }
 
 impl Endpoint {
     /// What must never be printed, and makes a file private when written into it.
     fn secrets(&self) -> Vec<String> {
-        self.embedded_api_key.iter().cloned().collect()
+        self.embedded_api_key.iter().chain(&self.agent_token).cloned().collect()
     }
 
     fn from_args(args: &ConnectArgs) -> anyhow::Result<Endpoint> {
@@ -158,11 +172,17 @@ impl Endpoint {
                 "--agent-id (or AGENT_ID) must be an agent's UUID; see them with `swarm agent list`",
             )?),
         };
+        let agent_token = args.agent_token.as_deref().map(str::trim).filter(|token| !token.is_empty());
+        if agent_token.is_some_and(|token| token.contains(['}', '"', '\'', '\n', ' '])) {
+            bail!("--agent-token is not a token of this hub (they look like swt_ and 64 hex digits)");
+        }
         Ok(Endpoint {
             base_url: base_url.to_string(),
-            embedded_api_key,
-            api_key_in_use: api_key.is_some(),
+            // Codex's literal header is the embedded key's: the token takes its place.
+            embedded_api_key: agent_token.map(str::to_string).or(embedded_api_key),
+            api_key_in_use: api_key.is_some() || agent_token.is_some(),
             agent_id,
+            agent_token: agent_token.map(str::to_string),
         })
     }
 }

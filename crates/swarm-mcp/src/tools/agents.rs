@@ -80,20 +80,31 @@ async fn join_swarm(call: ToolCall, args: JoinSwarmArguments) -> Outcome {
         capabilities: args.capabilities,
         max_tasks: args.max_tasks,
     };
-    let (agent, created) = match call.service.agent_register(id, input).await? {
+    // Token mode: a token joins as its own agent only; the operator key joins new agents
+    // only, and gets the new agent's first token.
+    let (registration, token) = call.service.agent_register_as(call.caller.authenticated, id, input).await?;
+    let (agent, created) = match registration {
         Registration::Created(agent) => (agent, true),
         Registration::Existing(agent) => (agent, false),
     };
     call.identity.adopt(agent.id);
     let verb = if created { "joined" } else { "is back in" };
     let role = if agent.is_lead { "the lead" } else { "a worker" };
-    let how = if call.identity.is_header() {
+    let how = if token.is_some() {
+        " Send its token (shown this once) as Authorization: Bearer <token> with every request.".to_string()
+    } else if call.caller.authenticated.mode == swarm_service::AgentAuth::Token {
+        String::new()
+    } else if call.identity.is_header() {
         format!(" Send X-Agent-ID: {} with every request.", agent.id)
     } else {
         String::new()
     };
     let message = format!("{} {verb} the swarm as {role} (agent id {}).{how}", agent.name, agent.id);
-    Ok(Reply::ok(message).for_agent(agent.id).with("created", created).with("agent", agent))
+    let mut reply = Reply::ok(message).for_agent(agent.id).with("created", created).with("agent", agent);
+    if let Some(token) = token {
+        reply = reply.with("token", serde_json::json!({ "id": token.token.id, "token": token.secret }));
+    }
+    Ok(reply)
 }
 
 async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {

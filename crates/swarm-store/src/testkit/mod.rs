@@ -24,6 +24,7 @@ pub mod poll;
 pub mod race;
 pub mod run_claims;
 pub mod tasks;
+pub mod tokens;
 pub mod triggers;
 pub mod waiting;
 pub mod work;
@@ -260,6 +261,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_race!($fresh);
             $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_tasks!($fresh);
+            $crate::__store_conformance_tokens!($fresh);
             $crate::__store_conformance_triggers!($fresh);
             $crate::__store_conformance_waiting!($fresh);
             $crate::__store_conformance_work!($fresh);

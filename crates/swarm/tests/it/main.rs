@@ -33,6 +33,7 @@ mod slack_stand_in;
 mod stress;
 mod support;
 mod talk_runners;
+mod tokens;
 mod trigger_sessions;
 mod triggers;
 mod trust;

@@ -31,6 +31,16 @@ pub const REVISIONS: [Revision; 2] = [Revision::Initialize, Revision::Stateless]
 
 /// A client of `hub`'s `/mcp` acting as `agent` (sent as `X-Agent-ID`).
 pub async fn connect_http(hub: &Hub, agent: Option<&str>, revision: Revision) -> Client {
+    connect_http_with(hub, hub.api_key.as_deref(), agent, revision).await
+}
+
+/// A client sending `bearer` (the API key, or an agent's token) instead of the hub's key.
+pub async fn connect_http_with(
+    hub: &Hub,
+    bearer: Option<&str>,
+    agent: Option<&str>,
+    revision: Revision,
+) -> Client {
     let mut headers = HashMap::new();
     if let Some(agent) = agent {
         headers.insert(
@@ -39,8 +49,8 @@ pub async fn connect_http(hub: &Hub, agent: Option<&str>, revision: Revision) ->
         );
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(hub.url("/mcp")).custom_headers(headers);
-    if let Some(key) = &hub.api_key {
-        config = config.auth_header(key.clone());
+    if let Some(key) = bearer {
+        config = config.auth_header(key.to_string());
     }
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
     let info = client_info();

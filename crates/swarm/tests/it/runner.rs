@@ -120,6 +120,7 @@ impl Runner {
             .env("RUST_LOG", "warn");
         for name in [
             "API_KEY",
+            "AGENT_TOKEN",
             "AGENT_NAME",
             "YOLO",
             "AI_LOOP",
