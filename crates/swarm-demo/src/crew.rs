@@ -49,6 +49,7 @@ impl DemoHub {
             max_deliveries: i64::from(LeasePolicy::default().max_deliveries),
             result_handoff_seconds: LeasePolicy::default().result_handoff.as_secs(),
             mcp_allowed_hosts: None,
+            metrics_public: false,
             limits: LimitArgs::default(),
             slack: SlackArgs {
                 slack_bot_token: None,

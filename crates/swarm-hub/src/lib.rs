@@ -115,6 +115,7 @@ impl Hub {
                 api_key: api_key.clone(),
                 shutdown: stop.child_token(),
                 limits: caps,
+                metrics: Arc::new(swarm_api::Metrics::new(args.metrics_public)),
             },
             mcp_options,
             slack.as_ref().map(|bridge| bridge.router()),

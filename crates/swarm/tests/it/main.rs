@@ -20,6 +20,7 @@ mod mcp_client;
 mod mcp_http;
 mod mcp_race;
 mod mcp_stdio;
+mod metrics;
 mod poll;
 mod real_cli;
 mod runner;
