@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use args::{DatabaseArgs, LimitArgs, ServeArgs, SlackArgs};
 pub use logging::{init_logging, shutdown_signal};
-pub use open::{open_sqlite, open_store};
+pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
 
 /// Why a hub could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +34,13 @@ pub enum HubError {
     DatabaseUrl,
     #[error("cannot listen on {address}: is another hub running there? pick another --port")]
     Bind { address: String, source: std::io::Error },
+    #[error(
+        "DATABASE_URL names a PostgreSQL database: back it up with pg_dump and restore it with \
+         pg_restore (docs/deployment.md, Backups)"
+    )]
+    NotSqlite,
+    #[error(transparent)]
+    Backup(swarm_store_sqlite::BackupError),
     #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
 }

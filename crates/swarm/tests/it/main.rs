@@ -1,6 +1,7 @@
 //! Every integration test of swarm, compiled into one binary.
 
 mod api_flow;
+mod backup;
 mod bench;
 mod chat;
 mod cli;
