@@ -9,11 +9,13 @@ pub mod error;
 pub mod extract;
 mod json;
 mod limits;
+pub mod metrics;
 mod middleware;
 mod routes;
 
 pub use json::Json;
 pub use limits::Limits;
+pub use metrics::Metrics;
 
 use std::sync::Arc;
 
@@ -59,6 +61,8 @@ pub struct AppState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// Per-caller caps on open event streams and parked polls.
     pub limits: Arc<Limits>,
+    /// HTTP request counts for `GET /metrics`, and whether it needs the key.
+    pub metrics: Arc<Metrics>,
 }
 
 #[derive(OpenApi)]
@@ -98,6 +102,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     router
         .merge(routes::system::docs_router(openapi))
         .merge(dashboard::router())
+        .merge(metrics::router())
         .merge(extra)
         .fallback(middleware::not_found)
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))

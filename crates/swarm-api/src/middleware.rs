@@ -18,12 +18,15 @@ use crate::{
 
 /// Paths anyone may read: the health check, the static docs page (which asks for the
 /// key before it fetches the API description) and the dashboard's static files (which
-/// ask for it before they fetch data); and Slack's signed webhook, which carries its
-/// own signature instead (CONTRACT.md, Conventions), as do triggers' webhooks.
-fn is_public(method: &Method, path: &str) -> bool {
+/// ask for it before they fetch data); `/metrics` when the operator made it public
+/// (`--metrics-public`, for a Prometheus that holds no key); and Slack's signed
+/// webhook, which carries its own signature instead (CONTRACT.md, Conventions), as do
+/// triggers' webhooks.
+fn is_public(state: &AppState, method: &Method, path: &str) -> bool {
     (*method == Method::GET
         && (matches!(path, "/health" | "/docs" | "/docs/script.js" | "/docs/style.css")
-            || crate::dashboard::is_public_path(path)))
+            || crate::dashboard::is_public_path(path)
+            || (path == crate::metrics::METRICS_PATH && state.metrics.is_public())))
         || (*method == Method::POST && (path == "/slack/events" || path.starts_with("/api/webhooks/")))
 }
 
@@ -32,6 +35,7 @@ fn is_public(method: &Method, path: &str) -> bool {
 /// preflight is answered (204) before authentication; the API key is checked; errors
 /// produced outside our handlers get a JSON body; every answer gets the CORS headers.
 pub async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let started = state.metrics.start(&request);
     let mut response = if request.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
     } else {
@@ -53,6 +57,7 @@ pub async fn edge(State(state): State<AppState>, mut request: Request, next: Nex
     add_cors_headers(&mut response);
     // No answer may be read as something else than it says (a JSON body as HTML or script).
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    state.metrics.finish(started, &response);
     response
 }
 
@@ -89,7 +94,7 @@ async fn authenticate(
             Err(error) => return Err(error.into()),
         }
     }
-    if is_public(method, path) {
+    if is_public(state, method, path) {
         return Ok(operator);
     }
     Err(ApiError::Unauthorized)

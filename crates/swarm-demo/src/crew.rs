@@ -51,6 +51,7 @@ impl DemoHub {
             result_handoff_seconds: LeasePolicy::default().result_handoff.as_secs(),
             reassign_after_seconds: LeasePolicy::default().reassign_after.as_secs(),
             mcp_allowed_hosts: None,
+            metrics_public: false,
             limits: LimitArgs::default(),
             slack: SlackArgs {
                 slack_bot_token: None,

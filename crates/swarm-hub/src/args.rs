@@ -60,6 +60,11 @@ pub struct ServeArgs {
     /// --host. Use `*` for any host (then rely on API_KEY).
     #[arg(long, env = "MCP_ALLOWED_HOSTS", value_name = "HOSTS")]
     pub mcp_allowed_hosts: Option<String>,
+    /// Serve GET /metrics (Prometheus text format) without the API key, for a scraper
+    /// that holds none. The numbers name no task or agent, but they do show how busy
+    /// the swarm is: keep the port private when you set this.
+    #[arg(long, env = "METRICS_PUBLIC", value_parser = clap::builder::BoolishValueParser::new())]
+    pub metrics_public: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use args::{DatabaseArgs, LimitArgs, ServeArgs, SlackArgs};
 pub use logging::{init_logging, shutdown_signal};
-pub use open::{open_sqlite, open_store};
+pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
 
 /// Why a hub could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +38,13 @@ pub enum HubError {
         "--agent-auth token needs an operator key (--api-key or API_KEY): without one anyone is the operator and can create any agent's token"
     )]
     TokenModeWithoutKey,
+    #[error(
+        "DATABASE_URL names a PostgreSQL database: back it up with pg_dump and restore it with \
+         pg_restore (docs/deployment.md, Backups)"
+    )]
+    NotSqlite,
+    #[error(transparent)]
+    Backup(swarm_store_sqlite::BackupError),
     #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
 }
@@ -124,6 +131,7 @@ impl Hub {
                 api_key: api_key.clone(),
                 shutdown: stop.child_token(),
                 limits: caps,
+                metrics: Arc::new(swarm_api::Metrics::new(args.metrics_public)),
             },
             mcp_options,
             slack.as_ref().map(|bridge| bridge.router()),

@@ -37,3 +37,40 @@ pub async fn open_sqlite(path: &Path) -> Result<(Arc<dyn Store>, String), HubErr
     let description = store.describe();
     Ok((Arc::new(store), description))
 }
+
+/// The SQLite file the flags name, for the commands that work on the file itself
+/// (`swarm backup`, `swarm restore`); PostgreSQL has tools of its own for that.
+pub fn sqlite_path(args: &DatabaseArgs) -> Result<std::path::PathBuf, HubError> {
+    match args.database_url.as_deref().filter(|url| !url.is_empty()) {
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            Err(HubError::NotSqlite)
+        }
+        Some(url) => match url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+            Some(path) => Ok(path.into()),
+            None => Err(HubError::DatabaseUrl),
+        },
+        None => Ok(args.db.clone()),
+    }
+}
+
+/// `swarm backup`: a consistent copy of the (possibly live) database into `file`.
+pub async fn backup(args: &DatabaseArgs, file: &Path) -> Result<swarm_store_sqlite::CopySummary, HubError> {
+    let database = sqlite_path(args)?;
+    let file = file.to_path_buf();
+    // The copy is blocking file work: keep it off the runtime's workers.
+    tokio::task::spawn_blocking(move || swarm_store_sqlite::backup(&database, &file))
+        .await
+        .map_err(|join| HubError::Serve(std::io::Error::other(join)))?
+        .map_err(HubError::Backup)
+}
+
+/// `swarm restore`: checks `file` and puts it in place of the database, which no
+/// process may have open.
+pub async fn restore(args: &DatabaseArgs, file: &Path) -> Result<swarm_store_sqlite::CopySummary, HubError> {
+    let database = sqlite_path(args)?;
+    let file = file.to_path_buf();
+    tokio::task::spawn_blocking(move || swarm_store_sqlite::restore(&file, &database))
+        .await
+        .map_err(|join| HubError::Serve(std::io::Error::other(join)))?
+        .map_err(HubError::Backup)
+}

@@ -1,5 +1,6 @@
 //! What the hub is doing now, counted without a lock: how many polls are parked, how
-//! many polls were answered, how many scheduler and Slack passes ran.
+//! many polls were answered (and with which trigger), how many scheduler, Slack and
+//! rescuer passes ran and what the rescuer took back.
 //!
 //! These are the few facts that an observer cannot read from the database. Tests use
 //! them to know that something did *not* happen (a poll stayed parked, the scheduler
@@ -8,12 +9,32 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use swarm_domain::{lease::RescueReport, poll::Trigger};
+
+/// Every trigger type a poll can hand out, as `Trigger::type_name` spells it: a fixed
+/// list, so that metrics show a zero for a kind never handed out instead of no series.
+pub const TRIGGER_TYPES: [&str; 8] = [
+    "task_offered",
+    "task_assigned",
+    "urgent_mail",
+    "slack_inbox_message",
+    "unread_mentions",
+    "tasks_finished",
+    "task_result",
+    "pool_tasks_available",
+];
+
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
     parked_polls: AtomicI64,
     polls_answered: AtomicU64,
+    triggers_handed: [AtomicU64; TRIGGER_TYPES.len()],
     scheduler_passes: AtomicU64,
     slack_sweeps: AtomicU64,
+    rescue_passes: AtomicU64,
+    leases_expired: AtomicU64,
+    agents_silenced: AtomicU64,
+    lead_claims_returned: AtomicU64,
 }
 
 /// The counters at one moment.
@@ -27,6 +48,24 @@ pub struct ActivitySnapshot {
     pub scheduler_passes: u64,
     /// Passes of the Slack bridge over finished and progressing Slack tasks.
     pub slack_sweeps: u64,
+    /// Triggers handed out by polls, by type (in [`TRIGGER_TYPES`] order).
+    pub triggers_handed: [(&'static str, u64); TRIGGER_TYPES.len()],
+    /// Rescuer passes finished since the process started.
+    pub rescue_passes: u64,
+    /// Task claims (offers under review, tasks in progress) whose lease ran out.
+    pub leases_expired: u64,
+    /// Agents marked offline for want of a heartbeat.
+    pub agents_silenced: u64,
+    /// Lead-side claims (inbox messages, mentions, urgent mail, task results) that the
+    /// rescuer made available again or handed to the lead.
+    pub lead_claims_returned: u64,
+}
+
+impl ActivitySnapshot {
+    /// How many triggers of this type (`Trigger::type_name`) polls handed out.
+    pub fn triggers_handed(&self, type_name: &str) -> u64 {
+        self.triggers_handed.iter().find(|(name, _)| *name == type_name).map_or(0, |(_, n)| *n)
+    }
 }
 
 impl Activity {
@@ -36,6 +75,13 @@ impl Activity {
             polls_answered: self.polls_answered.load(Ordering::Relaxed),
             scheduler_passes: self.scheduler_passes.load(Ordering::Relaxed),
             slack_sweeps: self.slack_sweeps.load(Ordering::Relaxed),
+            triggers_handed: std::array::from_fn(|index| {
+                (TRIGGER_TYPES[index], self.triggers_handed[index].load(Ordering::Relaxed))
+            }),
+            rescue_passes: self.rescue_passes.load(Ordering::Relaxed),
+            leases_expired: self.leases_expired.load(Ordering::Relaxed),
+            agents_silenced: self.agents_silenced.load(Ordering::Relaxed),
+            lead_claims_returned: self.lead_claims_returned.load(Ordering::Relaxed),
         }
     }
 
@@ -46,8 +92,29 @@ impl Activity {
         ParkedPoll(self)
     }
 
-    pub(crate) fn poll_answered(&self) {
+    pub(crate) fn poll_answered(&self, trigger: Option<&Trigger>) {
         self.polls_answered.fetch_add(1, Ordering::Relaxed);
+        if let Some(trigger) = trigger {
+            let name = trigger.type_name();
+            // A type missing from the list is a test failure (below), not a lost count
+            // worth a panic in production.
+            if let Some(index) = TRIGGER_TYPES.iter().position(|known| *known == name) {
+                self.triggers_handed[index].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub(crate) fn rescued(&self, report: &RescueReport) {
+        let count = |items: usize| u64::try_from(items).unwrap_or(u64::MAX);
+        self.rescue_passes.fetch_add(1, Ordering::Relaxed);
+        self.leases_expired.fetch_add(count(report.expired.len()), Ordering::Relaxed);
+        self.agents_silenced.fetch_add(count(report.silenced.len()), Ordering::Relaxed);
+        let returned = report.inbox_returned_to.len()
+            + report.mentions_returned_to.len()
+            + report.mail_returned_to.len()
+            + report.results_returned_to.len()
+            + report.results_handed_to.len();
+        self.lead_claims_returned.fetch_add(count(returned), Ordering::Relaxed);
     }
 
     pub(crate) fn slack_swept(&self) {
@@ -64,5 +131,32 @@ pub(crate) struct ParkedPoll<'a>(&'a Activity);
 impl Drop for ParkedPoll<'_> {
     fn drop(&mut self) {
         self.0.parked_polls.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_trigger_type_is_counted() {
+        let activity = Activity::default();
+        let triggers = [
+            Trigger::UrgentMail { count: 0, mail: Vec::new() },
+            Trigger::SlackInboxMessage { count: 0, messages: Vec::new() },
+            Trigger::UnreadMentions { mentions_count: 0, claimed_channels: Vec::new(), messages: Vec::new() },
+            Trigger::TasksFinished { count: 0, tasks: Vec::new() },
+            Trigger::PoolTasksAvailable { count: 1 },
+        ];
+        for trigger in &triggers {
+            activity.poll_answered(Some(trigger));
+        }
+        activity.poll_answered(None);
+        let snapshot = activity.snapshot();
+        assert_eq!(snapshot.polls_answered, 6);
+        for trigger in &triggers {
+            assert_eq!(snapshot.triggers_handed(trigger.type_name()), 1, "{}", trigger.type_name());
+        }
+        assert_eq!(snapshot.triggers_handed("task_offered"), 0);
     }
 }

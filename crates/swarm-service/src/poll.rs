@@ -40,7 +40,7 @@ impl Service {
     /// most every quarter lease period, so idle polling stays read-only).
     pub async fn poll(&self, caller: Caller, request: PollRequest) -> ServiceResult<Option<Trigger>> {
         let answer = self.poll_once_or_wait(caller, request).await;
-        self.activity.poll_answered();
+        self.activity.poll_answered(answer.as_ref().ok().and_then(Option::as_ref));
         answer
     }
 

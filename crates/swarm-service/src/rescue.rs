@@ -84,6 +84,7 @@ impl Service {
             self.publish(Change::Agent { agent_id: *agent });
         }
         self.wake(&wakes).await;
+        self.activity.rescued(&report);
         Ok(report)
     }
 

@@ -13,6 +13,7 @@
 
 mod agents;
 mod apply;
+mod backup;
 mod chat;
 mod database;
 mod error;
@@ -61,6 +62,7 @@ use swarm_store::{
     SessionCostFilter, Store, StoreError, StoreResult, TaskFilter, TaskWaiters,
 };
 
+pub use crate::backup::{BackupError, CopySummary, backup, check_backup, in_use, restore};
 use crate::database::{BUSY_TIMEOUT, Database};
 
 pub struct SqliteStore {

@@ -5,6 +5,7 @@
 //! `swarm-cli`, `swarm-connect`, `swarm-bench`, `swarm-demo`); the modules here turn
 //! flags into their configuration.
 
+mod backup;
 mod mcp;
 mod runner;
 mod serve;
@@ -41,6 +42,12 @@ enum Command {
     Lead(runner::RunnerArgs),
     /// Check that an agent can run here: hub and key, registration, agent CLI, MCP entry, hooks, root/sandbox.
     Doctor(runner::DoctorArgs),
+    /// Copy the hub's SQLite database (--db / DATABASE_PATH) to a new file, consistently, while it runs.
+    #[command(long_about = BACKUP_ABOUT)]
+    Backup(backup::BackupArgs),
+    /// Check a backup and put it in place of the SQLite database; refuses while any process has it open.
+    #[command(long_about = RESTORE_ABOUT)]
+    Restore(backup::RestoreArgs),
     /// Create, list, show, finish and cancel tasks on a running hub.
     #[command(subcommand)]
     Task(swarm_cli::TaskCommand),
@@ -72,6 +79,14 @@ enum Command {
     Hook(swarm_connect::hook::HookArgs),
 }
 
+const BACKUP_ABOUT: &str = "Copy the hub's SQLite database (--db / DATABASE_PATH, as for `swarm serve`) \
+    to FILE while the hub runs: one consistent snapshot (VACUUM INTO on a read-only connection), checked \
+    (integrity, migrations) before it gets its name. On PostgreSQL use pg_dump (docs/deployment.md).";
+const RESTORE_ABOUT: &str = "Check FILE (PRAGMA integrity_check, the migrations this swarm knows) and put it \
+    in place of the SQLite database (--db / DATABASE_PATH). Refuses while any process has the database open \
+    (a hub, `swarm mcp`, a sqlite3 shell): stop them first. The database it replaces is kept beside it as \
+    <db>.before-restore-<seconds>. On PostgreSQL use pg_restore (docs/deployment.md).";
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -85,6 +100,8 @@ fn main() -> std::process::ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
+            Command::Backup(args) => backup::backup(args).await,
+            Command::Restore(args) => backup::restore(args).await,
             Command::Task(command) => swarm_cli::run_task(command).await,
             Command::Agent(command) => swarm_cli::run_agent(command).await,
             Command::Mail(command) => swarm_cli::run_mail(command).await,

@@ -1,6 +1,7 @@
 //! Every integration test of swarm, compiled into one binary.
 
 mod api_flow;
+mod backup;
 mod bench;
 mod chat;
 mod cli;
@@ -21,6 +22,7 @@ mod mcp_client;
 mod mcp_http;
 mod mcp_race;
 mod mcp_stdio;
+mod metrics;
 mod poll;
 mod real_cli;
 mod runner;

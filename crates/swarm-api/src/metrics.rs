@@ -1,0 +1,253 @@
+//! `GET /metrics`: the hub in the Prometheus text format (version 0.0.4).
+//!
+//! Two kinds of numbers. HTTP requests are counted here as they pass the edge
+//! middleware (by method, matched route and status, with a latency histogram). The rest
+//! is read at scrape time: the service's activity counters (atomics, no lock) and the
+//! store's task and agent counts (one snapshot read, two `GROUP BY status` queries), so
+//! a hub nobody scrapes pays nothing for them.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Router,
+    extract::{MatchedPath, Request, State},
+    http::{HeaderValue, Method, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use prometheus_client::{
+    encoding::{EncodeLabelSet, prometheus_text},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+use swarm_domain::stats::Stats;
+
+use crate::{AppState, error::ApiError};
+
+/// The path Prometheus scrapes.
+pub const METRICS_PATH: &str = "/metrics";
+
+/// Latency buckets in seconds: sub-millisecond API calls up to a long-poll's 60 s wait.
+const LATENCY_BUCKETS: [f64; 14] =
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0, 60.0];
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: &'static str,
+    /// The route's pattern (`/api/tasks/{id}`), never the raw path: one series per route,
+    /// whatever ids clients send.
+    route: Arc<str>,
+    status: u16,
+}
+
+type LatencyFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
+
+/// What the hub counts itself, and whether scraping needs the API key.
+pub struct Metrics {
+    requests: Family<RequestLabels, Counter>,
+    latency: LatencyFamily,
+    public: bool,
+    /// Shared label for requests that matched no route (scanners, typos): one series.
+    unmatched: Arc<str>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").field("public", &self.public).finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new(false)
+    }
+}
+
+impl Metrics {
+    /// `public`: `GET /metrics` answers without the API key (`--metrics-public`).
+    pub fn new(public: bool) -> Self {
+        Metrics {
+            requests: Family::default(),
+            latency: Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS)),
+            public,
+            unmatched: Arc::from("unmatched"),
+        }
+    }
+
+    pub fn is_public(&self) -> bool {
+        self.public
+    }
+
+    /// The labels of a request, read before the handler consumes it.
+    pub(crate) fn start(&self, request: &Request) -> RequestStart {
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or_else(|| self.unmatched.clone(), |path| Arc::from(path.as_str()));
+        RequestStart { method: method_label(request.method()), route, at: Instant::now() }
+    }
+
+    /// Counts a finished request. A streamed answer (`GET /api/events`) counts when its
+    /// headers go out, which is when a client knows it was accepted.
+    pub(crate) fn finish(&self, start: RequestStart, response: &Response) {
+        let labels =
+            RequestLabels { method: start.method, route: start.route, status: response.status().as_u16() };
+        self.requests.get_or_create(&labels).inc();
+        self.latency.get_or_create(&labels).observe(seconds(start.at.elapsed()));
+    }
+
+    /// The whole exposition: what this process counted plus what `stats` says now.
+    fn render(
+        &self,
+        activity: &swarm_service::ActivitySnapshot,
+        stats: &Stats,
+        backend: &'static str,
+    ) -> String {
+        let mut registry = Registry::with_prefix("swarm");
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by method, matched route and status",
+            self.requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from a request reaching the hub to its answer's headers, by method, route and status",
+            self.latency.clone(),
+        );
+
+        let gauge = |registry: &mut Registry, name: &str, help: &str, value: i64| {
+            let metric = Gauge::<i64>::default();
+            metric.set(value);
+            registry.register(name, help, metric);
+        };
+        let counter = |registry: &mut Registry, name: &str, help: &str, value: u64| {
+            let metric = Counter::<u64>::default();
+            metric.inc_by(value);
+            registry.register(name, help, metric);
+        };
+        gauge(&mut registry, "parked_polls", "Polls waiting for a trigger right now", activity.parked_polls);
+        counter(
+            &mut registry,
+            "polls_answered",
+            "Polls answered, with a trigger or without one",
+            activity.polls_answered,
+        );
+        let triggers = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        for (kind, handed) in activity.triggers_handed {
+            triggers.get_or_create(&[("kind", kind)]).inc_by(handed);
+        }
+        registry.register("triggers_handed_out", "Triggers handed to agents by polls, by kind", triggers);
+        counter(
+            &mut registry,
+            "scheduler_passes",
+            "Scheduler passes over due triggers",
+            activity.scheduler_passes,
+        );
+        counter(
+            &mut registry,
+            "slack_sweeps",
+            "Slack bridge passes over finished and progressing Slack tasks",
+            activity.slack_sweeps,
+        );
+        counter(&mut registry, "rescue_passes", "Rescuer passes", activity.rescue_passes);
+        counter(
+            &mut registry,
+            "lease_expiries",
+            "Task claims whose lease ran out and that the rescuer took back",
+            activity.leases_expired,
+        );
+        counter(
+            &mut registry,
+            "agents_silenced",
+            "Agents marked offline for want of a heartbeat",
+            activity.agents_silenced,
+        );
+        counter(
+            &mut registry,
+            "lead_claims_returned",
+            "Lead-side claims (inbox, mentions, urgent mail, task results) the rescuer returned",
+            activity.lead_claims_returned,
+        );
+
+        let tasks = Family::<[(&'static str, &'static str); 1], Gauge>::default();
+        let counts = &stats.tasks;
+        for (status, n) in [
+            ("backlog", counts.backlog),
+            ("unassigned", counts.unassigned),
+            ("offered", counts.offered),
+            ("reviewing", counts.reviewing),
+            ("pending", counts.pending),
+            ("in_progress", counts.in_progress),
+            ("paused", counts.paused),
+            ("completed", counts.completed),
+            ("failed", counts.failed),
+            ("cancelled", counts.cancelled),
+        ] {
+            tasks.get_or_create(&[("status", status)]).set(n);
+        }
+        registry.register("tasks", "Tasks in the database, by status", tasks);
+        gauge(
+            &mut registry,
+            "pool_depth",
+            "Pool tasks (unassigned) waiting for any worker to claim them",
+            counts.unassigned,
+        );
+        let agents = Family::<[(&'static str, &'static str); 1], Gauge>::default();
+        for (status, n) in
+            [("idle", stats.agents.idle), ("busy", stats.agents.busy), ("offline", stats.agents.offline)]
+        {
+            agents.get_or_create(&[("status", status)]).set(n);
+        }
+        registry.register("agents", "Registered agents, by status", agents);
+        let info = Family::<[(&'static str, &'static str); 2], Gauge>::default();
+        info.get_or_create(&[("version", env!("CARGO_PKG_VERSION")), ("database", backend)]).set(1);
+        registry.register("build", "This hub's version and database backend (always 1)", info);
+
+        let mut text = String::with_capacity(16 * 1024);
+        // Writing into a String cannot fail.
+        let _ = prometheus_text::encode(&mut text, &registry);
+        text
+    }
+}
+
+pub(crate) struct RequestStart {
+    method: &'static str,
+    route: Arc<str>,
+    at: Instant,
+}
+
+/// Methods a client invents would each make a series; they count as `other`.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::HEAD => "HEAD",
+        _ => "other",
+    }
+}
+
+fn seconds(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64()
+}
+
+pub(crate) fn router() -> Router<AppState> {
+    Router::new().route(METRICS_PATH, get(scrape))
+}
+
+async fn scrape(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let activity = state.service.activity();
+    let stats = state.service.stats().await?;
+    let text = state.metrics.render(&activity, &stats, state.service.backend_name());
+    let mut response = text.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(prometheus_text::CONTENT_TYPE));
+    Ok(response)
+}
