@@ -136,7 +136,7 @@ pub fn mail_delivery(mail: &[Mail], names: &HashMap<AgentId, String>) -> String 
 }
 
 /// `text` on one line, cut to `max_chars` with an ellipsis.
-fn excerpt(text: &str, max_chars: usize) -> String {
+pub fn excerpt(text: &str, max_chars: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max_chars {
         return one_line;

@@ -31,7 +31,10 @@ use clap::Args;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use swarm_client::{Client, ClientConfig};
-use swarm_domain::id::{AgentId, TaskId};
+use swarm_domain::{
+    id::{AgentId, TaskId},
+    prompts::excerpt,
+};
 
 use crate::connect::{SERVER_NAME, expand_env_placeholders};
 
@@ -543,15 +546,6 @@ fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-fn excerpt(text: &str, max_chars: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max_chars {
-        return one_line;
-    }
-    let mut cut: String = one_line.chars().take(max_chars.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
 
 #[cfg(test)]
 mod tests {
