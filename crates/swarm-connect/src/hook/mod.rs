@@ -546,7 +546,6 @@ fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
