@@ -38,16 +38,8 @@ pub enum TokenCommand {
     Revoke(TokenRevokeArgs),
 }
 
-#[derive(Debug, Args)]
-pub struct TokenArgs {
-    /// The agent's name or id
-    #[arg(value_name = "AGENT")]
-    pub(crate) agent: String,
-    #[arg(long, help = JSON_HELP)]
-    pub(crate) json: bool,
-    #[command(flatten)]
-    pub(crate) hub: HubArgs,
-}
+/// `swarm agent token create|list` name one agent, as `swarm agent show` does.
+pub type TokenArgs = AgentShowArgs;
 
 #[derive(Debug, Args)]
 pub struct TokenRevokeArgs {

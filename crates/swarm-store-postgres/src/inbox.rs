@@ -134,7 +134,18 @@ pub(crate) async fn apply(
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    if updated.rows_affected() == 0 {
+    settle(tx, updated.rows_affected(), id, before).await
+}
+
+/// Ends a guarded change of one message: refused (rolled back) when its guard matched
+/// no row, else committed with the row as it now stands.
+async fn settle(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    rows_changed: u64,
+    id: InboxMessageId,
+    before: InboxMessage,
+) -> StoreResult<Applied<InboxMessage>> {
+    if rows_changed == 0 {
         tx.rollback().await.map_err(db)?;
         return Ok(Applied::Refused { current: before });
     }
@@ -162,13 +173,7 @@ pub(crate) async fn requeue(
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    if updated.rows_affected() == 0 {
-        tx.rollback().await.map_err(db)?;
-        return Ok(Applied::Refused { current: before });
-    }
-    let after = get(&mut *tx, id).await?.ok_or_else(|| vanished("inbox message", id))?;
-    tx.commit().await.map_err(db)?;
-    Ok(Applied::Changed { before, after })
+    settle(tx, updated.rows_affected(), id, before).await
 }
 
 pub(crate) async fn delegate(
