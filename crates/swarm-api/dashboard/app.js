@@ -124,7 +124,17 @@ window.addEventListener('hashchange', () => {
   if (!view.hidden) render();
 });
 
+/** `swarm serve` prints a link with the key in its fragment (`#key=...`, which browsers
+ *  never send): keep the key for this tab and take it out of the address bar and history. */
+function takeKeyFromLink() {
+  const match = location.hash.match(/^#key=([^&]+)$/);
+  if (!match) return;
+  setApiKey(decodeURIComponent(match[1]));
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
 async function start() {
+  takeKeyFromLink();
   fill(nav, pages.map((page) => h('a', { href: `#/${page.name}`, dataset: { page: page.name } }, page.title)));
   onUnauthorized(showLogin);
   try {

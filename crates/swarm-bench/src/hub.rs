@@ -25,6 +25,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The `swarm serve` settings a hub would otherwise take from the bench's environment.
 const SERVE_ENV: &[&str] = &[
     "API_KEY",
+    "API_KEY_FILE",
+    "INSECURE_NO_AUTH",
     "DATABASE_URL",
     "DATABASE_PATH",
     "PORT",
@@ -264,6 +266,9 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
     for name in SERVE_ENV {
         command.env_remove(name);
     }
+    // A key of its own, as every hub has: the bench measures the requests users make.
+    let api_key = uuid::Uuid::new_v4().simple().to_string();
+    command.env("API_KEY", &api_key);
     match scratch {
         Scratch::Folder(folder) => {
             command.arg("--db").arg(folder.join("swarm.db"));
@@ -298,7 +303,7 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
     };
     // Keep draining stdout so the hub never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let target = Target { pid: child.id(), ..Target::new(&base_url, None)? };
+    let target = Target { pid: child.id(), ..Target::new(&base_url, Some(api_key))? };
     Ok((child, target, description))
 }
 

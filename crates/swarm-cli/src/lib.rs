@@ -34,8 +34,8 @@ pub struct HubArgs {
     /// Base URL of the hub
     #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
     url: String,
-    /// API key of the hub, sent as `Authorization: Bearer <KEY>`; needed when the hub
-    /// was started with API_KEY
+    /// API key of the hub, sent as `Authorization: Bearer <KEY>`. Unset, a hub on this
+    /// machine is reached with the key it generated (`swarm serve` leaves it for you)
     #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
     api_key: Option<String>,
     /// Act as this agent (sent as X-Agent-ID): the hub checks that agent's rights, e.g.
@@ -58,7 +58,11 @@ impl HubArgs {
         };
         let config = ClientConfig {
             base_url: base_url.to_string(),
-            api_key: self.api_key.clone().filter(|key| !key.is_empty()),
+            api_key: self
+                .api_key
+                .clone()
+                .filter(|key| !key.is_empty())
+                .or_else(|| swarm_client::local_hub_key(base_url).map(|(key, _)| key)),
             agent_id,
         };
         Ok(Client::new(config)?)

@@ -86,11 +86,26 @@ impl ClientError {
     }
 }
 
+/// The key a hub on this machine left for its user's local commands (`swarm serve`
+/// without API_KEY generates one; `swarm_domain::local_key`), when `base_url` names this
+/// machine: the key and the file it came from.
+pub fn local_hub_key(base_url: &str) -> Option<(String, std::path::PathBuf)> {
+    let url = reqwest::Url::parse(base_url.trim()).ok()?;
+    if !swarm_domain::local_key::is_loopback_host(url.host_str()?) {
+        return None;
+    }
+    let file = swarm_domain::local_key::key_file_for_port(url.port_or_known_default()?)?;
+    let text = std::fs::read_to_string(&file).ok()?;
+    Some((swarm_domain::local_key::parse_key_file(&text)?, file))
+}
+
 fn unauthorized_message(key_sent: bool, message: &str) -> String {
     if key_sent {
         format!("the hub answered 401: {message} (it refused the API key: check API_KEY or --api-key)")
     } else {
-        format!("the hub answered 401: {message} (the hub needs its API key: set API_KEY or pass --api-key)")
+        format!(
+            "the hub answered 401: {message} (the hub needs its API key: set API_KEY or pass --api-key; a hub started without API_KEY keeps the key it generated beside its database, e.g. ./swarm.db.key)"
+        )
     }
 }
 

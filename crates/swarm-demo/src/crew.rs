@@ -42,6 +42,8 @@ impl DemoHub {
             host: "127.0.0.1".into(),
             database: DatabaseArgs { db: db.to_path_buf(), database_url: None },
             api_key: Some(api_key.clone()),
+            api_key_file: None,
+            insecure_no_auth: false,
             agent_auth: "header".into(),
             log_format: "text".into(),
             lease_seconds: LeasePolicy::default().period.as_secs(),

@@ -10,6 +10,7 @@ pub mod handback;
 pub mod id;
 pub mod inbox;
 pub mod lease;
+pub mod local_key;
 pub mod mail;
 pub mod poll;
 pub mod prompts;

@@ -14,12 +14,22 @@ pub struct ServeArgs {
     pub host: String,
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// Require `Authorization: Bearer <key>` on every request except GET /health and the
-    /// static pages (the dashboard at / and the API docs at /docs, which ask for the key
-    /// before they fetch data); Slack's events and triggers' webhooks are signed instead.
-    /// Empty = open hub.
+    /// The operator key: every request but GET /health and the static pages (the
+    /// dashboard at / and the API docs at /docs, which ask for the key before they fetch
+    /// data) needs `Authorization: Bearer <key>`; Slack's events and triggers' webhooks
+    /// are signed instead. Unset: the hub uses the key in --api-key-file, generating it
+    /// on first start, and leaves it for this user's local `swarm` commands.
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Where the hub keeps its key when API_KEY is unset (created 0600 with a new random
+    /// key when missing). Default: beside the SQLite database (`./swarm.db.key`). A
+    /// PostgreSQL hub has no default: give its replicas API_KEY or a shared file.
+    #[arg(long, env = "API_KEY_FILE", value_name = "FILE")]
+    pub api_key_file: Option<PathBuf>,
+    /// Serve with no key at all: anyone who can reach the port, and any web page open in
+    /// a browser on this machine, can control the swarm. For throwaway setups only.
+    #[arg(long, env = "INSECURE_NO_AUTH", value_parser = clap::builder::BoolishValueParser::new())]
+    pub insecure_no_auth: bool,
     /// What names the calling agent. `header`: its `X-Agent-ID`, believed (the
     /// reference's; whoever holds the API key can act as any agent). `token`: its own
     /// token (`Authorization: Bearer <token>`, from `POST /api/agents/:id/tokens`), which

@@ -8,6 +8,7 @@
 //! tick never reach the production binary's command line.
 
 mod args;
+mod key;
 mod logging;
 mod open;
 mod serve;
@@ -22,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{DatabaseArgs, LimitArgs, ServeArgs, SlackArgs};
+pub use key::{HubKey, default_key_file};
 pub use logging::{init_logging, shutdown_signal};
 pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
 
@@ -38,6 +40,24 @@ pub enum HubError {
         "--agent-auth token needs an operator key (--api-key or API_KEY): without one anyone is the operator and can create any agent's token"
     )]
     TokenModeWithoutKey,
+    #[error(
+        "a PostgreSQL hub needs its key from you, the same on every replica: set API_KEY (or \
+         --api-key), or --api-key-file on a path every replica reads (a key is generated there \
+         if it is missing); --insecure-no-auth serves without a key"
+    )]
+    PostgresWithoutKey,
+    #[error("cannot read or write the hub's key file {}: {source}", file.display())]
+    KeyFile { file: std::path::PathBuf, source: std::io::Error },
+    #[error("the hub's key file {} is empty: delete it to generate a new key, or write the key in it", file.display())]
+    KeyFileEmpty { file: std::path::PathBuf },
+    #[error(
+        "the hub's key file {} can be read by other users (mode {mode:o}), so its key may be known: \
+         `chmod 600` it if nobody else has read it, else delete it to generate a new key",
+        file.display()
+    )]
+    KeyFileOpen { file: std::path::PathBuf, mode: u32 },
+    #[error("--insecure-no-auth and an API key exclude each other: unset API_KEY or drop the flag")]
+    InsecureWithKey,
     #[error(
         "DATABASE_URL names a PostgreSQL database: back it up with pg_dump and restore it with \
          pg_restore (docs/deployment.md, Backups)"
@@ -69,6 +89,7 @@ pub struct Hub {
     pub service: Service,
     local_addr: SocketAddr,
     banner: Vec<String>,
+    dashboard_login: Option<String>,
     stop: CancellationToken,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     _background: Background,
@@ -80,7 +101,11 @@ impl Hub {
     /// Opens the store, starts the background work and serves on `--host:--port`.
     pub async fn start(args: &ServeArgs, options: HubOptions) -> Result<Hub, HubError> {
         let agent_auth = args.agent_auth();
-        if agent_auth == swarm_service::AgentAuth::Token && !ApiKey::new(args.api_key.clone()).is_set() {
+        if args.insecure_no_auth && args.api_key.as_deref().is_some_and(|key| !key.trim().is_empty()) {
+            return Err(HubError::InsecureWithKey);
+        }
+        let hub_key = key::resolve(args)?;
+        if agent_auth == swarm_service::AgentAuth::Token && hub_key.key().is_none() {
             return Err(HubError::TokenModeWithoutKey);
         }
         let (store, description) = open_store(&args.database).await?;
@@ -118,7 +143,13 @@ impl Hub {
             TcpListener::bind(&address).await.map_err(|source| HubError::Bind { address, source })?;
         let local_addr = listener.local_addr().map_err(HubError::Serve)?;
 
-        let api_key = ApiKey::new(args.api_key.clone());
+        let api_key = ApiKey::new(hub_key.key().map(str::to_string));
+        let shared_key = match &hub_key {
+            HubKey::Stored { key, .. } if serves_this_machine(&args.host) => {
+                Some(key::share_with_local_commands(key, local_addr.port()))
+            }
+            _ => None,
+        };
         let stop = CancellationToken::new();
         let mcp_options = HttpOptions {
             allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
@@ -142,12 +173,16 @@ impl Hub {
         };
         let server = tokio::spawn(serve::serve(listener, app, limits, stop.clone()));
 
-        banner.splice(0..0, start_up_lines(args, &description, local_addr, api_key.is_set()));
+        let mut lines = start_up_lines(args, &description, local_addr);
+        lines.splice(4..4, key_lines(&hub_key, shared_key, local_addr));
+        banner.splice(0..0, lines);
+        let dashboard_login = hub_key.key().map(|key| format!("http://{local_addr}/#key={key}"));
         tracing::info!(%local_addr, database = %description, "hub started");
         Ok(Hub {
             service,
             local_addr,
             banner,
+            dashboard_login,
             stop,
             server,
             _background: background,
@@ -171,6 +206,12 @@ impl Hub {
         &self.banner
     }
 
+    /// The dashboard's address with the key in its fragment (which browsers never send):
+    /// opened, it signs the tab in. For the operator's own terminal only.
+    pub fn dashboard_login_url(&self) -> Option<&str> {
+        self.dashboard_login.as_deref()
+    }
+
     /// Finishes the requests in flight (waiting MCP polls and event streams end at once)
     /// and stops serving.
     pub async fn stop(self) -> Result<(), HubError> {
@@ -186,7 +227,49 @@ fn on_off(on: bool) -> &'static str {
     if on { "on" } else { "off" }
 }
 
-fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr, keyed: bool) -> Vec<String> {
+/// Whether clients on this machine reach the hub on loopback (it binds loopback or every
+/// interface): only then is its key left for them.
+fn serves_this_machine(bind_host: &str) -> bool {
+    swarm_domain::local_key::is_loopback_host(bind_host)
+        || bind_host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_unspecified())
+}
+
+/// Where the key is, for the operator; never the key itself (the banner may go to logs).
+fn key_lines(
+    hub_key: &HubKey,
+    shared: Option<std::io::Result<std::path::PathBuf>>,
+    local: SocketAddr,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    match hub_key {
+        HubKey::Given(_) => lines.push("api key: from API_KEY (or --api-key)".to_string()),
+        HubKey::Stored { file, generated, .. } => {
+            let how = if *generated { "generated on first start and kept in" } else { "kept in" };
+            lines.push(format!(
+                "api key: {how} {} (readable by you only); clients elsewhere need it as API_KEY",
+                file.display()
+            ));
+            match shared {
+                Some(Ok(shared)) => lines.push(format!(
+                    "local commands (swarm worker, swarm connect, swarm task ...) aimed at http://localhost:{} read it from {}",
+                    local.port(),
+                    shared.display()
+                )),
+                Some(Err(error)) => lines.push(format!(
+                    "WARNING: could not leave the key for local commands ({error}); give them API_KEY"
+                )),
+                None => {}
+            }
+        }
+        HubKey::None => lines.push(format!(
+            "WARNING: --insecure-no-auth: no API key. Anyone who can reach http://{local} can control this \
+             swarm, including any web page open in a browser on this machine. Drop the flag to require a key."
+        )),
+    }
+    lines
+}
+
+fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr) -> Vec<String> {
     let mut lines = vec![
         format!("swarm {} listening on http://{local}", env!("CARGO_PKG_VERSION")),
         format!("database: {database}"),
@@ -208,12 +291,6 @@ fn start_up_lines(args: &ServeArgs, database: &str, local: SocketAddr, keyed: bo
             }
         },
     ];
-    if !keyed {
-        lines.push(format!(
-            "WARNING: no API key is set: anyone who can reach http://{local} can control this swarm. \
-             Set API_KEY (or --api-key) to require `Authorization: Bearer <key>`."
-        ));
-    }
     let configured_hosts = args.mcp_allowed_hosts.as_deref().is_some_and(|list| !list.trim().is_empty());
     if local.ip().is_unspecified() && !configured_hosts {
         lines.push(

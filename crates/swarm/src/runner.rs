@@ -235,7 +235,10 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
     let mut config =
         RunnerConfig::new(role, non_empty(Some(agent.url)).unwrap_or(DEFAULT_URL.into()), agent_id, harness);
     // A token replaces the operator key everywhere, so the agent CLI never gets the key.
-    config.api_key = agent_token.or(non_empty(agent.api_key));
+    // Without either, a hub on this machine is reached with the key it generated.
+    config.api_key = agent_token
+        .or(non_empty(agent.api_key))
+        .or_else(|| swarm_client::local_hub_key(&config.hub_url).map(|(key, _)| key));
     if let Some(name) = non_empty(agent.agent_name) {
         config.agent_name = name;
     }

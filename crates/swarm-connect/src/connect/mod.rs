@@ -80,7 +80,9 @@ pub struct ConnectArgs {
     #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
     url: String,
     /// API key of the hub. Not written by default: the agent CLI reads API_KEY from its
-    /// environment when it starts (Codex is only told to send it when a key is in use)
+    /// environment when it starts (Codex is only told to send it when a key is in use).
+    /// Unset, a hub on this machine counts with the key it generated (`swarm serve`
+    /// leaves it for you), which --embed-api-key then writes
     #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
     api_key: Option<String>,
     /// Write the API key into the files (as the default of ${API_KEY:-KEY}). Keep such
@@ -155,7 +157,10 @@ impl Endpoint {
                 "--url (or MCP_BASE_URL) must be the hub's http(s) base URL, e.g. {DEFAULT_URL}; got {base_url:?}"
             );
         }
-        let api_key = args.api_key.as_deref().map(str::trim).filter(|key| !key.is_empty());
+        // Without one, the key a hub on this machine generated for its user's commands.
+        let local_key = swarm_client::local_hub_key(base_url).map(|(key, _)| key);
+        let api_key =
+            args.api_key.as_deref().map(str::trim).filter(|key| !key.is_empty()).or(local_key.as_deref());
         let embedded_api_key = match (args.embed_api_key, api_key) {
             (false, _) => None,
             (true, None) => bail!("--embed-api-key needs the key: pass --api-key KEY or set API_KEY"),

@@ -228,6 +228,29 @@ async fn dashboard_needs_no_key_on_an_open_hub() {
     browser.close().await;
 }
 
+/// `swarm serve` prints `http://.../#key=<key>` on the operator's terminal: opened, it
+/// signs the tab in, and the key leaves the address bar.
+#[tokio::test]
+async fn the_sign_in_link_signs_the_dashboard_in_and_leaves_no_key_in_the_address() {
+    let browser = Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    browser.goto(&hub.url(&format!("/#key={KEY}"))).await;
+    browser
+        .wait_for(
+            "the first page",
+            "return document.getElementById('login').hidden && document.querySelector('.page')",
+        )
+        .await;
+    assert_eq!(browser.script("return location.href.includes('key=')").await, json!(false));
+    assert_eq!(
+        browser.script("return sessionStorage.getItem('swarm.apiKey')").await,
+        json!(KEY),
+        "the key is kept for this tab only"
+    );
+    browser.close().await;
+}
+
 #[tokio::test]
 async fn dashboard_files_are_served_without_the_key_and_data_is_not() {
     let dir = tempfile::tempdir().unwrap();

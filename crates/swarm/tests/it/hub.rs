@@ -79,8 +79,12 @@ impl Hub {
         let mut args = <ServeFlags as clap::Parser>::try_parse_from(flags)
             .unwrap_or_else(|err| panic!("swarm serve flags {extra_args:?}: {err}"))
             .args;
-        // The test decides these, whatever the environment running it says.
+        // The test decides these, whatever the environment running it says. Without a key
+        // the hub is open, as a test of the API wants it; the generated key has tests of
+        // its own (`first_start_key`).
         args.api_key = api_key.map(str::to_string);
+        args.api_key_file = None;
+        args.insecure_no_auth = api_key.is_none();
         args.database = match database {
             Database::SqliteFile(path) => DatabaseArgs { db: path.clone(), database_url: None },
             Database::Postgres(url) => DatabaseArgs { db: PathBuf::new(), database_url: Some(url.clone()) },
@@ -128,6 +132,30 @@ impl Hub {
     /// The real `swarm serve` process with extra flags (a `--port` of its own, so that a
     /// restarted hub is where its clients look for it).
     pub fn spawn_with(database: &Database, api_key: Option<&str>, extra_args: &[&str]) -> Hub {
+        Self::spawn_with_home(database, api_key, extra_args, None)
+    }
+
+    /// The real `swarm serve` as a user starts it on a fresh machine: no key given, so it
+    /// generates one and leaves it under `home` for local commands. The fixture reads the
+    /// key from the data directory, as the operator would, for its own requests.
+    pub fn spawn_generating_key(database: &Database, home: &Path, extra_args: &[&str]) -> Hub {
+        let mut hub = Self::spawn_with_home(database, None, extra_args, Some(home));
+        if let Database::SqliteFile(path) = database {
+            let file = swarm_hub::default_key_file(path);
+            let text = std::fs::read_to_string(&file).expect("the hub keeps its key beside its database");
+            hub.api_key = Some(text.trim().to_string());
+        }
+        hub
+    }
+
+    /// `home`: the user's `HOME` (and `XDG_CONFIG_HOME` below it) for a hub without a key;
+    /// `None` for a hub with `api_key`, or an open one (`--insecure-no-auth`).
+    fn spawn_with_home(
+        database: &Database,
+        api_key: Option<&str>,
+        extra_args: &[&str],
+        home: Option<&Path>,
+    ) -> Hub {
         let mut command = Command::new(SWARM);
         command.args(["serve", "--host", "127.0.0.1"]);
         if !extra_args.contains(&"--port") {
@@ -136,6 +164,8 @@ impl Hub {
         command
             .args(extra_args)
             .env_remove("API_KEY")
+            .env_remove("API_KEY_FILE")
+            .env_remove("INSECURE_NO_AUTH")
             .env_remove("DATABASE_URL")
             .env_remove("DATABASE_PATH")
             .env_remove("PORT")
@@ -150,9 +180,11 @@ impl Hub {
             Database::SqliteFile(path) => command.arg("--db").arg(path),
             Database::Postgres(url) => command.arg("--database-url").arg(url),
         };
-        if let Some(key) = api_key {
-            command.env("API_KEY", key);
-        }
+        match (api_key, home) {
+            (Some(key), _) => command.env("API_KEY", key),
+            (None, Some(home)) => command.env("HOME", home).env("XDG_CONFIG_HOME", home.join(".config")),
+            (None, None) => command.arg("--insecure-no-auth"),
+        };
         let mut child = command.spawn().expect("the swarm binary starts");
         let stdout = child.stdout.take().expect("stdout is piped");
         let (lines_tx, lines_rx) = mpsc::channel();

@@ -11,6 +11,7 @@ mod demo;
 mod doctor;
 mod durability;
 mod faults;
+mod first_start_key;
 mod handback;
 mod hostile_input;
 mod hub;

@@ -196,7 +196,8 @@ async fn header_mode_takes_no_tokens_and_token_mode_needs_a_key() {
         serve: swarm_hub::ServeArgs,
     }
     let db = dir.path().join("keyless.db");
-    let flags = ["serve", "--agent-auth", "token", "--db", db.to_str().unwrap()];
+    // A key is generated when none is given, so "no key" is only --insecure-no-auth.
+    let flags = ["serve", "--agent-auth", "token", "--insecure-no-auth", "--db", db.to_str().unwrap()];
     let mut args = <Flags as clap::Parser>::try_parse_from(flags).unwrap();
     args.serve.api_key = None;
     let started = swarm_hub::Hub::start(&args.serve, swarm_hub::HubOptions::default()).await;
