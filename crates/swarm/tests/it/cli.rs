@@ -149,12 +149,15 @@ fn help_lists_every_command_and_flag() {
         "DATABASE_URL",
         "--api-key",
         "API_KEY",
+        "--api-key-file",
+        "API_KEY_FILE",
+        "--insecure-no-auth",
     ] {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
     let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flowing.contains("except GET /health and the static pages"),
+        flowing.contains("but GET /health and the static pages"),
         "serve --help says what needs no key, as the README does: {text}"
     );
     // Tests set their clock and scheduler tick through `HubOptions`, never a flag: the
