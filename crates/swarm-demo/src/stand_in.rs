@@ -378,11 +378,12 @@ async fn delegate(task_id: &str, text: &str) -> anyhow::Result<String> {
 /// other is answered with `slack-reply`.
 async fn answer_inbox(prompt: &str) -> anyhow::Result<String> {
     let (mut answered, mut delegated) = (0, 0);
-    for line in prompt.lines().filter(|line| line.contains("inboxMessageId: ")) {
-        let Some(id) = line.split("inboxMessageId: ").nth(1).and_then(|rest| rest.split(';').next()) else {
+    // Each message: its `inboxMessageId: ...` line, then its text (fenced) up to the next one.
+    for message in prompt.split("inboxMessageId: ").skip(1) {
+        let Some(id) = message.split(';').next() else {
             continue;
         };
-        if line.contains(WORK_MARKER) {
+        if message.contains(WORK_MARKER) {
             let worker = least_busy_worker().await?.context("no worker is online to delegate to")?;
             call_tool("inbox-delegate", json!({"inboxMessageId": id, "agentId": worker["id"]})).await?;
             delegated += 1;

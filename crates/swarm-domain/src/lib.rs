@@ -20,6 +20,7 @@ pub mod task;
 pub mod time;
 pub mod token;
 pub mod trigger;
+pub mod untrusted;
 
 use std::fmt;
 

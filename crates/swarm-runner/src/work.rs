@@ -7,6 +7,7 @@ use swarm_client::Trigger;
 use swarm_domain::{
     id::TaskId,
     task::{Task, TaskStatus},
+    untrusted,
 };
 
 /// How long a task's text or output may be inside a summary prompt.
@@ -257,13 +258,13 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
             };
             for message in &messages {
                 let content = message.get("content").and_then(Value::as_str).unwrap_or("");
+                let user = field(message, "slackUserId");
                 prompt.push_str(&format!(
-                    "- \"{}\" (inboxMessageId: {}; from user {} in channel {}; routed because: {})\n",
-                    clip(content, SUMMARY_TASK_CHARS),
+                    "- inboxMessageId: {}; from user {user} in channel {}; routed because: {}\n{}\n",
                     field(message, "id"),
-                    field(message, "slackUserId"),
                     field(message, "slackChannelId"),
                     field(message, "matchedText"),
+                    untrusted::fence("slack", Some(&user), &clip(content, SUMMARY_TASK_CHARS)),
                 ));
             }
             prompt.push_str(
@@ -470,6 +471,12 @@ mod inbox_prompt_tests {
         assert!(prompt.contains("is the build green?") && prompt.contains("bot mention"), "{prompt}");
         assert!(prompt.contains("slack-reply") && prompt.contains("inbox-delegate"), "{prompt}");
         assert!(prompt.contains("never work tasks"), "{prompt}");
+        assert!(
+            prompt.contains(
+                "<untrusted-input source=\"slack\" from=\"U1\">\nis the build green?\n</untrusted-input>"
+            ),
+            "the message is fenced as outside text: {prompt}"
+        );
     }
 }
 

@@ -212,7 +212,14 @@ impl Service {
         let (agent_id, offered_to) =
             if request.offer { (None, Some(target.id)) } else { (Some(target.id), None) };
         let draft = TaskDraft {
-            task: request.task_description.unwrap_or_else(|| message.content.clone()),
+            // The lead's own words, or the Slack message itself, fenced as outside text.
+            task: request.task_description.unwrap_or_else(|| {
+                swarm_domain::untrusted::fence(
+                    "slack",
+                    message.slack.slack_user_id.as_deref(),
+                    &message.content,
+                )
+            }),
             agent_id,
             offered_to,
             source: Some("slack".into()),

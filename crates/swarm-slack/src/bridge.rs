@@ -163,7 +163,7 @@ impl Bridge {
             return Ok("inbox");
         }
         let draft = TaskDraft {
-            task: content.to_string(),
+            task: swarm_domain::untrusted::fence("slack", slack.slack_user_id.as_deref(), content),
             agent_id: Some(target.agent),
             source: Some("slack".into()),
             origin: TaskOrigin {
@@ -222,16 +222,44 @@ impl Bridge {
                 return None;
             }
         };
-        let lines: Vec<String> = messages
-            .iter()
-            .filter(|message| message.ts != current_ts)
-            .map(|message| {
-                let who =
-                    message.username.clone().or_else(|| message.user.as_ref().map(|u| format!("<@{u}>")));
-                format!("{}: {}", who.unwrap_or_else(|| "bot".into()), message.text)
-            })
-            .collect();
+        let mut lines = Vec::new();
+        let mut allowed: HashMap<String, bool> = HashMap::new();
+        for message in messages.iter().filter(|message| message.ts != current_ts) {
+            if !self.history_author_allowed(message, &mut allowed).await {
+                continue;
+            }
+            let who = message.username.clone().or_else(|| message.user.as_ref().map(|u| format!("<@{u}>")));
+            lines.push(format!("{}: {}", who.unwrap_or_else(|| "bot".into()), message.text));
+        }
         (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+
+    /// Whether an earlier message of a thread may reach the agent: the same allowlist as
+    /// a request (whoever may not ask the swarm may not speak to it through a thread
+    /// either), and this bot's own posts. Other bots count as outsiders when a list is set.
+    async fn history_author_allowed(
+        &self,
+        message: &swarm_service::slack_api::SlackMessageView,
+        seen: &mut HashMap<String, bool>,
+    ) -> bool {
+        let restricted =
+            !self.config.allowed_user_ids.is_empty() || !self.config.allowed_email_domains.is_empty();
+        if !restricted {
+            return true;
+        }
+        let Some(user) = message.user.as_deref() else { return false };
+        if self.bot_user_id.as_deref() == Some(user) {
+            return true;
+        }
+        if message.bot_id.is_some() {
+            return false;
+        }
+        if let Some(known) = seen.get(user) {
+            return *known;
+        }
+        let verdict = self.user_allowed(user).await;
+        seen.insert(user.to_string(), verdict);
+        verdict
     }
 
     async fn user_allowed(&self, user: &str) -> bool {

@@ -113,7 +113,9 @@ async fn lead_stories_one_slack_thread_one_delegation_exactly_one_completion_ans
     let texts: Vec<&str> = thread.iter().filter_map(|post| post["text"].as_str()).collect();
     assert_eq!(texts.len(), 2, "the acknowledgement and one answer: {texts:?}");
     assert!(texts[0].starts_with("Got it"), "{texts:?}");
-    assert!(texts[1].contains("stand-in finished: Please do: rebuild the docs site"), "{texts:?}");
+    // The stand-in echoes its task's first line: the task holds the Slack message fenced
+    // as outside text.
+    assert!(texts[1].contains("stand-in finished: Outside input (slack, from U1)"), "{texts:?}");
     let delegated = inbox(&hub, "delegated").await;
     assert_eq!(delegated.len(), 1, "{delegated:?}");
 }

@@ -41,5 +41,6 @@ mod trigger_sessions;
 mod triggers;
 mod trust;
 mod trust_limits;
+mod untrusted_input;
 mod waiting;
 mod webdriver;
