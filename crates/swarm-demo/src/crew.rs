@@ -54,6 +54,7 @@ impl DemoHub {
             reassign_after_seconds: LeasePolicy::default().reassign_after.as_secs(),
             mcp_allowed_hosts: None,
             metrics_public: false,
+            github_allowed_associations: "OWNER,MEMBER,COLLABORATOR".into(),
             limits: LimitArgs::default(),
             slack: SlackArgs {
                 slack_bot_token: None,

@@ -75,6 +75,17 @@ pub struct ServeArgs {
     /// the swarm is: keep the port private when you set this.
     #[arg(long, env = "METRICS_PUBLIC", value_parser = clap::builder::BoolishValueParser::new())]
     pub metrics_public: bool,
+    /// Whose GitHub comments and new issues may ask a `github` trigger's bot for work, by
+    /// GitHub's `author_association` (comma-separated; `*` for anyone, which lets anyone
+    /// who can comment on a public repository put text into an agent's prompt).
+    /// Assignments, review requests and failed checks need repository access anyway.
+    #[arg(
+        long,
+        env = "GITHUB_ALLOWED_ASSOCIATIONS",
+        default_value = "OWNER,MEMBER,COLLABORATOR",
+        value_name = "LIST"
+    )]
+    pub github_allowed_associations: String,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]

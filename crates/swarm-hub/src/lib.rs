@@ -116,7 +116,11 @@ impl Hub {
             result_handoff: Duration::from_secs(args.result_handoff_seconds),
             reassign_after: Duration::from_secs(args.reassign_after_seconds),
         };
-        let mut service = Service::with_lease_policy(store, lease).with_agent_auth(agent_auth);
+        let associations =
+            args.github_allowed_associations.split(',').filter(|a| !a.trim().is_empty()).map(str::to_string);
+        let mut service = Service::with_lease_policy(store, lease)
+            .with_agent_auth(agent_auth)
+            .with_github_associations(associations.collect());
         if let Some(clock) = options.clock {
             service = service.with_clock(clock);
         }

@@ -134,6 +134,8 @@ pub struct Service {
     seen: Arc<std::sync::Mutex<std::collections::HashMap<AgentId, std::time::Instant>>>,
     /// What names the calling agent (`AGENT_AUTH`).
     agent_auth: auth::AgentAuth,
+    /// Whose GitHub comments fire `github` triggers (`GITHUB_ALLOWED_ASSOCIATIONS`).
+    github_associations: Arc<Vec<String>>,
 }
 
 impl Service {
@@ -154,6 +156,9 @@ impl Service {
             clock: Arc::new(clock::SystemClock),
             seen: Arc::default(),
             agent_auth: auth::AgentAuth::Header,
+            github_associations: Arc::new(
+                webhooks::GITHUB_ASSOCIATIONS_DEFAULT.iter().map(|a| a.to_string()).collect(),
+            ),
         }
     }
 

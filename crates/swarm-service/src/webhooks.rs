@@ -28,6 +28,15 @@ use crate::{Service, ServiceError, ServiceResult};
 /// body that differs (a timestamp, an id).
 pub const REPLAY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
+/// Whose GitHub comments and new issues may ask the bot for work, by GitHub's
+/// `author_association` (`GITHUB_ALLOWED_ASSOCIATIONS`): the repository's people, not
+/// anyone who can open an issue on a public repository.
+pub const GITHUB_ASSOCIATIONS_DEFAULT: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+
+/// The payload is cut to this before it is fenced, so the fence stays whole inside the
+/// trigger's own limit on `{{payload}}`.
+const FENCED_PAYLOAD_MAX_CHARS: usize = swarm_domain::trigger::PAYLOAD_MAX_CHARS - 1_000;
+
 /// One webhook request, as the HTTP adapter read it.
 #[derive(Debug, Clone, Default)]
 pub struct WebhookRequest {
@@ -70,6 +79,14 @@ pub enum WebhookOutcome {
 }
 
 impl Service {
+    /// Whose GitHub comments and new issues fire `github` triggers (`author_association`
+    /// values; `*` for anyone).
+    pub fn with_github_associations(mut self, associations: Vec<String>) -> Self {
+        self.github_associations =
+            std::sync::Arc::new(associations.into_iter().map(|a| a.trim().to_ascii_uppercase()).collect());
+        self
+    }
+
     /// Verify and fire a webhook. An unknown trigger and a bad or missing signature read
     /// the same (401) so that names cannot be probed without the secret.
     pub async fn webhook_receive(
@@ -87,7 +104,7 @@ impl Service {
             return Ok(WebhookOutcome::Ignored(format!("trigger {} is disabled", trigger.name)));
         }
         let firing = match trigger.kind {
-            TriggerType::Github => match github_firing(&trigger, &request)? {
+            TriggerType::Github => match github_firing(&trigger, &request, &self.github_associations)? {
                 Ok(firing) => firing,
                 Err(reason) => return Ok(WebhookOutcome::Ignored(reason)),
             },
@@ -234,9 +251,10 @@ fn generic_firing(request: &WebhookRequest, proof: Proof) -> ServiceResult<Firin
         }
     };
     let session_key = session_key.as_deref().map(parse_session_key).transpose()?;
+    let sender = sender.map(|sender| one_line(&sender)).filter(|sender| !sender.is_empty());
     Ok(Firing {
-        payload: payload_text(request)?,
-        sender: sender.filter(|sender| !sender.trim().is_empty()),
+        payload: fenced("webhook", sender.as_deref(), &payload_text(request)?),
+        sender,
         channel: "webhook".into(),
         session_key,
         ..Firing::default()
@@ -245,7 +263,11 @@ fn generic_firing(request: &WebhookRequest, proof: Proof) -> ServiceResult<Firin
 
 /// A GitHub event for this trigger's bot, as a firing; `Err(reason)` when the event
 /// concerns nobody here. The session key is the conversation: `owner/repo#number`.
-fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResult<Result<Firing, String>> {
+fn github_firing(
+    trigger: &TriggerDef,
+    request: &WebhookRequest,
+    associations: &[String],
+) -> ServiceResult<Result<Firing, String>> {
     let event = request.github_event.as_deref().unwrap_or_default().trim().to_string();
     if event.is_empty() {
         return Err(ServiceError::Invalid("a GitHub delivery carries X-GitHub-Event".into()));
@@ -257,6 +279,17 @@ fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResul
         let action = json["action"].as_str().unwrap_or("-");
         return Ok(Err(format!("GitHub event {event} ({action}) does not concern @{bot}")));
     };
+    let login = json["sender"]["login"].as_str().map(one_line);
+    if let Some(association) = &mapped.author_association
+        && !associations.iter().any(|allowed| allowed == "*" || allowed == association)
+    {
+        return Ok(Err(format!(
+            "GitHub event {event} by {} ({association}) ignored: only {} may ask @{bot} \
+             (GITHUB_ALLOWED_ASSOCIATIONS)",
+            login.as_deref().unwrap_or("someone"),
+            associations.join(", ")
+        )));
+    }
     let repo = json["repository"]["full_name"].as_str().map(str::to_string);
     let session_key = match (&repo, mapped.number) {
         (Some(repo), Some(number)) => Some(format!("{repo}#{number}")),
@@ -268,12 +301,18 @@ fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResul
         github_event_type: Some(event.clone()),
         github_number: mapped.number,
         github_comment_id: mapped.comment_id,
-        github_author: json["sender"]["login"].as_str().map(str::to_string),
+        github_author: login,
         github_url: mapped.url,
         ..TaskOrigin::default()
     };
-    let payload =
-        format!("{}\n\n{}", mapped.summary, serde_json::to_string_pretty(&json).unwrap_or_default());
+    // The summary is ours (numbers and the title, on one line); the event is GitHub's
+    // users' words, fenced.
+    let event_json = serde_json::to_string_pretty(&json).unwrap_or_default();
+    let payload = format!(
+        "{}\n\n{}",
+        one_line(&mapped.summary),
+        fenced("github", origin.github_author.as_deref(), &event_json)
+    );
     Ok(Ok(Firing {
         payload,
         sender: origin.github_author.clone(),
@@ -283,8 +322,28 @@ fn github_firing(trigger: &TriggerDef, request: &WebhookRequest) -> ServiceResul
     }))
 }
 
+/// Outside text, cut to fit and fenced ([`swarm_domain::untrusted`]).
+fn fenced(source: &str, from: Option<&str>, text: &str) -> String {
+    let text: String = text.chars().take(FENCED_PAYLOAD_MAX_CHARS).collect();
+    swarm_domain::untrusted::fence(source, from, &text)
+}
+
+/// A sender's name or a title as one short line: it goes into prompts outside the fence.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
 struct GithubEvent {
     summary: String,
+    /// The `author_association` of whoever wrote the text that asks the bot (a comment,
+    /// a new issue); `None` for events only the repository's people can cause
+    /// (assignments, review requests, checks).
+    author_association: Option<String>,
     number: Option<i64>,
     comment_id: Option<i64>,
     url: Option<String>,
@@ -306,15 +365,24 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
     let title = item["title"].as_str().unwrap_or_default();
     let what =
         if event == "pull_request" || item.get("pull_request").is_some() { "pull request" } else { "issue" };
-    let found = |summary: String, comment_id: Option<i64>, url: Option<String>| {
-        Some(GithubEvent { summary, number, comment_id, url })
+    let association =
+        |author: &Value| Some(author["author_association"].as_str().unwrap_or("NONE").to_ascii_uppercase());
+    let found = |summary: String,
+                 author_association: Option<String>,
+                 comment_id: Option<i64>,
+                 url: Option<String>| {
+        Some(GithubEvent { summary, author_association, number, comment_id, url })
     };
     match (event, action) {
-        ("issues" | "pull_request", "assigned") if is_bot(&json["assignee"]["login"]) => {
-            found(format!("You were assigned {what} #{}: {title}", number.unwrap_or_default()), None, url)
-        }
+        ("issues" | "pull_request", "assigned") if is_bot(&json["assignee"]["login"]) => found(
+            format!("You were assigned {what} #{}: {title}", number.unwrap_or_default()),
+            None,
+            None,
+            url,
+        ),
         ("pull_request", "review_requested") if is_bot(&json["requested_reviewer"]["login"]) => found(
             format!("Your review was requested on pull request #{}: {title}", number.unwrap_or_default()),
+            None,
             None,
             url,
         ),
@@ -324,12 +392,14 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
             let comment = &json["comment"];
             found(
                 format!("You were mentioned on {what} #{}: {title}", number.unwrap_or_default()),
+                association(comment),
                 comment["id"].as_i64(),
                 comment["html_url"].as_str().map(str::to_string).or(url),
             )
         }
         ("issues" | "pull_request", "opened") if mentions_bot(&item["body"]) => found(
             format!("You were mentioned in a new {what} #{}: {title}", number.unwrap_or_default()),
+            association(item),
             None,
             url,
         ),
@@ -342,6 +412,7 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
                     run["name"].as_str().unwrap_or("?"),
                     run["head_sha"].as_str().unwrap_or("?")
                 ),
+                author_association: None,
                 number: pull,
                 comment_id: None,
                 url: run["html_url"].as_str().map(str::to_string),
@@ -351,6 +422,7 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
             let suite = &json["check_suite"];
             Some(GithubEvent {
                 summary: format!("Checks failed on {}", suite["head_sha"].as_str().unwrap_or("?")),
+                author_association: None,
                 number: suite["pull_requests"][0]["number"].as_i64(),
                 comment_id: None,
                 url: None,

@@ -85,11 +85,13 @@ async fn a_persistent_trigger_session_escalates_and_is_resumed_with_the_result()
     })
     .await;
     assert_eq!(runs[0]["prompt"], format!("/work-on-task {first}"));
+    // The customer's words arrive fenced as outside text (untrusted_input.rs).
+    let text = runs[0]["text"].as_str().unwrap();
     assert!(
-        runs[0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("Message from customer@example.com on webhook: my invoice is wrong")
+        text.contains(
+            "Message from customer@example.com on webhook: Outside input (webhook, from customer@example.com)"
+        ) && text.contains("\nmy invoice is wrong\n</untrusted-input>"),
+        "{text}"
     );
     let escalated = {
         let (_, task) = hub.get(&format!("/api/tasks/{first}"), None).await;

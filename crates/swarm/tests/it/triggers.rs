@@ -36,7 +36,7 @@ async fn tasks_of(hub: &Hub, trigger: &str) -> Vec<Value> {
     body["tasks"].as_array().unwrap().iter().filter(|task| task["triggerName"] == trigger).cloned().collect()
 }
 
-async fn create_trigger(hub: &Hub, body: Value) -> Value {
+pub(crate) async fn create_trigger(hub: &Hub, body: Value) -> Value {
     let (status, created) = hub.post("/api/triggers", None, body).await;
     assert_eq!(status, 201, "{created}");
     created["trigger"].clone()
@@ -144,7 +144,12 @@ async fn interval_and_once_triggers_follow_the_clock() {
     assert_eq!(read["trigger"]["nextRunAt"], Value::Null);
 }
 
-async fn post_webhook(hub: &Hub, name: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) async fn post_webhook(
+    hub: &Hub,
+    name: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
     let mut request =
         reqwest::Client::new().post(hub.url(&format!("/api/webhooks/{name}"))).body(body.to_vec());
     for (header, value) in headers {
@@ -188,9 +193,14 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
     let (_, task) = hub.get(&format!("/api/tasks/{task_id}"), None).await;
     assert_eq!(task["source"], "webhook");
     assert_eq!(task["tags"], json!(["ops"]));
-    assert_eq!(
-        task["task"],
-        "Alert from monitoring:\n{\n  \"alert\": \"disk full\",\n  \"host\": \"db-1\",\n  \"sender\": \"monitoring\"\n}"
+    // The body is outside text: fenced (untrusted_input.rs), as it was sent.
+    let text = task["task"].as_str().unwrap();
+    assert!(text.starts_with("Alert from monitoring:\nOutside input (webhook, from monitoring)"), "{text}");
+    assert!(
+        text.contains(
+            "<untrusted-input source=\"webhook\" from=\"monitoring\">\n{\n  \"alert\": \"disk full\",\n  \"host\": \"db-1\",\n  \"sender\": \"monitoring\"\n}\n</untrusted-input>"
+        ),
+        "{text}"
     );
 
     let wrong = swarm_service::sign_body("not-the-secret", body);
