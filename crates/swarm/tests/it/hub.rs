@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use swarm_hub::{DatabaseArgs, HubOptions, ServeArgs};
 use swarm_service::{ActivitySnapshot, Service};
 
@@ -35,6 +35,35 @@ pub struct Hub {
     /// What the hub prints at start-up, up to and including where to go next.
     pub banner: Vec<String>,
     http: reqwest::Client,
+    /// Token mode chosen by `SWARM_TEST_AGENT_AUTH=token` rather than by the test: agents
+    /// registered through the fixture get their token, used for every request they make.
+    auto_tokens: bool,
+    tokens: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+/// `SWARM_TEST_AGENT_AUTH=token` runs the end-to-end tests with agent tokens
+/// (`--agent-auth token`) instead of the reference's `X-Agent-ID` (`scripts/test` runs
+/// them both ways): every hub the fixtures start without a mode of its test's choosing
+/// takes tokens, agents registered through the fixtures get theirs, and runners start
+/// with `AGENT_TOKEN`.
+pub fn token_mode_requested() -> bool {
+    std::env::var("SWARM_TEST_AGENT_AUTH").is_ok_and(|mode| mode == "token")
+}
+
+/// The operator key of a hub in token mode that the test started without one.
+const TOKEN_MODE_KEY: &str = "token-mode-operator-key";
+
+/// Whether the flags choose the mode themselves, and the key and flags the hub gets.
+fn with_requested_mode<'a>(
+    api_key: Option<&'a str>,
+    extra_args: &[&'a str],
+) -> (bool, Option<&'a str>, Vec<&'a str>) {
+    let mut flags = extra_args.to_vec();
+    if !token_mode_requested() || extra_args.contains(&"--agent-auth") {
+        return (false, api_key, flags);
+    }
+    flags.extend(["--agent-auth", "token"]);
+    (true, Some(api_key.unwrap_or(TOKEN_MODE_KEY)), flags)
 }
 
 enum Running {
@@ -71,11 +100,12 @@ impl Hub {
         extra_args: &[&str],
         options: HubOptions,
     ) -> Hub {
+        let (auto_tokens, api_key, extra_args) = with_requested_mode(api_key, extra_args);
         let mut flags = vec!["serve", "--host", "127.0.0.1"];
         if !extra_args.contains(&"--port") {
             flags.extend(["--port", "0"]);
         }
-        flags.extend(extra_args);
+        flags.extend(&extra_args);
         let mut args = <ServeFlags as clap::Parser>::try_parse_from(flags)
             .unwrap_or_else(|err| panic!("swarm serve flags {extra_args:?}: {err}"))
             .args;
@@ -121,6 +151,8 @@ impl Hub {
             api_key: api_key.map(str::to_string),
             banner,
             http: reqwest::Client::new(),
+            auto_tokens,
+            tokens: Default::default(),
         }
     }
 
@@ -156,13 +188,18 @@ impl Hub {
         extra_args: &[&str],
         home: Option<&Path>,
     ) -> Hub {
+        let (auto_tokens, api_key, extra_args) = if home.is_some() {
+            (false, api_key, extra_args.to_vec())
+        } else {
+            with_requested_mode(api_key, extra_args)
+        };
         let mut command = Command::new(SWARM);
         command.args(["serve", "--host", "127.0.0.1"]);
         if !extra_args.contains(&"--port") {
             command.args(["--port", "0"]);
         }
         command
-            .args(extra_args)
+            .args(&extra_args)
             .env_remove("API_KEY")
             .env_remove("API_KEY_FILE")
             .env_remove("INSECURE_NO_AUTH")
@@ -220,6 +257,8 @@ impl Hub {
             api_key: api_key.map(str::to_string),
             banner,
             http: reqwest::Client::new(),
+            auto_tokens,
+            tokens: Default::default(),
         }
     }
 
@@ -262,7 +301,49 @@ impl Hub {
         format!("{}{}", self.base_url, path)
     }
 
-    /// A request with the hub's key (when it has one) and, when given, an agent id.
+    /// The token the fixture holds for `agent` (token mode chosen by the suite).
+    pub fn agent_token(&self, agent: &str) -> Option<String> {
+        self.tokens.lock().unwrap().get(agent).cloned()
+    }
+
+    /// What a client acting as `agent` sends as its bearer: the agent's token when the
+    /// fixture holds one, else the hub's key.
+    pub fn bearer_for(&self, agent: Option<&str>) -> Option<String> {
+        agent.and_then(|agent| self.agent_token(agent)).or_else(|| self.api_key.clone())
+    }
+
+    /// In suite-chosen token mode, registers `agent` with the operator key (as an operator
+    /// sets up a runner) and keeps its first token; `None` in any other mode. Callable from
+    /// sync code: the request runs on a thread and runtime of its own.
+    pub fn register_for_token(
+        &self,
+        agent: &str,
+        name: &str,
+        is_lead: bool,
+        max_tasks: u32,
+    ) -> Option<String> {
+        if !self.auto_tokens {
+            return None;
+        }
+        if let Some(token) = self.agent_token(agent) {
+            return Some(token);
+        }
+        let body = json!({"name": name, "isLead": is_lead, "maxTasks": max_tasks});
+        let (status, answer) = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                    runtime.block_on(self.post("/api/agents", Some(agent), body))
+                })
+                .join()
+                .unwrap()
+        });
+        assert!(status == 201 || status == 200, "registering {agent} for its token: {status} {answer}");
+        self.agent_token(agent)
+    }
+
+    /// A request with the hub's key (when it has one) and, when given, an agent id; in
+    /// suite-chosen token mode, an agent with a token sends that instead of the key.
     pub fn request(
         &self,
         method: reqwest::Method,
@@ -270,8 +351,8 @@ impl Hub {
         agent: Option<&str>,
     ) -> reqwest::RequestBuilder {
         let mut request = self.http.request(method, self.url(path));
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
+        if let Some(bearer) = self.bearer_for(agent) {
+            request = request.bearer_auth(bearer);
         }
         if let Some(agent) = agent {
             request = request.header("X-Agent-ID", agent);
@@ -284,7 +365,23 @@ impl Hub {
     }
 
     pub async fn post(&self, path: &str, agent: Option<&str>, body: Value) -> (u16, Value) {
-        send(self.request(reqwest::Method::POST, path, agent).json(&body)).await
+        let registering =
+            self.auto_tokens && path == "/api/agents" && agent.is_some_and(|a| self.agent_token(a).is_none());
+        let request = if registering {
+            // Registration is the operator's in token mode; it hands out the first token.
+            let mut request = self.http.post(self.url(path)).header("X-Agent-ID", agent.unwrap_or_default());
+            if let Some(key) = &self.api_key {
+                request = request.bearer_auth(key);
+            }
+            request
+        } else {
+            self.request(reqwest::Method::POST, path, agent)
+        };
+        let (status, answer) = send(request.json(&body)).await;
+        if registering && let (Some(agent), Some(token)) = (agent, answer["token"]["token"].as_str()) {
+            self.tokens.lock().unwrap().insert(agent.to_string(), token.to_string());
+        }
+        (status, answer)
     }
 
     /// Stop at once, finishing nothing: SIGKILL for a process; for a hub in this

@@ -31,7 +31,7 @@ pub const REVISIONS: [Revision; 2] = [Revision::Initialize, Revision::Stateless]
 
 /// A client of `hub`'s `/mcp` acting as `agent` (sent as `X-Agent-ID`).
 pub async fn connect_http(hub: &Hub, agent: Option<&str>, revision: Revision) -> Client {
-    connect_http_with(hub, hub.api_key.as_deref(), agent, revision).await
+    connect_http_with(hub, hub.bearer_for(agent).as_deref(), agent, revision).await
 }
 
 /// A client sending `bearer` (the API key, or an agent's token) instead of the hub's key.

@@ -149,6 +149,18 @@ impl Runner {
         if setup.harness.is_some() {
             command.env("IS_SANDBOX", "1").env("CODEX_HOME", setup.dir.join("codex"));
         }
+        // Token mode (SWARM_TEST_AGENT_AUTH=token): the operator registers the agent and
+        // hands its runner the token, as a deployment would.
+        if uuid::Uuid::parse_str(&setup.agent_id).is_ok() {
+            let name =
+                setup.env.iter().find(|(name, _)| *name == "AGENT_NAME").map(|(_, value)| value.clone());
+            let name = name.unwrap_or_else(|| format!("{}-{}", setup.role, &setup.agent_id[..8]));
+            let slots = setup.env.iter().find(|(name, _)| *name == "MAX_CONCURRENT_TASKS");
+            let slots = slots.and_then(|(_, value)| value.parse().ok()).unwrap_or(1);
+            if let Some(token) = hub.register_for_token(&setup.agent_id, &name, setup.role == "lead", slots) {
+                command.env("AGENT_TOKEN", token);
+            }
+        }
         for (name, value) in &setup.env {
             command.env(name, value);
         }

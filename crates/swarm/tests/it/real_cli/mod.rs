@@ -203,12 +203,29 @@ impl World {
             .env_clear()
             .envs(self.runner_env())
             .env("AGENT_ID", &agent_id)
+            .envs(self.token_env(role, &agent_id, extra))
             .envs(extra.iter().map(|(name, value)| (*name, value)))
             .current_dir(&self.project)
             .args([role, "--harness", self.cli.name(), "--session-id", "e2e"])
             .arg("--log-dir")
             .arg(self.dir.path().join("logs"));
         RunnerProcess::spawn(command, agent_id)
+    }
+
+    /// Token mode (SWARM_TEST_AGENT_AUTH=token): the agent registered by the operator,
+    /// and its token for the runner (`AGENT_TOKEN`), which hands it to the CLI.
+    fn token_env(
+        &self,
+        role: &str,
+        agent_id: &str,
+        extra: &[(&'static str, String)],
+    ) -> Vec<(&'static str, String)> {
+        let name = extra.iter().find(|(name, _)| *name == "AGENT_NAME").map(|(_, value)| value.clone());
+        let name = name.unwrap_or_else(|| format!("{role}-{}", &agent_id[..8]));
+        let slots = extra.iter().find(|(name, _)| *name == "MAX_CONCURRENT_TASKS");
+        let slots = slots.and_then(|(_, value)| value.parse().ok()).unwrap_or(1);
+        let token = self.hub.register_for_token(agent_id, &name, role == "lead", slots);
+        token.map(|token| ("AGENT_TOKEN", token)).into_iter().collect()
     }
 
     pub async fn create(&self, body: Value) -> String {
