@@ -19,13 +19,18 @@ fn script() -> Script {
     Script::new().call_tool("store-progress", complete).reply("Reported.")
 }
 
-/// The task is still in the pool, never claimed, and the agent never registered.
+/// The task is still in the pool, never claimed, and the runner never registered its
+/// agent (in token mode the operator registered it beforehand: it stays as registered).
 async fn nothing_claimed(world: &World, runner: &RunnerProcess, task_id: &str) {
     let seen = world.task(task_id).await;
     assert_eq!(seen["status"], "unassigned", "{seen}\n{}", runner.output());
     assert!(seen["agentId"].is_null(), "{seen}");
-    let (status, _) = world.hub.get(&format!("/api/agents/{}", runner.agent_id), None).await;
-    assert_eq!(status, 404, "the agent registered:\n{}", runner.output());
+    let (status, agent) = world.hub.get(&format!("/api/agents/{}", runner.agent_id), None).await;
+    if world.hub.agent_token(&runner.agent_id).is_some() {
+        assert_eq!(agent["lastUpdatedAt"], agent["createdAt"], "the runner never spoke to the hub: {agent}");
+    } else {
+        assert_eq!(status, 404, "the agent registered:\n{}", runner.output());
+    }
 }
 
 /// Back in the queue, never failed, with the CLI's words on the task and in `#general`.

@@ -153,6 +153,10 @@ impl World {
             .current_dir(&self.project)
             .args(["connect", "--harness", self.cli.name(), "--url", &self.hub.base_url])
             .args(["--hook-command", SWARM]);
+        // As its operator would: with the hub's key at hand (so Codex is told to send one).
+        if let Some(key) = &self.hub.api_key {
+            command.env("API_KEY", key);
+        }
         let output = command.output().expect("swarm connect runs");
         assert!(
             output.status.success(),
