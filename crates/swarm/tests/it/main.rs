@@ -12,6 +12,7 @@ mod doctor;
 mod durability;
 mod faults;
 mod handback;
+mod handback_runners;
 mod hostile_input;
 mod hub;
 mod layering;
