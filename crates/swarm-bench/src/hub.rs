@@ -269,6 +269,11 @@ impl SpawnedHub {
         &self.target
     }
 
+    /// Whether the hub's process still runs.
+    pub(crate) fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// The database line the hub printed, e.g. `SQLite at /tmp/.../swarm.db`.
     pub(crate) fn description(&self) -> &str {
         &self.description

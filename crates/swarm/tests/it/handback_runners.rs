@@ -128,7 +128,8 @@ async fn a_runner_back_in_time_keeps_its_task_and_finishes_it() {
             .env("STAND_IN_BEHAVIOUR", "hang")
             .env("STAND_IN_HOLD_UNTIL", gate.display().to_string()),
     );
-    let resumed = eventually("A's new runner to start its agent", || async { records(&second_dir).pop() }).await;
+    let resumed =
+        eventually("A's new runner to start its agent", || async { records(&second_dir).pop() }).await;
     assert_eq!(resumed.prompt, format!("/work-on-task {id}"));
     eventually("the control's task to be handed back", || async {
         (!handed_back_from(&task(&hub, &control_task).await).is_empty()).then_some(())

@@ -33,6 +33,7 @@ mod service_poll;
 mod service_race;
 mod slack;
 mod slack_stand_in;
+mod soak;
 mod stress;
 mod support;
 mod talk_runners;

@@ -37,7 +37,8 @@ mod claude {
 
         let a = world.runner("worker", &[]);
         world.registered(&a).await;
-        let id = world.create(json!({"task": "Outlive the runner it was asked of", "agentId": a.agent_id})).await;
+        let id =
+            world.create(json!({"task": "Outlive the runner it was asked of", "agentId": a.agent_id})).await;
         let run = within("A's Claude Code to run `sleep 300`", || async {
             let run = processes_in(&world.project, a.pid());
             run.iter().any(|(_, cmdline)| cmdline.ends_with("sleep 300")).then_some(run)
