@@ -266,7 +266,7 @@ struct Worker {
 impl Worker {
     async fn round(&self, round: u64, stats: &Stats) {
         let counters = &stats.counters;
-        let body = if round % 2 == 0 {
+        let body = if round.is_multiple_of(2) {
             json!({"task": format!("soak task {round} of worker {}", self.index), "agentId": self.id})
         } else {
             json!({"task": format!("soak pool task {round} of worker {}", self.index)})
