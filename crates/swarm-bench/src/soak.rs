@@ -296,7 +296,8 @@ impl SoakReport {
         let t = &self.totals;
         out.push_str(&format!(
             "\nrequests: {} ({} tasks created, {} finished, {} mails, {} chat messages, {} signed webhooks, \
-             {} long-polls, {} lead triggers); errors: {}; handed out twice: {}; finished twice: {}\n",
+             {} workers' long-polls, {} lead long-polls bringing {} triggers); errors: {}; handed out twice: {}; \
+             finished twice: {}\n",
             t.requests,
             t.tasks_created,
             t.tasks_finished,
@@ -304,6 +305,7 @@ impl SoakReport {
             t.chat_messages,
             t.webhooks,
             t.long_polls,
+            t.lead_polls,
             t.lead_triggers,
             t.errors,
             t.handed_out_twice,

@@ -64,7 +64,9 @@ pub(crate) struct Totals {
     pub mails_sent: u64,
     pub chat_messages: u64,
     pub webhooks: u64,
+    /// Workers' long-polls: their first poll found nothing.
     pub long_polls: u64,
+    pub lead_polls: u64,
     pub lead_triggers: u64,
     /// Tasks a poll handed out that an earlier poll had handed out already (must be 0).
     pub handed_out_twice: u64,
@@ -80,6 +82,7 @@ struct Counters {
     chat_messages: AtomicU64,
     webhooks: AtomicU64,
     long_polls: AtomicU64,
+    lead_polls: AtomicU64,
     lead_triggers: AtomicU64,
     handed_out_twice: AtomicU64,
     finished_twice: AtomicU64,
@@ -137,6 +140,7 @@ impl Stats {
             chat_messages: count(&c.chat_messages),
             webhooks: count(&c.webhooks),
             long_polls: count(&c.long_polls),
+            lead_polls: count(&c.lead_polls),
             lead_triggers: count(&c.lead_triggers),
             handed_out_twice: count(&c.handed_out_twice),
             finished_twice: count(&c.finished_twice),
@@ -219,7 +223,7 @@ impl Load {
                 match answer {
                     Ok(answer) => {
                         lead_stats.answered(None);
-                        bump(&lead_stats.counters.long_polls);
+                        bump(&lead_stats.counters.lead_polls);
                         if answer.trigger.is_some() {
                             bump(&lead_stats.counters.lead_triggers);
                         }

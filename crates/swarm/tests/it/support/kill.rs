@@ -40,15 +40,6 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-/// Whether a process runs: a zombie (dead, not yet reaped) does not.
-pub fn is_alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start()).and_then(|rest| rest.chars().next());
-    !matches!(state, Some('Z' | 'X'))
-}
-
 fn sigkill(target: &str) {
     let _ = Command::new("kill").args(["-KILL", "--", target]).status();
 }
@@ -76,7 +67,7 @@ pub async fn kill_run(runner_pid: u32) -> Vec<u32> {
         sigkill(&pid.to_string());
     }
     eventually("the dead runner's processes to be gone", || async {
-        started.iter().all(|&pid| !is_alive(pid)).then_some(())
+        started.iter().all(|&pid| !crate::runner::is_alive(u64::from(pid))).then_some(())
     })
     .await;
     started
