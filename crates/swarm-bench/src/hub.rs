@@ -123,13 +123,35 @@ impl Http {
         self.send(Method::POST, path, agent, Some(body)).await
     }
 
-    /// Any answer but a 2xx is an error: the bench measures the happy path only.
+    /// `POST path` with a body of raw bytes (JSON) and headers of its own: a signed webhook.
+    pub(crate) async fn post_raw<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Bytes,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<T> {
+        self.exchange(Method::POST, path, None, Some(body), headers).await
+    }
+
     async fn send<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
         agent: Option<&str>,
         body: Option<&serde_json::Value>,
+    ) -> anyhow::Result<T> {
+        let body = body.map(serde_json::to_vec).transpose()?.map(Bytes::from);
+        self.exchange(method, path, agent, body, &[]).await
+    }
+
+    /// Any answer but a 2xx is an error: the bench measures the happy path only.
+    async fn exchange<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        agent: Option<&str>,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
     ) -> anyhow::Result<T> {
         let target = &self.target;
         let mut request = Request::builder()
@@ -142,10 +164,13 @@ impl Http {
         if let Some(agent) = agent {
             request = request.header("X-Agent-ID", agent);
         }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
         let body = match body {
             Some(body) => {
                 request = request.header(header::CONTENT_TYPE, "application/json");
-                Bytes::from(serde_json::to_vec(body)?)
+                body
             }
             None => Bytes::new(),
         };
@@ -244,6 +269,11 @@ impl SpawnedHub {
 
     pub(crate) fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Whether the hub's process still runs.
+    pub(crate) fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     /// The database line the hub printed, e.g. `SQLite at /tmp/.../swarm.db`.

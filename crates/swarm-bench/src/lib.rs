@@ -8,6 +8,8 @@ mod cpu;
 mod hub;
 mod measure;
 mod report;
+mod soak;
+mod soak_load;
 
 use std::time::Duration;
 
@@ -17,6 +19,7 @@ use clap::Args;
 use hub::{Backend, Http, SpawnedHub, Target};
 use measure::{CycleKind, Plan};
 use report::{Machine, Report, Run};
+pub use soak::{SOAK_ABOUT, SoakArgs};
 
 /// The long help of `swarm bench`.
 pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.\n\n\
@@ -76,6 +79,15 @@ pub struct BenchArgs {
     /// Print the results as JSON instead of Markdown.
     #[arg(long)]
     json: bool,
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum BenchCommand {
+    /// Soak a real hub for minutes under a mixed load: memory, errors and latency over time.
+    #[command(long_about = SOAK_ABOUT)]
+    Soak(SoakArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -86,6 +98,9 @@ enum BackendChoice {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(BenchCommand::Soak(soak)) = args.command {
+        return soak::run(soak).await;
+    }
     let plan = Plan {
         latency_samples: args.latency_samples as usize,
         latency_warmup: args.latency_warmup as usize,

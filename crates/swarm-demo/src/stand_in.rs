@@ -7,7 +7,8 @@
 //! What it does depends on the prompt's first line, its role and `--behaviour`:
 //! - `/work-on-task <id>`, as a worker: `complete` (default) reports the task completed
 //!   with an output; `fail` reports it failed (so does a task whose text contains
-//!   `--fail-when`); `silent` reports nothing; `hang` never ends.
+//!   `--fail-when`); `silent` reports nothing; `hang` never ends (with `--hold-until`,
+//!   it works until the file exists, then completes).
 //! - `/work-on-task <id>`, as the lead (asked with `my-agent-info`): delegates the task's
 //!   text to the least busy worker with a free slot with `send-task` (to the pool when
 //!   there is none), then reports its own task completed, naming where the work went.
@@ -20,6 +21,9 @@
 //! - `You have N inbox message(s) from Slack:` (the lead's `slack_inbox_message`):
 //!   delegates each listed message that says `Please do:` to a worker with
 //!   `inbox-delegate`, and answers the others in their thread with `slack-reply`.
+//! - `N task(s) were taken from agents that stayed offline:` (the lead's
+//!   `tasks_handed_back`): returns each task the hub parked in the backlog to the pool
+//!   with `task-action` `from_backlog`.
 //! - `N task(s) finished:` also tries `slack-reply` about each task from Slack, as an
 //!   eager model might (the hub refuses: the bridge has answered the thread).
 //! - chat mentions, urgent mail, asking the coordinator for help, and Claude Code's
@@ -91,7 +95,8 @@ pub struct StandInArgs {
     #[arg(long, env = "STAND_IN_INBOX_MCP", value_name = "COMMAND")]
     inbox_mcp: Option<String>,
     /// After acting, stay until this file exists (a run that is still under way while a
-    /// test does something, ended when the test says so).
+    /// test does something, ended when the test says so). With `--behaviour hang`: before
+    /// acting, instead of forever.
     #[arg(long, env = "STAND_IN_HOLD_UNTIL", value_name = "PATH")]
     hold_until: Option<PathBuf>,
     /// Hold (see --hold-until) only runs whose prompt starts with this.
@@ -245,9 +250,22 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     if let Some(millis) = args.sleep_ms {
         tokio::time::sleep(Duration::from_millis(millis)).await;
     }
+    let gate = args.hold_until.as_deref().filter(|path| !path.as_os_str().is_empty());
     if args.behaviour == Behaviour::Hang {
-        say("working forever");
-        std::future::pending::<()>().await;
+        match gate {
+            // A run still under way (heartbeating, holding its task) for as long as a test
+            // needs, which then does its work as `complete` would.
+            Some(gate) => {
+                say(&format!("working until {} exists", gate.display()));
+                while !gate.exists() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            None => {
+                say("working forever");
+                std::future::pending::<()>().await;
+            }
+        }
     }
 
     let mut words = first_line.split_whitespace();
@@ -275,10 +293,13 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
         }
         _ if first_line.ends_with("urgent mail:") => talk::answer_mail(&prompt).await?,
         _ if first_line.ends_with("task(s) finished:") => review_finished(&prompt).await?,
+        _ if first_line.ends_with("task(s) were taken from agents that stayed offline:") => {
+            return_handed_back_to_pool(&prompt).await?
+        }
         _ => "nothing to do".to_string(),
     };
 
-    if let Some(gate) = args.hold_until.as_deref().filter(|path| !path.as_os_str().is_empty()) {
+    if let Some(gate) = gate {
         let prefix = args.hold_only.as_deref().unwrap_or_default();
         if first_line.starts_with(prefix) {
             say(&format!("done; holding until {} exists", gate.display()));
@@ -414,6 +435,20 @@ async fn review_finished(prompt: &str) -> anyhow::Result<String> {
         }
     }
     Ok(format!("looked at the results: {}; {refused} Slack reply(ies) refused", message(listed)))
+}
+
+/// The lead's `tasks_handed_back`: each task parked in the backlog (it was asked of an agent
+/// that stayed offline) goes back to the pool, for any worker, one of the two ways out the
+/// runner's prompt offers.
+async fn return_handed_back_to_pool(prompt: &str) -> anyhow::Result<String> {
+    let mut returned = Vec::new();
+    // `- task <id> (was <status> with agent <agent>, now <status>): "<text>"`
+    for line in prompt.lines().filter(|line| line.starts_with("- task ") && line.contains(", now backlog)")) {
+        let Some(id) = line.split_whitespace().nth(2) else { continue };
+        call_tool("task-action", json!({"action": "from_backlog", "taskId": id})).await?;
+        returned.push(id.to_string());
+    }
+    Ok(format!("returned to the pool: {}", returned.join(", ")))
 }
 
 async fn least_busy_worker() -> anyhow::Result<Option<Value>> {

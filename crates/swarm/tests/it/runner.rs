@@ -186,6 +186,10 @@ impl Runner {
         self.lines.lock().unwrap().join("\n")
     }
 
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then wait for the runner to end.
     pub(crate) fn terminate(&mut self) -> ExitStatus {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
@@ -255,7 +259,7 @@ pub(crate) struct Record {
     pub(crate) end: Option<u128>,
     pub(crate) prompt: String,
     task_id_env: Option<String>,
-    trigger: Option<String>,
+    pub(crate) trigger: Option<String>,
 }
 
 pub(crate) fn records(dir: &Path) -> Vec<Record> {

@@ -8,6 +8,7 @@
 //! `scripts/install-agent-clis`; nothing here skips.
 
 mod failures;
+mod handback;
 mod lead_stories;
 mod mail;
 mod sessions;

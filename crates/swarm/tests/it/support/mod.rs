@@ -11,6 +11,7 @@ use sqlx::Connection;
 use swarm_store::Store;
 use tempfile::TempDir;
 
+pub mod kill;
 mod wait;
 pub use wait::{WITHIN, eventually, eventually_within};
 
