@@ -77,7 +77,8 @@ impl Caller {
     fn require_agent(&self) -> ServiceResult<AgentId> {
         self.agent_id().ok_or_else(|| {
             ServiceError::Invalid(
-                "this action is done by an agent: send its id in the X-Agent-ID header".into(),
+                "Missing X-Agent-ID header: this action is done by an agent, named by its id in that header"
+                    .into(),
             )
         })
     }

@@ -132,7 +132,7 @@ impl Service {
         runner: Option<RunnerId>,
     ) -> ServiceResult<Option<Trigger>> {
         for attempt in 1..=CLAIM_ATTEMPTS {
-            let kinds = claimable(&view, pool);
+            let kinds = claimable(&view, pool, runner.is_some());
             let claimed = if kinds.is_empty() {
                 None
             } else {
@@ -189,10 +189,13 @@ impl Service {
 
 /// The kinds worth a write transaction: meant for the agent's role, asked for by the
 /// pool mode, with a candidate waiting, and with a free slot when the kind starts work.
-fn claimable(view: &PollView, pool: PoolMode) -> Vec<TriggerKind> {
+/// A poll without `X-Runner-ID` (the reference's runner, `poll-task`) gets only the kinds
+/// the reference's runner handles.
+fn claimable(view: &PollView, pool: PoolMode, identified_runner: bool) -> Vec<TriggerKind> {
     let has_capacity = view.in_progress < i64::from(view.max_tasks);
     pool.kinds()
         .filter(|kind| kind.audience().admits(view.is_lead))
+        .filter(|kind| identified_runner || kind.known_to_reference_runner(view.is_lead))
         .filter(|kind| view.waiting.contains(kind))
         .filter(|kind| has_capacity || !kind.needs_capacity())
         .collect()
