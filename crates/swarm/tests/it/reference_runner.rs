@@ -214,3 +214,28 @@ async fn the_reference_answers_where_swarm_used_to_differ() {
     assert_eq!(status, 400, "{refused}");
     assert!(refused["error"].as_str().unwrap().contains("pending"), "{refused}");
 }
+
+/// The reference's Docker layout: workers reach the hub as `host.docker.internal:3013`.
+/// Once that name is listed, `/mcp` answers it.
+#[tokio::test]
+async fn mcp_answers_workers_in_containers_once_their_host_name_is_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start_with(
+        &sqlite_file(dir.path()),
+        Some(KEY),
+        &["--mcp-allowed-hosts", "localhost,127.0.0.1,host.docker.internal"],
+    );
+    let response = hub
+        .request(reqwest::Method::POST, "/mcp", None)
+        .header("Host", "host.docker.internal:3013")
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains(r#""id":1"#), "{text}");
+}
