@@ -110,6 +110,7 @@ fn stdio_transport(database: &Database, agent: Option<&str>, env: &[(&str, &str)
             .env_remove("DATABASE_PATH")
             .env_remove("AGENT_ID")
             .env_remove("ATLAS_TRIGGER")
+            .env_remove("MCP_BASE_URL")
             .env("RUST_LOG", "warn");
         match &database {
             Database::SqliteFile(path) => command.arg("--db").arg(path),
