@@ -32,6 +32,7 @@ mod runner_worktree;
 mod service_poll;
 mod service_race;
 mod slack;
+mod slack_files;
 mod slack_stand_in;
 mod stress;
 mod support;

@@ -173,7 +173,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 28] = [
+pub const WORKER_TOOLS: [&str; 30] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -188,6 +188,8 @@ pub const WORKER_TOOLS: [&str; 28] = [
     "slack-reply",
     "get-inbox-message",
     "slack-read",
+    "slack-upload-file",
+    "slack-download-file",
     "list-channels",
     "create-channel",
     "post-message",
@@ -214,6 +216,8 @@ pub fn lead_tools() -> Vec<&'static str> {
         "slack-read",
         "slack-post",
         "slack-list-channels",
+        "slack-upload-file",
+        "slack-download-file",
         "list-channels",
         "create-channel",
         "post-message",
