@@ -96,7 +96,7 @@ pub struct TriggerBody {
     kind: Option<String>,
     #[schema(max_length = 1000)]
     description: Option<String>,
-    /// Cron expression, 5 or 6 fields (`cron`).
+    /// Cron expression, 5 fields, minute first (`cron`).
     #[schema(max_length = 200)]
     schedule: Option<String>,
     /// IANA time zone of the cron expression, default `UTC`.

@@ -36,7 +36,7 @@ pub fn schedule_group() -> Vec<ToolSpec> {
         .read_only(),
         ToolSpec::new(
             "create-schedule",
-            "Create a schedule that files a task from taskTemplate: cronExpression (5 or 6 fields, \
+            "Create a schedule that files a task from taskTemplate: cronExpression (5 fields, \
              in timezone, default UTC) or intervalMs (at least 1000). targetAgentId assigns the \
              task; without it the task goes to the pool.",
             Audience::Agents,
@@ -145,7 +145,7 @@ async fn list_schedules(call: ToolCall, args: ListSchedulesArguments) -> Outcome
 struct ScheduleFields {
     /// The text of each task it files; `{{trigger_name}}` names the schedule.
     task_template: Option<String>,
-    /// 5 or 6 fields, e.g. `0 9 * * 1-5`.
+    /// 5 fields (minute first), e.g. `0 9 * * 1-5`.
     cron_expression: Option<String>,
     /// Milliseconds between runs (at least 1000).
     interval_ms: Option<i64>,
