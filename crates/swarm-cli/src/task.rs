@@ -334,6 +334,15 @@ async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
     if args.json {
         return output::print_json(&answer);
     }
+    // The hub answers the reference's runner with success for a task not yet started
+    // (nothing changes); a person asked for an ending that did not happen.
+    if answer.already_finished && !answer.task.status.is_finished() {
+        anyhow::bail!(
+            "task {id} is {}: only a task in progress can be finished; nothing changed \
+             (`swarm task cancel {id}` withdraws it)",
+            answer.task.status
+        );
+    }
     output::emit(&finish_outcome(&answer.task, answer.already_finished))
 }
 

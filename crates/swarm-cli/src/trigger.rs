@@ -170,7 +170,11 @@ fn when(trigger: &Value) -> String {
             trigger["schedule"].as_str().unwrap_or_default(),
             trigger["timezone"].as_str().unwrap_or("UTC")
         ),
-        "interval" => format!("every {}s", trigger["intervalSeconds"]),
+        "interval" => match trigger["intervalMs"].as_i64() {
+            Some(ms) if ms % 1000 == 0 => format!("every {}s", ms / 1000),
+            Some(ms) => format!("every {ms}ms"),
+            None => "every ?".into(),
+        },
         "once" => trigger["runAt"].as_str().unwrap_or_default().to_string(),
         "webhook" | "github" => trigger["webhookPath"].as_str().unwrap_or_default().to_string(),
         _ => "by hand".into(),

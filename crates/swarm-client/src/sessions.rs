@@ -55,6 +55,11 @@ struct LogsCreated {
     count: u64,
 }
 
+#[derive(Debug, Deserialize)]
+struct CostCreated {
+    cost: SessionCost,
+}
+
 impl Client {
     /// Append output lines of an agent run; answers how many lines the hub stored.
     pub async fn append_session_logs(&self, request: &SessionLogsRequest) -> Result<u64, ClientError> {
@@ -66,6 +71,6 @@ impl Client {
         &self,
         request: &SessionCostRequest,
     ) -> Result<SessionCost, ClientError> {
-        self.post_json("/api/session-costs", request).await
+        Ok(self.post_json::<_, CostCreated>("/api/session-costs", request).await?.cost)
     }
 }

@@ -100,6 +100,24 @@ impl TriggerKind {
         }
     }
 
+    /// Whether the reference's runner (which sends no `X-Runner-ID`) knows what to do with
+    /// this kind for an agent of this role: the kinds of CONTRACT.md's poll, mentions for
+    /// the lead only. It starts any other kind with its default prompt, which says
+    /// nothing of the trigger, so mail, results and hand-backs would be claimed for a run
+    /// that never sees them; they wait for a read instead.
+    pub fn known_to_reference_runner(&self, is_lead: bool) -> bool {
+        match self {
+            TriggerKind::TaskOffered
+            | TriggerKind::TaskAssigned
+            | TriggerKind::SlackInboxMessage
+            | TriggerKind::TasksFinished
+            | TriggerKind::PoolTask
+            | TriggerKind::PoolTasksAvailable => true,
+            TriggerKind::UnreadMentions => is_lead,
+            TriggerKind::UrgentMail | TriggerKind::TaskResult | TriggerKind::TasksHandedBack => false,
+        }
+    }
+
     /// Kinds that start work and so need a free slot (`in_progress` < `maxTasks`).
     pub fn needs_capacity(&self) -> bool {
         matches!(self, TriggerKind::TaskAssigned | TriggerKind::PoolTask)

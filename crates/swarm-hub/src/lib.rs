@@ -10,6 +10,7 @@
 mod args;
 mod key;
 mod logging;
+mod mcp_host;
 mod open;
 mod serve;
 
@@ -318,7 +319,8 @@ pub fn app(
     slack_routes: Option<axum::Router<AppState>>,
 ) -> axum::Router {
     let mut extra = axum::Router::new()
-        .route_service("/mcp", swarm_mcp::http_service(state.service.clone(), mcp_options));
+        .route_service("/mcp", swarm_mcp::http_service(state.service.clone(), mcp_options))
+        .layer(axum::middleware::from_fn(mcp_host::explain_refused_host));
     if let Some(slack_routes) = slack_routes {
         extra = extra.merge(slack_routes);
     }

@@ -22,10 +22,23 @@ pub struct StdioOptions {
     /// The task whose run started this process (the runner's `SWARM_SESSION_TASK_ID` or
     /// `TASK_ID`): a trigger session's tasks created here are awaited by it.
     pub session_task: Option<TaskId>,
+    /// The hub's URL as a webhook's sender reaches it: `trigger_create` answers the
+    /// absolute `webhook_url` under it.
+    pub hub_url: String,
+}
+
+/// The stdio process's hub URL (one process, one hub), for the tools that show URLs.
+static HUB_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Where a sender calls this hub: `swarm mcp`'s `--hub-url`; the default port on this
+/// machine when the process serves no stdio (over HTTP the Inbox-MCP tools are absent).
+pub(crate) fn hub_url() -> &'static str {
+    HUB_URL.get().map_or("http://localhost:3013", String::as_str)
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Result<()> {
+    let _ = HUB_URL.set(options.hub_url.trim_end_matches('/').to_string());
     let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
     let server = McpServer::new(service, Identity::process(options.agent_id, options.session_task), registry);
     let running = server.serve(stdio()).await.map_err(std::io::Error::other)?;

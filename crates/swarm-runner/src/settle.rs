@@ -101,7 +101,11 @@ pub(crate) async fn settle(
             }
             let finish = || context.client.finish_task(task_id, FinishStatus::Failed, None, Some(&reason));
             match hub_call(context, "failing the unreported task", SETTLE_DEADLINE, finish).await {
-                Ok(response) if response.already_finished => finished(&response.task),
+                Ok(response) if response.task.status.is_finished() && response.already_finished => {
+                    finished(&response.task)
+                }
+                // Out of progress meanwhile (its lease ran out, it was paused): left as it is.
+                Ok(response) if response.already_finished => Outcome::Left(response.task.status),
                 Ok(_) => Outcome::FailedByRunner(reason),
                 Err(err) => Outcome::Unsettled(err),
             }

@@ -55,7 +55,7 @@ impl Service {
         self.slack.is_some()
     }
 
-    fn slack(&self) -> ServiceResult<&dyn SlackApi> {
+    pub(crate) fn slack(&self) -> ServiceResult<&dyn SlackApi> {
         self.slack.as_deref().ok_or_else(|| {
             ServiceError::Conflict(
                 "Slack is not configured on this hub: set SLACK_BOT_TOKEN (and SLACK_APP_TOKEN or \
@@ -313,7 +313,12 @@ impl Service {
     }
 
     /// Whether one of the agent's newest tasks came from this Slack thread.
-    async fn works_thread(&self, agent: AgentId, channel: &str, thread: &str) -> ServiceResult<bool> {
+    pub(crate) async fn works_thread(
+        &self,
+        agent: AgentId,
+        channel: &str,
+        thread: &str,
+    ) -> ServiceResult<bool> {
         let filter = swarm_store::TaskFilter { agent_id: Some(agent), limit: 100, ..Default::default() };
         let (tasks, _) = self.store.task_list(&filter).await?;
         Ok(tasks.iter().any(|task| {

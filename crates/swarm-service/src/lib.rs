@@ -20,6 +20,7 @@ mod reporting;
 mod rescue;
 mod sessions;
 pub mod slack_api;
+mod slack_files;
 mod tasks;
 mod triggers;
 mod waiting;
@@ -52,6 +53,7 @@ pub use mail::{DeliverMail, ListMail, MAIL_PAGE_MAX, ReplyMail, SendMail};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
+pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
 pub use swarm_store::{HeldItems, Released};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 pub use triggers::{FireRequest, SCHEDULER_TICK};
@@ -77,7 +79,8 @@ impl Caller {
     fn require_agent(&self) -> ServiceResult<AgentId> {
         self.agent_id().ok_or_else(|| {
             ServiceError::Invalid(
-                "this action is done by an agent: send its id in the X-Agent-ID header".into(),
+                "Missing X-Agent-ID header: this action is done by an agent, named by its id in that header"
+                    .into(),
             )
         })
     }

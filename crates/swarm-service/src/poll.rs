@@ -100,6 +100,18 @@ impl Service {
         }
     }
 
+    /// The caller's next task only (offered, assigned, or from the pool), claimed, at
+    /// once: Inbox-MCP's `get_next_task`, which must not swallow mail, mentions or
+    /// notices it has no way to show.
+    pub async fn poll_next_task(&self, caller: Caller) -> ServiceResult<Option<Trigger>> {
+        let agent = caller.require_agent()?;
+        let view = self.poll_view(agent).await?;
+        self.keep_alive(agent, &view, None).await?;
+        let answer = self.claim_kinds(agent, view, PoolMode::Claim, None, Claimable::TasksOnly).await;
+        self.activity.poll_answered(answer.as_ref().ok().and_then(Option::as_ref));
+        answer
+    }
+
     async fn poll_view(&self, agent: AgentId) -> ServiceResult<PollView> {
         self.store.poll_view(agent).await?.ok_or_else(|| unknown_agent(agent))
     }
@@ -127,12 +139,25 @@ impl Service {
     async fn claim(
         &self,
         agent: AgentId,
-        mut view: PollView,
+        view: PollView,
         pool: PoolMode,
         runner: Option<RunnerId>,
     ) -> ServiceResult<Option<Trigger>> {
+        // A poll without `X-Runner-ID` is the reference's runner or `poll-task`.
+        let which = if runner.is_some() { Claimable::Everything } else { Claimable::ReferenceKinds };
+        self.claim_kinds(agent, view, pool, runner, which).await
+    }
+
+    async fn claim_kinds(
+        &self,
+        agent: AgentId,
+        mut view: PollView,
+        pool: PoolMode,
+        runner: Option<RunnerId>,
+        which: Claimable,
+    ) -> ServiceResult<Option<Trigger>> {
         for attempt in 1..=CLAIM_ATTEMPTS {
-            let kinds = claimable(&view, pool);
+            let kinds = claimable(&view, pool, which);
             let claimed = if kinds.is_empty() {
                 None
             } else {
@@ -187,12 +212,35 @@ impl Service {
     }
 }
 
+/// Which kinds a poller can make use of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claimable {
+    /// Our runner (it sends `X-Runner-ID`): every kind.
+    Everything,
+    /// The reference's runner and `poll-task`: the kinds the reference's runner handles.
+    ReferenceKinds,
+    /// Only kinds that hand over a task.
+    TasksOnly,
+}
+
+impl Claimable {
+    fn admits(self, kind: TriggerKind, is_lead: bool) -> bool {
+        match self {
+            Claimable::Everything => true,
+            Claimable::ReferenceKinds => kind.known_to_reference_runner(is_lead),
+            Claimable::TasksOnly => kind.task_transition().is_some(),
+        }
+    }
+}
+
 /// The kinds worth a write transaction: meant for the agent's role, asked for by the
-/// pool mode, with a candidate waiting, and with a free slot when the kind starts work.
-fn claimable(view: &PollView, pool: PoolMode) -> Vec<TriggerKind> {
+/// pool mode, usable by the poller, with a candidate waiting, and with a free slot when
+/// the kind starts work.
+fn claimable(view: &PollView, pool: PoolMode, which: Claimable) -> Vec<TriggerKind> {
     let has_capacity = view.in_progress < i64::from(view.max_tasks);
     pool.kinds()
         .filter(|kind| kind.audience().admits(view.is_lead))
+        .filter(|kind| which.admits(*kind, view.is_lead))
         .filter(|kind| view.waiting.contains(kind))
         .filter(|kind| has_capacity || !kind.needs_capacity())
         .collect()

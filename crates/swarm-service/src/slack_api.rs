@@ -49,6 +49,35 @@ pub struct SlackChannelView {
     pub is_member: bool,
 }
 
+/// A file to share in a channel or thread (Slack's `files.getUploadURLExternal`, the
+/// upload, then `files.completeUploadExternal`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlackUpload {
+    pub channel: String,
+    pub thread_ts: Option<String>,
+    pub filename: String,
+    pub title: Option<String>,
+    pub initial_comment: Option<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// A file as `files.info` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SlackFileView {
+    pub id: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub mimetype: Option<String>,
+    pub size: u64,
+    /// Where the bot downloads it (with its token); never handed to agents as a way in.
+    #[serde(skip)]
+    pub url_private_download: Option<String>,
+    /// Where it was shared: (channel, the `ts` of the message or of its thread).
+    #[serde(skip)]
+    pub shared_in: Vec<(String, String)>,
+}
+
 /// Slack refused or could not be reached; the message says which and why.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
@@ -73,4 +102,11 @@ pub trait SlackApi: Send + Sync + 'static {
     ) -> Result<Vec<SlackMessageView>, SlackApiError>;
     /// Channels the bot can see (`conversations.list`).
     async fn list_channels(&self) -> Result<Vec<SlackChannelView>, SlackApiError>;
+    /// Share a file; returns its Slack file id.
+    async fn upload_file(&self, upload: &SlackUpload) -> Result<String, SlackApiError>;
+    /// A file's description (`files.info`).
+    async fn file_info(&self, file_id: &str) -> Result<SlackFileView, SlackApiError>;
+    /// A file's bytes, fetched with the bot token from a URL on Slack's file host only,
+    /// at most `max_bytes` of them.
+    async fn download_file(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, SlackApiError>;
 }

@@ -216,10 +216,16 @@ impl Service {
             }
             TaskRequest::Finish { status, output, failure_reason } => {
                 let outcome = finish_outcome(status, output, failure_reason)?;
-                if !privileged && task.agent_id != caller.agent_id() {
+                // The reference's rule: a task nobody holds yet (an offer under review)
+                // is no one else's, so no 403.
+                if !privileged && task.agent_id.is_some() && task.agent_id != caller.agent_id() {
                     return Err(ServiceError::Forbidden("task belongs to another agent".into()));
                 }
-                if task.status.is_finished() {
+                // Only work in progress can end. The reference's runner finishes every
+                // run's task, an offer it just accepted (`pending`) included: that answers
+                // `alreadyFinished` and changes nothing, so work never started is never
+                // completed. The guarded UPDATE below keeps the same rule under a race.
+                if task.status != TaskStatus::InProgress {
                     return Ok(ActionOutcome { task, already_finished: true });
                 }
                 let assignee = if privileged { None } else { caller.agent_id() };
@@ -318,9 +324,10 @@ impl Service {
             }
             (Applied::NotFound, _) => Err(unknown_task(id)),
             (Applied::Refused { current }, _) => {
-                // A finish or cancel that lost a race to another finish is not an error.
+                // A finish or cancel that lost a race to another finish (or, for a
+                // finish, to anything that took the task out of progress) is not an error.
                 let lost_race_to_same_end = match action {
-                    TaskAction::Finish { .. } => current.status.is_finished(),
+                    TaskAction::Finish { .. } => current.status != TaskStatus::InProgress,
                     TaskAction::Cancel { .. } => current.status == TaskStatus::Cancelled,
                     _ => false,
                 };
@@ -415,6 +422,12 @@ fn refusal_error(action: &TaskAction, refusal: &Refusal) -> ServiceError {
     let message = format!("cannot {} task: {refusal}", action.name().replace('_', " "));
     match refusal {
         Refusal::NotAssignee | Refusal::NotOfferedToYou => ServiceError::Forbidden(message),
+        // The reference answers 400 to a pause or resume of a task in the wrong state.
+        Refusal::WrongStatus { .. }
+            if matches!(action, TaskAction::Pause { .. } | TaskAction::Resume { .. }) =>
+        {
+            ServiceError::Invalid(message)
+        }
         Refusal::WrongStatus { .. }
         | Refusal::DependenciesNotCompleted { .. }
         | Refusal::NoCapacity { .. }

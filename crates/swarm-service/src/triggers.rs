@@ -92,7 +92,7 @@ impl Service {
         self.check_target(&updated).await?;
         let timing_same = updated.schedule == current.schedule
             && updated.timezone == current.timezone
-            && updated.interval_seconds == current.interval_seconds
+            && updated.interval_ms == current.interval_ms
             && updated.run_at == current.run_at
             && updated.enabled == current.enabled;
         updated.created_at = current.created_at;
@@ -229,7 +229,7 @@ impl Service {
         let draft = TaskDraft {
             task: trigger.render(firing),
             agent_id,
-            source: Some(trigger.kind.task_source().into()),
+            source: Some(trigger.task_source().into()),
             task_type: trigger.task_type.clone(),
             tags: trigger.tags.clone(),
             priority: Some(i64::from(trigger.priority)),

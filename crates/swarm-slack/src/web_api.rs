@@ -4,7 +4,12 @@
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use swarm_service::slack_api::{SlackApi, SlackApiError, SlackChannelView, SlackMessageView, SlackPost};
+use swarm_service::slack_api::{
+    SlackApi, SlackApiError, SlackChannelView, SlackFileView, SlackMessageView, SlackPost, SlackUpload,
+};
+
+/// Slack's file host: the only place the bot token is sent to besides the API.
+const SLACK_FILE_HOST: &str = "https://files.slack.com";
 
 pub struct WebApi {
     http: reqwest::Client,
@@ -46,8 +51,47 @@ impl WebApi {
         if answer.get("ok").and_then(Value::as_bool) == Some(true) {
             return Ok(answer);
         }
-        let error = answer.get("error").and_then(Value::as_str).unwrap_or("unknown error");
-        Err(SlackApiError(format!("{method}: {error}")))
+        Err(refusal(method, &answer))
+    }
+
+    /// Call `method` with its arguments as query parameters: the file methods take no
+    /// JSON body.
+    async fn call_query(&self, method: &str, arguments: &[(&str, String)]) -> Result<Value, SlackApiError> {
+        let url = format!("{}/{method}", self.api_url);
+        let response = self
+            .http
+            .post(&url)
+            .bearer_auth(&self.bot_token)
+            .query(arguments)
+            .send()
+            .await
+            .map_err(|error| SlackApiError(format!("{method}: cannot reach Slack: {error}")))?;
+        let status = response.status();
+        let answer: Value = response
+            .json()
+            .await
+            .map_err(|error| SlackApiError(format!("{method}: HTTP {status}, unreadable answer: {error}")))?;
+        if answer.get("ok").and_then(Value::as_bool) == Some(true) {
+            return Ok(answer);
+        }
+        Err(refusal(method, &answer))
+    }
+
+    /// Whether `url` is on Slack's file host or this API's own host (a proxy, a test's
+    /// stand-in): the bot token goes nowhere else.
+    fn is_file_url(&self, url: &str) -> bool {
+        let origin = |text: &str| {
+            let parsed = reqwest::Url::parse(text).ok()?;
+            Some((
+                parsed.scheme().to_string(),
+                parsed.host_str()?.to_string(),
+                parsed.port_or_known_default(),
+            ))
+        };
+        let Some(target) = origin(url) else { return false };
+        [SLACK_FILE_HOST, self.api_url.as_str()]
+            .iter()
+            .any(|allowed| origin(allowed).as_ref() == Some(&target))
     }
 
     pub(crate) async fn call(&self, method: &str, body: &Value) -> Result<Value, SlackApiError> {
@@ -68,6 +112,46 @@ impl WebApi {
     pub async fn user_email(&self, user: &str) -> Result<Option<String>, SlackApiError> {
         let answer = self.call("users.info", &json!({ "user": user })).await?;
         Ok(answer.pointer("/user/profile/email").and_then(Value::as_str).map(str::to_string))
+    }
+}
+
+/// Slack's refusal, with what to do when the app lacks a scope.
+fn refusal(method: &str, answer: &Value) -> SlackApiError {
+    let error = answer.get("error").and_then(Value::as_str).unwrap_or("unknown error");
+    if error == "missing_scope" {
+        let needed = answer.get("needed").and_then(Value::as_str).unwrap_or("a scope it has not got");
+        return SlackApiError(format!(
+            "{method}: missing_scope: the Slack app needs the {needed} scope; add it under OAuth & \
+             Permissions in the app's settings and reinstall the app to the workspace"
+        ));
+    }
+    SlackApiError(format!("{method}: {error}"))
+}
+
+fn file_view(file: &Value) -> SlackFileView {
+    let text = |key: &str| file.get(key).and_then(Value::as_str).map(str::to_string);
+    let mut shared_in = Vec::new();
+    for kind in ["public", "private"] {
+        let Some(channels) = file.pointer(&format!("/shares/{kind}")).and_then(Value::as_object) else {
+            continue;
+        };
+        for (channel, shares) in channels {
+            for share in shares.as_array().into_iter().flatten() {
+                let ts = share.get("thread_ts").or_else(|| share.get("ts")).and_then(Value::as_str);
+                if let Some(ts) = ts {
+                    shared_in.push((channel.clone(), ts.to_string()));
+                }
+            }
+        }
+    }
+    SlackFileView {
+        id: text("id").unwrap_or_default(),
+        name: text("name").unwrap_or_default(),
+        title: text("title"),
+        mimetype: text("mimetype"),
+        size: file.get("size").and_then(Value::as_u64).unwrap_or(0),
+        url_private_download: text("url_private_download").or_else(|| text("url_private")),
+        shared_in,
     }
 }
 
@@ -129,6 +213,98 @@ impl SlackApi for WebApi {
         let mut list = messages(&answer);
         list.reverse();
         Ok(list)
+    }
+
+    async fn upload_file(&self, upload: &SlackUpload) -> Result<String, SlackApiError> {
+        let reserved = self
+            .call_query(
+                "files.getUploadURLExternal",
+                &[("filename", upload.filename.clone()), ("length", upload.bytes.len().to_string())],
+            )
+            .await?;
+        let (Some(upload_url), Some(file_id)) = (
+            reserved.get("upload_url").and_then(Value::as_str),
+            reserved.get("file_id").and_then(Value::as_str),
+        ) else {
+            return Err(SlackApiError("files.getUploadURLExternal: no upload_url or file_id".into()));
+        };
+        // The upload URL is signed: it needs no token, so none is sent.
+        let response = self
+            .http
+            .post(upload_url)
+            .body(upload.bytes.clone())
+            .send()
+            .await
+            .map_err(|error| SlackApiError(format!("file upload: cannot reach Slack: {error}")))?;
+        if !response.status().is_success() {
+            return Err(SlackApiError(format!("file upload: HTTP {}", response.status())));
+        }
+        let title = upload.title.clone().unwrap_or_else(|| upload.filename.clone());
+        let mut arguments = vec![
+            ("files", json!([{ "id": file_id, "title": title }]).to_string()),
+            ("channel_id", upload.channel.clone()),
+        ];
+        if let Some(thread) = &upload.thread_ts {
+            arguments.push(("thread_ts", thread.clone()));
+        }
+        if let Some(comment) = &upload.initial_comment {
+            arguments.push(("initial_comment", comment.clone()));
+        }
+        self.call_query("files.completeUploadExternal", &arguments).await?;
+        Ok(file_id.to_string())
+    }
+
+    async fn file_info(&self, file_id: &str) -> Result<SlackFileView, SlackApiError> {
+        let answer = self.call_query("files.info", &[("file", file_id.to_string())]).await?;
+        let file =
+            answer.get("file").ok_or_else(|| SlackApiError("files.info: no file in the answer".into()))?;
+        Ok(file_view(file))
+    }
+
+    async fn download_file(&self, url: &str, max_bytes: u64) -> Result<Vec<u8>, SlackApiError> {
+        if !self.is_file_url(url) {
+            return Err(SlackApiError(format!(
+                "{url} is not on Slack's file host: the bot token is not sent there"
+            )));
+        }
+        let response = self
+            .http
+            .get(url)
+            .bearer_auth(&self.bot_token)
+            .send()
+            .await
+            .map_err(|error| SlackApiError(format!("download: cannot reach Slack: {error}")))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(SlackApiError(format!("download: HTTP {status}")));
+        }
+        // Without files:read Slack answers its sign-in page instead of the file.
+        let html = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|kind| kind.starts_with("text/html"));
+        if html {
+            return Err(SlackApiError(
+                "download: Slack answered a sign-in page, not the file: the Slack app needs the files:read \
+                 scope (add it under OAuth & Permissions and reinstall the app)"
+                    .into(),
+            ));
+        }
+        if response.content_length().is_some_and(|length| length > max_bytes) {
+            return Err(SlackApiError(format!("download: the file is larger than {max_bytes} bytes")));
+        }
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) =
+            response.chunk().await.map_err(|error| SlackApiError(format!("download: {error}")))?
+        {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > max_bytes {
+                return Err(SlackApiError(format!("download: the file is larger than {max_bytes} bytes")));
+            }
+        }
+        Ok(bytes)
     }
 
     async fn list_channels(&self) -> Result<Vec<SlackChannelView>, SlackApiError> {

@@ -23,9 +23,10 @@ use crate::{
 
 macro_rules! trigger_select {
     () => {
-        "SELECT id, name, description, type, schedule, timezone, interval_seconds, run_at, \
+        "SELECT id, name, description, type, schedule, timezone, interval_ms, run_at, \
          webhook_secret, webhook_public, github_bot, target, prompt, task_type, tags, priority, \
-         session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at \
+         session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at, \
+         channel \
          FROM triggers"
     };
 }
@@ -39,11 +40,12 @@ macro_rules! await_select {
 
 pub(crate) async fn create(pool: &PgPool, trigger: &TriggerDef) -> StoreResult<TriggerDef> {
     let inserted = sqlx::query(
-        "INSERT INTO triggers (id, name, description, type, schedule, timezone, interval_seconds, run_at, \
+        "INSERT INTO triggers (id, name, description, type, schedule, timezone, interval_ms, run_at, \
              webhook_secret, webhook_public, github_bot, target, prompt, task_type, tags, priority, \
-             session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at) \
+             session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at, \
+             channel) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-                 $21, $22, $23, $24) \
+                 $21, $22, $23, $24, $25) \
          ON CONFLICT (name) DO NOTHING",
     )
     .bind(trigger.id.as_uuid())
@@ -52,7 +54,7 @@ pub(crate) async fn create(pool: &PgPool, trigger: &TriggerDef) -> StoreResult<T
     .bind(trigger.kind.as_str())
     .bind(trigger.schedule.as_deref())
     .bind(&trigger.timezone)
-    .bind(trigger.interval_seconds)
+    .bind(trigger.interval_ms)
     .bind(trigger.run_at.map(|at| at.datetime()))
     .bind(trigger.webhook_secret.as_deref())
     .bind(trigger.webhook_public)
@@ -70,6 +72,7 @@ pub(crate) async fn create(pool: &PgPool, trigger: &TriggerDef) -> StoreResult<T
     .bind(trigger.created_by.map(|id| id.as_uuid()))
     .bind(trigger.created_at.datetime())
     .bind(trigger.updated_at.datetime())
+    .bind(trigger.channel.as_deref())
     .execute(pool)
     .await
     .map_err(db)?;
@@ -123,17 +126,17 @@ pub(crate) async fn due(pool: &PgPool, now: Timestamp, limit: i64) -> StoreResul
 
 pub(crate) async fn update(pool: &PgPool, trigger: &TriggerDef) -> StoreResult<Option<TriggerDef>> {
     let updated = sqlx::query(
-        "UPDATE triggers SET description = $2, schedule = $3, timezone = $4, interval_seconds = $5, \
+        "UPDATE triggers SET description = $2, schedule = $3, timezone = $4, interval_ms = $5, \
              run_at = $6, webhook_secret = $7, webhook_public = $8, github_bot = $9, target = $10, \
              prompt = $11, task_type = $12, tags = $13, priority = $14, session_mode = $15, \
-             enabled = $16, next_run_at = $17, updated_at = $18 \
+             enabled = $16, next_run_at = $17, updated_at = $18, channel = $19 \
          WHERE id = $1",
     )
     .bind(trigger.id.as_uuid())
     .bind(trigger.description.as_deref())
     .bind(trigger.schedule.as_deref())
     .bind(&trigger.timezone)
-    .bind(trigger.interval_seconds)
+    .bind(trigger.interval_ms)
     .bind(trigger.run_at.map(|at| at.datetime()))
     .bind(trigger.webhook_secret.as_deref())
     .bind(trigger.webhook_public)
@@ -147,6 +150,7 @@ pub(crate) async fn update(pool: &PgPool, trigger: &TriggerDef) -> StoreResult<O
     .bind(trigger.enabled)
     .bind(trigger.next_run_at.map(|at| at.datetime()))
     .bind(trigger.updated_at.datetime())
+    .bind(trigger.channel.as_deref())
     .execute(pool)
     .await
     .map_err(db)?;
@@ -167,6 +171,12 @@ pub(crate) async fn delete(pool: &PgPool, id: TriggerId) -> StoreResult<bool> {
         return Ok(false);
     };
     sqlx::query("DELETE FROM trigger_sessions WHERE trigger_name = $1")
+        .bind(&name)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    // Its sessions are gone, so no result has a session to resume any more.
+    sqlx::query("DELETE FROM task_awaits WHERE trigger_name = $1")
         .bind(&name)
         .execute(&mut *tx)
         .await
@@ -421,7 +431,7 @@ fn from_row(row: PgRow) -> sqlx::Result<TriggerDef> {
         kind: TriggerType::parse(&kind).map_err(|error| corrupt("type", error))?,
         schedule: row.try_get("schedule")?,
         timezone: row.try_get("timezone")?,
-        interval_seconds: row.try_get("interval_seconds")?,
+        interval_ms: row.try_get("interval_ms")?,
         run_at: at(&row, "run_at")?,
         webhook_secret: row.try_get("webhook_secret")?,
         webhook_public: row.try_get("webhook_public")?,
@@ -439,6 +449,7 @@ fn from_row(row: PgRow) -> sqlx::Result<TriggerDef> {
         created_by: created_by.map(AgentId::from_uuid),
         created_at: at_required(&row, "created_at")?,
         updated_at: at_required(&row, "updated_at")?,
+        channel: row.try_get("channel")?,
     })
 }
 

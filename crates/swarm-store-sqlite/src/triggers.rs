@@ -18,10 +18,10 @@ use crate::{
     sql, tasks,
 };
 
-const SELECT_TRIGGER: &str =
-    "SELECT id, name, description, type, schedule, timezone, interval_seconds, run_at,
+const SELECT_TRIGGER: &str = "SELECT id, name, description, type, schedule, timezone, interval_ms, run_at,
         webhook_secret, webhook_public, github_bot, target, prompt, task_type, tags, priority,
-        session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at
+        session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at,
+        channel
     FROM triggers";
 
 const SELECT_AWAIT: &str = "SELECT task_id, agent_id, parent_task_id, trigger_name, session_key, created_at,
@@ -30,11 +30,12 @@ const SELECT_AWAIT: &str = "SELECT task_id, agent_id, parent_task_id, trigger_na
 pub(crate) fn create(tx: &Connection, trigger: &TriggerDef) -> StoreResult<TriggerDef> {
     let inserted = sql::execute(
         tx,
-        "INSERT INTO triggers (id, name, description, type, schedule, timezone, interval_seconds, run_at,
+        "INSERT INTO triggers (id, name, description, type, schedule, timezone, interval_ms, run_at,
              webhook_secret, webhook_public, github_bot, target, prompt, task_type, tags, priority,
-             session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at)
+             session_mode, enabled, last_run_at, run_count, next_run_at, created_by, created_at, updated_at,
+             channel)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-                 ?21, ?22, ?23, ?24)
+                 ?21, ?22, ?23, ?24, ?25)
          ON CONFLICT (name) DO NOTHING",
         params![
             trigger.id.to_string(),
@@ -43,7 +44,7 @@ pub(crate) fn create(tx: &Connection, trigger: &TriggerDef) -> StoreResult<Trigg
             trigger.kind.as_str(),
             trigger.schedule,
             trigger.timezone,
-            trigger.interval_seconds,
+            trigger.interval_ms,
             trigger.run_at.map(|at| at.unix_millis()),
             trigger.webhook_secret,
             trigger.webhook_public,
@@ -61,6 +62,7 @@ pub(crate) fn create(tx: &Connection, trigger: &TriggerDef) -> StoreResult<Trigg
             trigger.created_by.map(|id| id.to_string()),
             trigger.created_at.unix_millis(),
             trigger.updated_at.unix_millis(),
+            trigger.channel,
         ],
     )?;
     if inserted == 0 {
@@ -96,17 +98,17 @@ pub(crate) fn due(connection: &Connection, now: Timestamp, limit: i64) -> StoreR
 pub(crate) fn update(tx: &Connection, trigger: &TriggerDef) -> StoreResult<Option<TriggerDef>> {
     let updated = sql::execute(
         tx,
-        "UPDATE triggers SET description = ?2, schedule = ?3, timezone = ?4, interval_seconds = ?5,
+        "UPDATE triggers SET description = ?2, schedule = ?3, timezone = ?4, interval_ms = ?5,
              run_at = ?6, webhook_secret = ?7, webhook_public = ?8, github_bot = ?9, target = ?10,
              prompt = ?11, task_type = ?12, tags = ?13, priority = ?14, session_mode = ?15,
-             enabled = ?16, next_run_at = ?17, updated_at = ?18
+             enabled = ?16, next_run_at = ?17, updated_at = ?18, channel = ?19
          WHERE id = ?1",
         params![
             trigger.id.to_string(),
             trigger.description,
             trigger.schedule,
             trigger.timezone,
-            trigger.interval_seconds,
+            trigger.interval_ms,
             trigger.run_at.map(|at| at.unix_millis()),
             trigger.webhook_secret,
             trigger.webhook_public,
@@ -120,6 +122,7 @@ pub(crate) fn update(tx: &Connection, trigger: &TriggerDef) -> StoreResult<Optio
             trigger.enabled,
             trigger.next_run_at.map(|at| at.unix_millis()),
             trigger.updated_at.unix_millis(),
+            trigger.channel,
         ],
     )?;
     if updated == 0 {
@@ -133,6 +136,8 @@ pub(crate) fn delete(tx: &Connection, id: TriggerId) -> StoreResult<bool> {
         return Ok(false);
     };
     sql::execute(tx, "DELETE FROM trigger_sessions WHERE trigger_name = ?", [&trigger.name])?;
+    // Its sessions are gone, so no result has a session to resume any more.
+    sql::execute(tx, "DELETE FROM task_awaits WHERE trigger_name = ?", [&trigger.name])?;
     sql::execute(tx, "DELETE FROM webhook_deliveries WHERE trigger_id = ?", [id.to_string()])?;
     Ok(sql::execute(tx, "DELETE FROM triggers WHERE id = ?", [id.to_string()])? == 1)
 }
@@ -340,7 +345,7 @@ fn from_row(row: &Row<'_>) -> StoreResult<TriggerDef> {
     let kind = TriggerType::parse(&kind).map_err(|error| corrupt(error.0))?;
     let schedule = column.take("schedule")?;
     let timezone = column.take("timezone")?;
-    let interval_seconds = column.take("interval_seconds")?;
+    let interval_ms = column.take("interval_ms")?;
     let run_at = column.opt_timestamp("run_at")?;
     let webhook_secret = column.take("webhook_secret")?;
     let webhook_public = column.bool("webhook_public")?;
@@ -360,7 +365,7 @@ fn from_row(row: &Row<'_>) -> StoreResult<TriggerDef> {
         kind,
         schedule,
         timezone,
-        interval_seconds,
+        interval_ms,
         run_at,
         webhook_secret,
         webhook_public,
@@ -378,6 +383,7 @@ fn from_row(row: &Row<'_>) -> StoreResult<TriggerDef> {
         created_by: column.opt_agent_id("created_by")?,
         created_at: column.timestamp("created_at")?,
         updated_at: column.timestamp("updated_at")?,
+        channel: column.take("channel")?,
     })
 }
 

@@ -36,6 +36,10 @@ pub struct McpArgs {
     /// set with RUST_LOG (default info, rmcp's session chatter at warn).
     #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
+    /// The hub's URL as webhook senders reach it, for the absolute webhook_url that
+    /// trigger_create answers (the runner sets MCP_BASE_URL for its agents)
+    #[arg(long, env = "MCP_BASE_URL", default_value = "http://localhost:3013", value_name = "URL")]
+    hub_url: String,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<()> {
@@ -61,7 +65,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
     // With no hub running, this process returns expired claims itself; and a waiting
     // poll-task wakes when another process (the hub, another `swarm mcp`) adds work.
     let _background = service.start_background(RESCUE_INTERVAL);
-    let options = StdioOptions { agent_id, inbox_role, session_task };
+    let options = StdioOptions { agent_id, inbox_role, session_task, hub_url: args.hub_url };
     tokio::select! {
         served = swarm_mcp::serve_stdio(service, options) => served.context("the MCP stdio transport failed")?,
         () = shutdown_signal() => {},

@@ -52,7 +52,7 @@ pub struct RunnerArgs {
     /// Keep going after a failed agent run (non-zero exit, or the agent CLI cannot be started).
     /// Without it the runner takes no new work after a failure, lets the other runs finish,
     /// and exits with status 1
-    #[arg(long, env = "YOLO")]
+    #[arg(long, env = "YOLO", value_parser = clap::builder::BoolishValueParser::new())]
     yolo: bool,
     /// Text appended to the system prompt of every agent run (wins over --system-prompt-file)
     #[arg(long, env = "SYSTEM_PROMPT", value_name = "TEXT")]
@@ -62,7 +62,7 @@ pub struct RunnerArgs {
     system_prompt_file: Option<PathBuf>,
     /// Legacy mode: start the agent right away, again and again, with the default prompt, and let
     /// it wait for work itself through the poll-task tool
-    #[arg(long, env = "AI_LOOP")]
+    #[arg(long, env = "AI_LOOP", value_parser = clap::builder::BoolishValueParser::new())]
     ai_loop: bool,
     /// Agent CLI to start
     #[arg(long, env = "HARNESS", value_enum, default_value = "claude")]
@@ -73,7 +73,7 @@ pub struct RunnerArgs {
     #[arg(long, env = "HARNESS_CMD", value_name = "COMMAND")]
     harness_cmd: Option<String>,
     /// Take work without checking first that the agent CLI can run here
-    #[arg(long, env = "SKIP_PREFLIGHT")]
+    #[arg(long, env = "SKIP_PREFLIGHT", value_parser = clap::builder::BoolishValueParser::new())]
     skip_preflight: bool,
     /// Agent CLI failures in a row, each at once and without doing anything, after which the
     /// runner stops taking work

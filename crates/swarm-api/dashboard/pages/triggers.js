@@ -8,7 +8,7 @@ import { agentLink, agentsById, ago, badge, errorBox, fill, h, table } from '../
 function when(trigger) {
   switch (trigger.type) {
     case 'cron': return `${trigger.schedule} (${trigger.timezone})`;
-    case 'interval': return `every ${trigger.intervalSeconds} s`;
+    case 'interval': return `every ${trigger.intervalMs / 1000} s`;
     case 'once': return trigger.runAt ? `at ${new Date(trigger.runAt).toLocaleString()}` : 'once';
     case 'webhook':
     case 'github': return trigger.webhookPath || 'webhook';

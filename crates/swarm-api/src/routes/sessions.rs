@@ -45,6 +45,13 @@ pub struct SessionLogsCreated {
     count: u64,
 }
 
+/// The reference's answer: `{success: true, cost}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionCostCreated {
+    success: bool,
+    cost: SessionCost,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionLogsResponse {
     logs: Vec<SessionLog>,
@@ -121,11 +128,11 @@ async fn session_logs_for_task(
 
 /// Record what an agent session cost.
 #[utoipa::path(post, path = "/api/session-costs", tag = "sessions", request_body = SessionCostBody,
-    responses((status = 201, body = SessionCost), ErrorResponses))]
+    responses((status = 201, body = SessionCostCreated), ErrorResponses))]
 async fn session_costs_create(
     State(state): State<AppState>,
     AppJson(body): AppJson<SessionCostBody>,
-) -> Result<(StatusCode, Json<SessionCost>), ApiError> {
+) -> Result<(StatusCode, Json<SessionCostCreated>), ApiError> {
     let cost = NewSessionCost {
         session_id: body.session_id,
         agent_id: body.agent_id,
@@ -140,7 +147,8 @@ async fn session_costs_create(
         model: body.model,
         is_error: body.is_error,
     };
-    Ok((StatusCode::CREATED, Json(state.service.session_cost_record(cost).await?)))
+    let cost = state.service.session_cost_record(cost).await?;
+    Ok((StatusCode::CREATED, Json(SessionCostCreated { success: true, cost })))
 }
 
 /// Session costs, newest first.

@@ -96,14 +96,19 @@ pub struct TriggerBody {
     kind: Option<String>,
     #[schema(max_length = 1000)]
     description: Option<String>,
-    /// Cron expression, 5 or 6 fields (`cron`).
+    /// Cron expression, 5 fields, minute first (`cron`).
     #[schema(max_length = 200)]
     schedule: Option<String>,
     /// IANA time zone of the cron expression, default `UTC`.
     #[schema(max_length = 64)]
     timezone: Option<String>,
-    /// `interval`: seconds between firings (at least 10).
-    #[schema(minimum = 10, maximum = 31622400)]
+    /// `interval`: milliseconds between firings (at least 1000), as the reference's
+    /// schedules count them.
+    #[schema(minimum = 1000, maximum = 31622400000_i64)]
+    interval_ms: Option<i64>,
+    /// `interval`: seconds between firings (ours, kept for older clients; `intervalMs`
+    /// wins when both are given).
+    #[schema(minimum = 1, maximum = 31622400)]
     interval_seconds: Option<i64>,
     /// `once`: when it fires.
     run_at: Option<Timestamp>,
@@ -115,6 +120,10 @@ pub struct TriggerBody {
     /// `github`: the login whose assignments, review requests and mentions count.
     #[schema(max_length = 100)]
     github_bot: Option<String>,
+    /// Where its tasks come from (their `source`, and `{{channel}}`): a lowercase word;
+    /// unset, the trigger's type decides.
+    #[schema(max_length = 32)]
+    channel: Option<String>,
     #[schema(value_type = Option<TriggerTarget>)]
     target: Option<String>,
     /// Template with `{{payload}}`, `{{sender}}`, `{{channel}}`, `{{trigger_name}}`.
@@ -139,11 +148,14 @@ impl TriggerBody {
             description: self.description,
             schedule: self.schedule,
             timezone: self.timezone,
-            interval_seconds: self.interval_seconds,
+            interval_ms: self
+                .interval_ms
+                .or(self.interval_seconds.map(|seconds| seconds.saturating_mul(1000))),
             run_at: self.run_at,
             webhook_secret: self.webhook_secret,
             webhook_public: self.webhook_public,
             github_bot: self.github_bot,
+            channel: self.channel,
             target: self.target,
             prompt: self.prompt,
             task_type: self.task_type,

@@ -68,12 +68,12 @@ pub const LONG_ABOUT: &str = "\
 Answer a Claude Code hook event (installed by `swarm connect`).
 
 Reads the event's JSON on stdin and talks to the hub as the agent (MCP_BASE_URL, API_KEY,
-AGENT_ID, TASK_ID from the environment, else from the project's .mcp.json), for at most
+AGENT_ID, TASK_ID (or the taskId of the JSON file TASK_FILE names) from the environment, else from the project's .mcp.json), for at most
 2 seconds:
   session-start        tells the agent who it is in the swarm and what its task is
   user-prompt-submit   adds what waits for the agent (offers, mentions) and delivers its
                        unread mail, urgent first (low-priority mail waits for read-mail)
-  pre-tool-use         blocks the tool call (exit 2) when the task TASK_ID was cancelled
+  pre-tool-use         blocks the tool call (exit 2) when the task TASK_ID (or TASK_FILE's) was cancelled
   post-tool-use        heartbeat; refreshes the mail counts and says when urgent mail came
   stop, subagent-stop  heartbeat; when the agent stops waiting on mail it sent (awaiting a
                        response, or urgent and unread) or with mail it must see unread, the
@@ -476,7 +476,9 @@ impl HookSettings {
             base_url,
             api_key,
             agent_id: agent_id.and_then(|text| AgentId::parse(&text).ok()),
-            task_id: env("TASK_ID").and_then(|text| TaskId::parse(&text).ok()),
+            task_id: env("TASK_ID")
+                .or_else(|| task_id_from_task_file(&env("TASK_FILE")?))
+                .and_then(|text| TaskId::parse(&text).ok()),
         }
     }
 
@@ -488,6 +490,14 @@ impl HookSettings {
         };
         Client::new(config).ok()
     }
+}
+
+/// The reference's runner exports no `TASK_ID`: it writes the run's task to a JSON file
+/// (`{"taskId": ...}`) and names it in `TASK_FILE`.
+fn task_id_from_task_file(path: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let file: serde_json::Value = serde_json::from_str(&text).ok()?;
+    file.get("taskId")?.as_str().map(str::to_string)
 }
 
 /// Whether `url` (`http://host[:port]...`) names this machine. The host is what follows

@@ -4,8 +4,8 @@
 use std::str::FromStr;
 
 use super::{
-    DESCRIPTION_MAX_CHARS, GITHUB_BOT_DEFAULT, INTERVAL_MIN_SECONDS, NAME_MAX_CHARS, PROMPT_MAX_CHARS,
-    SECRET_MAX_CHARS, SessionMode, TriggerDef, TriggerTarget, TriggerType,
+    CHANNEL_MAX_CHARS, DESCRIPTION_MAX_CHARS, GITHUB_BOT_DEFAULT, INTERVAL_MAX_MS, INTERVAL_MIN_MS,
+    NAME_MAX_CHARS, PROMPT_MAX_CHARS, SECRET_MAX_CHARS, SessionMode, TriggerDef, TriggerTarget, TriggerType,
 };
 use crate::{
     Invalid,
@@ -23,11 +23,12 @@ pub struct TriggerDraft {
     pub description: Option<String>,
     pub schedule: Option<String>,
     pub timezone: Option<String>,
-    pub interval_seconds: Option<i64>,
+    pub interval_ms: Option<i64>,
     pub run_at: Option<Timestamp>,
     pub webhook_secret: Option<String>,
     pub webhook_public: Option<bool>,
     pub github_bot: Option<String>,
+    pub channel: Option<String>,
     pub target: Option<String>,
     pub prompt: Option<String>,
     pub task_type: Option<String>,
@@ -47,11 +48,12 @@ impl TriggerDraft {
             description: self.description.or_else(|| current.description.clone()),
             schedule: self.schedule.or_else(|| current.schedule.clone()),
             timezone: self.timezone.or_else(|| Some(current.timezone.clone())),
-            interval_seconds: self.interval_seconds.or(current.interval_seconds),
+            interval_ms: self.interval_ms.or(current.interval_ms),
             run_at: self.run_at.or(current.run_at),
             webhook_secret: self.webhook_secret.or_else(|| current.webhook_secret.clone()),
             webhook_public: self.webhook_public.or(Some(current.webhook_public)),
             github_bot: self.github_bot.or_else(|| current.github_bot.clone()),
+            channel: self.channel.or_else(|| current.channel.clone()),
             target: self.target.or_else(|| Some(current.target.encode())),
             prompt: self.prompt.or_else(|| Some(current.prompt.clone())),
             task_type: self.task_type.or_else(|| current.task_type.clone()),
@@ -83,15 +85,12 @@ impl TriggerDraft {
         let schedule = optional_text("schedule", self.schedule, 200)?;
         // Fields a type does not use are dropped, but only once they are valid: a bad value
         // is a mistake to say whatever the type.
-        if let Some(seconds) = self.interval_seconds
-            && !(INTERVAL_MIN_SECONDS..=366 * 24 * 3600).contains(&seconds)
-        {
-            return Err(Invalid(format!(
-                "intervalSeconds must be between {INTERVAL_MIN_SECONDS} and one year, got {seconds}"
-            )));
+        if let Some(ms) = self.interval_ms {
+            check_interval(ms)?;
         }
+        let channel = parse_channel(self.channel)?;
         let github_bot = optional_text("githubBot", self.github_bot, 100)?;
-        let mut interval_seconds = None;
+        let mut interval_ms = None;
         let mut run_at = None;
         match kind {
             TriggerType::Cron => {
@@ -110,15 +109,9 @@ impl TriggerDraft {
                     .map_err(|error| Invalid(format!("bad cron expression {expression:?}: {error}")))?;
             }
             TriggerType::Interval => {
-                let seconds = self
-                    .interval_seconds
-                    .ok_or_else(|| Invalid::new("an interval trigger needs intervalSeconds"))?;
-                if !(INTERVAL_MIN_SECONDS..=366 * 24 * 3600).contains(&seconds) {
-                    return Err(Invalid(format!(
-                        "intervalSeconds must be between {INTERVAL_MIN_SECONDS} and one year, got {seconds}"
-                    )));
-                }
-                interval_seconds = Some(seconds);
+                let ms =
+                    self.interval_ms.ok_or_else(|| Invalid::new("an interval trigger needs intervalMs"))?;
+                interval_ms = Some(check_interval(ms)?);
             }
             TriggerType::Once => {
                 run_at = Some(self.run_at.ok_or_else(|| Invalid::new("a once trigger needs runAt"))?);
@@ -160,11 +153,12 @@ impl TriggerDraft {
             kind,
             schedule,
             timezone,
-            interval_seconds,
+            interval_ms,
             run_at,
             webhook_secret,
             webhook_public,
             github_bot,
+            channel,
             target,
             prompt,
             task_type,
@@ -213,4 +207,25 @@ fn optional_text(field: &str, text: Option<String>, max: usize) -> Result<Option
         return Err(Invalid(format!("{field} must be at most {max} characters")));
     }
     Ok((!text.is_empty()).then(|| text.to_string()))
+}
+
+fn check_interval(ms: i64) -> Result<i64, Invalid> {
+    if (INTERVAL_MIN_MS..=INTERVAL_MAX_MS).contains(&ms) {
+        return Ok(ms);
+    }
+    Err(Invalid(format!("intervalMs must be between {INTERVAL_MIN_MS} (one second) and one year, got {ms}")))
+}
+
+/// A channel names where tasks came from, like a task's `source`: a short word.
+fn parse_channel(channel: Option<String>) -> Result<Option<String>, Invalid> {
+    let Some(channel) = channel.map(|text| text.trim().to_string()).filter(|text| !text.is_empty()) else {
+        return Ok(None);
+    };
+    let word = channel.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !word || channel.chars().count() > CHANNEL_MAX_CHARS {
+        return Err(Invalid(format!(
+            "channel must be a lowercase word (letters, digits, - and _) of at most {CHANNEL_MAX_CHARS} characters, got {channel:?}"
+        )));
+    }
+    Ok(Some(channel))
 }

@@ -37,8 +37,14 @@ pub const NAME_MAX_CHARS: usize = 64;
 pub const PROMPT_MAX_CHARS: usize = 20_000;
 pub const DESCRIPTION_MAX_CHARS: usize = 1_000;
 pub const SECRET_MAX_CHARS: usize = 512;
-/// The shortest interval: anything faster is a loop, not a schedule.
-pub const INTERVAL_MIN_SECONDS: i64 = 10;
+/// The shortest interval, in milliseconds: anything faster is a loop, not a schedule.
+/// The reference takes any positive `intervalMs`; a second keeps its schedules
+/// (`1500`) and refuses a busy loop.
+pub const INTERVAL_MIN_MS: i64 = 1_000;
+/// The longest interval: a year (366 days), in milliseconds.
+pub const INTERVAL_MAX_MS: i64 = 366 * 24 * 3600 * 1000;
+/// A trigger's channel (the seed's inbox channel): a short lowercase word.
+pub const CHANNEL_MAX_CHARS: usize = 32;
 /// The payload is cut to this many characters in the prompt.
 pub const PAYLOAD_MAX_CHARS: usize = 50_000;
 /// The session key of time-based triggers: one conversation per trigger.
@@ -50,7 +56,7 @@ pub const GITHUB_BOT_DEFAULT: &str = "agent-swarm-bot";
 pub enum TriggerType {
     /// A cron expression (5 or 6 fields) in a time zone.
     Cron,
-    /// Every `intervalSeconds`.
+    /// Every `intervalMs`.
     Interval,
     /// Once, at `runAt`.
     Once,
@@ -208,8 +214,8 @@ pub struct TriggerDef {
     pub schedule: Option<String>,
     /// IANA time zone the cron expression is read in (`UTC` unless set).
     pub timezone: String,
-    /// Seconds between firings (`interval`).
-    pub interval_seconds: Option<i64>,
+    /// Milliseconds between firings (`interval`).
+    pub interval_ms: Option<i64>,
     /// When a `once` trigger fires.
     pub run_at: Option<Timestamp>,
     #[serde(skip)]
@@ -219,6 +225,9 @@ pub struct TriggerDef {
     /// The GitHub login whose assignments, review requests and `@mentions` make tasks
     /// (`github`).
     pub github_bot: Option<String>,
+    /// Where its tasks say they came from (the Inbox-MCP seed's channel): their
+    /// `source` and the prompt's `{{channel}}`. Unset: the trigger's type decides.
+    pub channel: Option<String>,
     pub target: TriggerTarget,
     /// With `{{payload}}`, `{{sender}}`, `{{channel}}`, `{{trigger_name}}`.
     pub prompt: String,
@@ -250,12 +259,13 @@ impl TriggerDef {
         Timing {
             schedule: self.schedule.clone(),
             timezone: self.timezone.clone(),
-            interval_seconds: self.interval_seconds,
+            interval_ms: self.interval_ms,
             run_at: self.run_at,
         }
     }
 
-    /// The task text of a firing: the template with its variables filled in.
+    /// The task text of a firing: the template with its variables filled in, in one
+    /// pass, so a payload that contains `{{...}}` arrives as it was sent.
     pub fn render(&self, firing: &Firing) -> String {
         let template = if self.prompt.trim().is_empty() {
             "Trigger {{trigger_name}} fired.\n\n{{payload}}"
@@ -263,13 +273,20 @@ impl TriggerDef {
             &self.prompt
         };
         let payload: String = firing.payload.chars().take(PAYLOAD_MAX_CHARS).collect();
-        let text = template
-            .replace("{{payload}}", &payload)
-            .replace("{{sender}}", firing.sender.as_deref().unwrap_or("unknown"))
-            .replace("{{channel}}", &firing.channel)
-            .replace("{{trigger_name}}", &self.name);
-        let text = text.replace('\0', "");
+        let value = |name: &str| match name {
+            "payload" => Some(payload.as_str()),
+            "sender" => Some(firing.sender.as_deref().unwrap_or("unknown")),
+            "channel" => Some(self.channel.as_deref().unwrap_or(&firing.channel)),
+            "trigger_name" => Some(self.name.as_str()),
+            _ => None,
+        };
+        let text = expand_once(template, value).replace('\0', "");
         if text.trim().is_empty() { format!("Trigger {} fired.", self.name) } else { text }
+    }
+
+    /// The `source` of the tasks it files: its channel, else its type's.
+    pub fn task_source(&self) -> &str {
+        self.channel.as_deref().unwrap_or(self.kind.task_source())
     }
 
     /// The session key a firing's task carries: the firing's own (a thread, a pull
@@ -306,8 +323,31 @@ pub struct Firing {
 pub struct Timing {
     pub schedule: Option<String>,
     pub timezone: String,
-    pub interval_seconds: Option<i64>,
+    pub interval_ms: Option<i64>,
     pub run_at: Option<Timestamp>,
+}
+
+/// `{{name}}` replaced by `value(name)` in one left-to-right pass: what a value brings
+/// in is never read as a variable. Unknown names stay as written.
+fn expand_once<'v>(template: &str, value: impl Fn(&str) -> Option<&'v str>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}").and_then(|end| Some((end, value(&after[..end])?))) {
+            Some((end, text)) => {
+                out.push_str(text);
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn next_run(kind: TriggerType, timing: &Timing, after: Timestamp, run_count: i64) -> Option<Timestamp> {
@@ -319,7 +359,7 @@ fn next_run(kind: TriggerType, timing: &Timing, after: Timestamp, run_count: i64
             let next = cron.find_next_occurrence(&local, false).ok()?;
             Some(Timestamp::from_datetime(next.with_timezone(&Utc)))
         }
-        TriggerType::Interval => Some(after.plus_millis(timing.interval_seconds? * 1000)),
+        TriggerType::Interval => Some(after.plus_millis(timing.interval_ms?)),
         // A slot still ahead; a past `runAt` is set as the first slot at creation only.
         TriggerType::Once => timing.run_at.filter(|at| run_count == 0 && *at > after),
         TriggerType::Webhook | TriggerType::Github | TriggerType::Manual => None,
@@ -419,7 +459,7 @@ mod tests {
         assert_eq!(once.next_run_at, Some(run_at), "a past runAt still fires once");
         once.run_count = 1;
         assert_eq!(once.next_run_after(at("2026-06-01T00:00:01Z")), None);
-        let interval = TriggerDraft { interval_seconds: Some(60), ..draft("interval") }
+        let interval = TriggerDraft { interval_ms: Some(60_000), ..draft("interval") }
             .parse(TriggerId::new_v7(), None, at("2026-01-01T00:00:00Z"))
             .unwrap();
         assert_eq!(interval.next_run_at, Some(at("2026-01-01T00:01:00Z")));
@@ -439,7 +479,8 @@ mod tests {
                 timezone: Some("Mars/Base".into()),
                 ..draft("cron")
             },
-            TriggerDraft { interval_seconds: Some(1), ..draft("interval") },
+            TriggerDraft { interval_ms: Some(999), ..draft("interval") },
+            TriggerDraft { channel: Some("Not A Word".into()), ..draft("manual") },
             draft("once"),
             draft("webhook"),
             TriggerDraft { webhook_public: Some(true), ..draft("github") },
@@ -478,5 +519,27 @@ mod tests {
             ..Firing::default()
         };
         assert_eq!(trigger.render(&firing), "nightly from octocat via webhook: {\"a\": 1}");
+    }
+
+    #[test]
+    fn a_payload_is_expanded_once_and_arrives_verbatim() {
+        let trigger = TriggerDraft {
+            prompt: Some("{{channel}} says: {{payload}} ({{unknown}})".into()),
+            channel: Some("email".into()),
+            ..draft("manual")
+        }
+        .parse(TriggerId::new_v7(), None, Timestamp::now())
+        .unwrap();
+        let firing = Firing {
+            payload: "use {{sender}} and {{payload}} in templates {{".into(),
+            sender: Some("octocat".into()),
+            channel: "manual".into(),
+            ..Firing::default()
+        };
+        assert_eq!(
+            trigger.render(&firing),
+            "email says: use {{sender}} and {{payload}} in templates {{ ({{unknown}})"
+        );
+        assert_eq!(trigger.task_source(), "email");
     }
 }

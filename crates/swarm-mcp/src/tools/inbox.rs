@@ -19,7 +19,7 @@ use swarm_domain::{
     poll::Trigger,
     task::{Task, TaskDraft, TaskStatus},
 };
-use swarm_service::{Finish, PollRequest, ServiceError, TaskListQuery, TaskReport, TaskRequest};
+use swarm_service::{Finish, ServiceError, TaskListQuery, TaskReport, TaskRequest};
 use uuid::Uuid;
 
 use super::{NoArguments, tasks::MCP_SOURCE};
@@ -253,7 +253,7 @@ async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {
         ..TaskListQuery::default()
     };
     let (_, n_active) = call.service.task_list(active_query).await?;
-    let trigger = call.service.poll(call.caller(), PollRequest::default()).await?;
+    let trigger = call.service.poll_next_task(call.caller()).await?;
     let (mut text, task) = match &trigger {
         None => ("no task is waiting".to_string(), None),
         Some(Trigger::TaskOffered { task, .. }) => {

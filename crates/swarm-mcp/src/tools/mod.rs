@@ -7,6 +7,7 @@ mod inbox;
 mod mail;
 mod poll;
 mod slack;
+mod slack_files;
 mod tasks;
 mod triggers;
 
@@ -25,6 +26,7 @@ pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
         tasks::group(),
         poll::group(),
         slack::group(),
+        slack_files::group(),
         chat::group(),
         mail::group(),
         triggers::schedule_group(),

@@ -36,28 +36,28 @@ pub fn schedule_group() -> Vec<ToolSpec> {
         .read_only(),
         ToolSpec::new(
             "create-schedule",
-            "Create a schedule that files a task from taskTemplate: cronExpression (5 or 6 fields, \
-             in timezone, default UTC) or intervalMs (at least 10000). targetAgentId assigns the \
+            "Create a schedule that files a task from taskTemplate: cronExpression (5 fields, \
+             in timezone, default UTC) or intervalMs (at least 1000). targetAgentId assigns the \
              task; without it the task goes to the pool.",
             Audience::Agents,
             create_schedule,
         ),
         ToolSpec::new(
             "update-schedule",
-            "Change a schedule (scheduleId: its id or name): only the fields given. enabled false \
-             pauses it. Its creator or the lead only.",
+            "Change a schedule (scheduleId, or name): only the fields given. enabled false pauses \
+             it. Its creator or the lead only.",
             Audience::Agents,
             update_schedule,
         ),
         ToolSpec::new(
             "delete-schedule",
-            "Delete a schedule (scheduleId: its id or name). Its creator or the lead only.",
+            "Delete a schedule (scheduleId, or name). Its creator or the lead only.",
             Audience::Agents,
             delete_schedule,
         ),
         ToolSpec::new(
             "run-schedule-now",
-            "File a schedule's task now (scheduleId: its id or name), without moving its next run.",
+            "File a schedule's task now (scheduleId, or name), without moving its next run.",
             Audience::Agents,
             run_schedule_now,
         ),
@@ -77,7 +77,7 @@ pub fn inbox_group() -> Vec<ToolSpec> {
         ToolSpec::new(
             "trigger_create",
             "Inbox: create a trigger. name is a slug; type cron (schedule, timezone), interval \
-             (interval_seconds), once (run_at), webhook (webhook_secret, or webhook_public true), \
+             (interval_ms), once (run_at), webhook (webhook_secret, or webhook_public true), \
              github (webhook_secret) or manual. prompt may use {{payload}}, {{sender}}, {{channel}}, \
              {{trigger_name}}. session_mode persistent resumes one agent session per conversation.",
             Audience::Anyone,
@@ -103,7 +103,8 @@ fn view(trigger: &TriggerDef) -> Value {
     let mut value = serde_json::to_value(trigger).unwrap_or_default();
     value["hasWebhookSecret"] = json!(trigger.has_webhook_secret());
     if trigger.kind.is_webhook() {
-        value["webhookUrl"] = json!(format!("/api/webhooks/{}", trigger.name));
+        // The seed's field name, and the URL the sender must call (stdio knows the hub's).
+        value["webhook_url"] = json!(format!("{}/api/webhooks/{}", crate::stdio::hub_url(), trigger.name));
         value["auth"] = json!(if trigger.webhook_public {
             "public: no signature needed".to_string()
         } else if trigger.kind == TriggerType::Github {
@@ -144,9 +145,9 @@ async fn list_schedules(call: ToolCall, args: ListSchedulesArguments) -> Outcome
 struct ScheduleFields {
     /// The text of each task it files; `{{trigger_name}}` names the schedule.
     task_template: Option<String>,
-    /// 5 or 6 fields, e.g. `0 9 * * 1-5`.
+    /// 5 fields (minute first), e.g. `0 9 * * 1-5`.
     cron_expression: Option<String>,
-    /// Milliseconds between runs (at least 10000).
+    /// Milliseconds between runs (at least 1000).
     interval_ms: Option<i64>,
     /// IANA time zone of the cron expression (default UTC).
     timezone: Option<String>,
@@ -161,14 +162,7 @@ struct ScheduleFields {
 
 impl ScheduleFields {
     fn draft(self, name: String, kind: Option<&str>) -> Result<TriggerDraft, Reply> {
-        let interval_seconds = match self.interval_ms {
-            Some(ms) if ms <= 0 || ms % 1000 != 0 => {
-                return Err(invalid("intervalMs must be a positive whole number of seconds (in ms)"));
-            }
-            Some(ms) => Some(ms / 1000),
-            None => None,
-        };
-        let kind = match (kind, &self.cron_expression, interval_seconds) {
+        let kind = match (kind, &self.cron_expression, self.interval_ms) {
             (None, _, _) => String::new(),
             (Some(_), Some(_), Some(_)) => {
                 return Err(invalid("give cronExpression or intervalMs, not both"));
@@ -183,7 +177,7 @@ impl ScheduleFields {
             description: self.description,
             schedule: self.cron_expression,
             timezone: self.timezone,
-            interval_seconds,
+            interval_ms: self.interval_ms,
             target: self.target_agent_id,
             prompt: self.task_template,
             task_type: self.task_type,
@@ -218,18 +212,20 @@ async fn create_schedule(call: ToolCall, args: CreateScheduleArguments) -> Outco
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 struct UpdateScheduleArguments {
-    /// The schedule's id or name.
-    schedule_id: String,
+    /// The schedule's id (or its name).
+    schedule_id: Option<String>,
+    /// The schedule's name, when no scheduleId is given.
+    name: Option<String>,
     #[serde(flatten)]
     fields: ScheduleFields,
 }
 
 async fn update_schedule(call: ToolCall, args: UpdateScheduleArguments) -> Outcome {
-    let current = schedule(&call, &args.schedule_id).await?;
+    let current = schedule(&call, args.schedule_id.as_deref(), args.name.as_deref()).await?;
     let mut draft = args.fields.draft(String::new(), None)?;
     // The reference switches kinds by which field is given; a trigger keeps its type.
     if draft.schedule.is_some() && current.kind != TriggerType::Cron
-        || draft.interval_seconds.is_some() && current.kind != TriggerType::Interval
+        || draft.interval_ms.is_some() && current.kind != TriggerType::Interval
     {
         return Err(invalid(format!(
             "{} is a {} schedule: delete it and create another to change its kind",
@@ -245,24 +241,38 @@ async fn update_schedule(call: ToolCall, args: UpdateScheduleArguments) -> Outco
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ScheduleIdArguments {
-    /// The schedule's id or name.
-    schedule_id: String,
+    /// The schedule's id (or its name).
+    schedule_id: Option<String>,
+    /// The schedule's name, when no scheduleId is given.
+    name: Option<String>,
 }
 
 async fn delete_schedule(call: ToolCall, args: ScheduleIdArguments) -> Outcome {
-    let current = schedule(&call, &args.schedule_id).await?;
+    let current = schedule(&call, args.schedule_id.as_deref(), args.name.as_deref()).await?;
     let deleted = call.service.trigger_delete(call.caller(), &current.name).await?;
     Ok(Reply::ok(format!("schedule {} deleted", deleted.name)).with("schedule", view(&deleted)))
 }
 
 async fn run_schedule_now(call: ToolCall, args: ScheduleIdArguments) -> Outcome {
-    let current = schedule(&call, &args.schedule_id).await?;
+    let current = schedule(&call, args.schedule_id.as_deref(), args.name.as_deref()).await?;
     let task = call.service.trigger_fire(call.caller(), &current.name, FireRequest::default()).await?;
     Ok(Reply::ok(format!("schedule {} ran: task {}", current.name, task.id)).with("task", task))
 }
 
-/// A cron or interval trigger by id or name; other types are not schedules.
-async fn schedule(call: &ToolCall, id_or_name: &str) -> Result<TriggerDef, Reply> {
+fn given(text: Option<&str>) -> Option<&str> {
+    text.map(str::trim).filter(|text| !text.is_empty())
+}
+
+/// A cron or interval trigger by `scheduleId` (an id, or a name as we always took it)
+/// or by `name`, as the reference takes either; other types are not schedules.
+async fn schedule(
+    call: &ToolCall,
+    schedule_id: Option<&str>,
+    name: Option<&str>,
+) -> Result<TriggerDef, Reply> {
+    let Some(id_or_name) = given(schedule_id).or(given(name)) else {
+        return Err(invalid("give scheduleId or name: which schedule"));
+    };
     let trigger = call.service.trigger_find(id_or_name).await?;
     if !SCHEDULE_TYPES.contains(&trigger.kind) {
         return Err(invalid(format!(
@@ -296,13 +306,16 @@ async fn trigger_list(call: ToolCall, args: TriggerListArguments) -> Outcome {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 struct TriggerFields {
     description: Option<String>,
-    /// The seed's inbox channel; tasks carry their trigger's type as source instead.
+    /// The seed's inbox channel: the source of the trigger's tasks and `{{channel}}`
+    /// (default: the trigger's type, e.g. schedule, webhook).
     channel: Option<String>,
     /// cron: the expression.
     schedule: Option<String>,
     /// cron: IANA time zone (default UTC).
     timezone: Option<String>,
-    /// interval: seconds between firings.
+    /// interval: milliseconds between firings (at least 1000).
+    interval_ms: Option<i64>,
+    /// interval: seconds between firings (interval_ms wins when both are given).
     interval_seconds: Option<i64>,
     /// once: when (RFC 3339, e.g. 2026-01-20T10:00:00Z).
     run_at: Option<String>,
@@ -321,8 +334,6 @@ struct TriggerFields {
 
 impl TriggerFields {
     fn draft(self, name: String, kind: String) -> Result<TriggerDraft, Reply> {
-        // The channel has no column of its own: a trigger's tasks say where they came from.
-        let _ = self.channel;
         let run_at = match self.run_at {
             Some(text) => {
                 Some(serde_json::from_value::<Timestamp>(Value::String(text.clone())).map_err(|_| {
@@ -337,11 +348,14 @@ impl TriggerFields {
             description: self.description,
             schedule: self.schedule,
             timezone: self.timezone,
-            interval_seconds: self.interval_seconds,
+            interval_ms: self
+                .interval_ms
+                .or(self.interval_seconds.map(|seconds| seconds.saturating_mul(1000))),
             run_at,
             webhook_secret: self.webhook_secret,
             webhook_public: self.webhook_public,
             github_bot: self.github_bot,
+            channel: self.channel,
             target: self.target,
             prompt: self.prompt,
             session_mode: self.session_mode,

@@ -32,6 +32,7 @@ macro_rules! __store_conformance_triggers {
                 trigger_delivery_mark_expires,
                 trigger_sessions_are_upserted_and_deleted_with_the_trigger,
                 trigger_awaited_task_result_is_claimed_once_and_delivered,
+                trigger_keeps_milliseconds_and_channel_and_takes_its_awaits_when_deleted,
             ],
             multi_thread: []
         );
@@ -275,4 +276,41 @@ pub async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Ar
     assert!(!fx.store.task_await_deliver(child.id, triage, fx.now()).await.unwrap(), "delivered once");
     let far = later.plus_millis(600_000);
     assert_eq!(fx.store.poll_claim(triage, &kinds, far, far.plus_millis(1)).await.unwrap(), None);
+}
+
+pub async fn trigger_keeps_milliseconds_and_channel_and_takes_its_awaits_when_deleted(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let now = fx.now();
+    let interval = TriggerDraft {
+        name: "heartbeat".into(),
+        kind: "interval".into(),
+        interval_ms: Some(1_500),
+        channel: Some("email".into()),
+        ..TriggerDraft::default()
+    }
+    .parse(TriggerId::new_v7(), None, now)
+    .unwrap();
+    let created = fx.store.trigger_create(&interval).await.unwrap();
+    assert_eq!((created.interval_ms, created.channel.as_deref()), (Some(1_500), Some("email")));
+    assert_eq!(created.next_run_at, Some(now.plus_millis(1_500)), "not rounded to a second");
+    let mut changed = created.clone();
+    changed.interval_ms = Some(2_250);
+    changed.channel = None;
+    assert_eq!(fx.store.trigger_update(&changed).await.unwrap(), Some(changed.clone()));
+
+    // A task the trigger's session awaits: deleting the trigger leaves no await behind.
+    let triage = fx.worker("triage").await;
+    let parent = fx.started_task("a firing", triage).await;
+    let awaiting = NewTaskAwait {
+        agent_id: triage,
+        parent_task_id: parent.id,
+        trigger_name: "heartbeat".into(),
+        session_key: "default".into(),
+    };
+    let child = NewTask::parse(draft("follow up"), Some(triage)).unwrap();
+    fx.store.task_create_awaited(&child, &awaiting, fx.now()).await.unwrap();
+    assert!(fx.store.task_await_get(child.id).await.unwrap().is_some());
+    assert!(fx.store.trigger_delete(created.id).await.unwrap());
+    assert_eq!(fx.store.task_await_get(child.id).await.unwrap(), None, "the await went with its trigger");
+    assert!(fx.store.task_get(child.id).await.unwrap().is_some(), "the task itself stays");
 }

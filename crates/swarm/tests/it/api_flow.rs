@@ -72,7 +72,7 @@ async fn register_create_list_show_finish_pause_resume() {
     assert_eq!(status, 200, "{resumed}");
     assert_eq!(resumed["task"]["status"], "in_progress");
     let (status, _) = hub.post(&format!("/api/tasks/{task_id}/resume"), Some(&worker), json!({})).await;
-    assert_eq!(status, 409, "resuming a task in progress is refused");
+    assert_eq!(status, 400, "resuming a task in progress is refused, as the reference does");
 
     let (status, progress) = hub
         .post(&format!("/api/tasks/{task_id}/progress"), Some(&worker), json!({"progress": "half done"}))
@@ -354,6 +354,9 @@ async fn session_logs_and_costs_round_trip() {
     let cost = json!({"sessionId": "s-1", "agentId": agent, "taskId": task_id, "totalCostUsd": 0.42, "inputTokens": 1200, "numTurns": 3, "model": "claude-opus"});
     let (status, recorded) = hub.post("/api/session-costs", Some(&agent), cost).await;
     assert_eq!(status, 201, "{recorded}");
+    assert_eq!(recorded["success"], true, "the reference's answer: {recorded}");
+    assert_eq!(recorded["cost"]["totalCostUsd"], 0.42, "{recorded}");
+    assert_eq!(recorded["cost"]["sessionId"], "s-1", "{recorded}");
     let (_, costs) = hub.get(&format!("/api/session-costs?taskId={task_id}"), None).await;
     assert_eq!(costs["costs"][0]["totalCostUsd"], 0.42);
     assert_eq!(costs["costs"][0]["inputTokens"], 1200);

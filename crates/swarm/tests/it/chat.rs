@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::hub::{Hub, sqlite_file};
+use crate::hub::{Hub, TEST_RUNNER_ID, sqlite_file};
 
 const GENERAL: &str = "00000000-0000-7000-8000-000000000001";
 
@@ -18,7 +18,7 @@ async fn agent(hub: &Hub, name: &str) -> String {
 }
 
 async fn poll(hub: &Hub, agent: &str) -> Value {
-    let (status, body) = hub.get("/api/poll", Some(agent)).await;
+    let (status, body) = hub.poll_as_runner(agent, 0).await;
     assert_eq!(status, 200, "{body}");
     body["trigger"].clone()
 }
@@ -39,7 +39,13 @@ async fn a_mention_wakes_the_agent_and_reading_clears_it() {
         let url = hub.url("/api/poll?wait=10");
         let bob = bob.clone();
         tokio::spawn(async move {
-            let response = reqwest::Client::new().get(url).header("X-Agent-ID", bob).send().await.unwrap();
+            let response = reqwest::Client::new()
+                .get(url)
+                .header("X-Agent-ID", bob)
+                .header("X-Runner-ID", TEST_RUNNER_ID)
+                .send()
+                .await
+                .unwrap();
             (response.status().as_u16(), response.json::<Value>().await.unwrap(), started.elapsed())
         })
     };

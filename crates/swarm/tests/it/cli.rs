@@ -79,6 +79,11 @@ async fn task_agent_and_stats_commands_drive_a_hub() {
     let again = swarm(&url, Some(KEY), &["task", "finish", &task_id, "--failed", "--reason", "late"]);
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("already finished"));
+    // A task nobody started cannot be finished: the hub changes nothing, the CLI says so.
+    let unstarted = swarm(&url, Some(KEY), &["task", "finish", &pool_id]);
+    assert!(!unstarted.status.success());
+    let said = String::from_utf8_lossy(&unstarted.stderr);
+    assert!(said.contains("unassigned") && said.contains("only a task in progress"), "{said}");
 
     let cancelled =
         stdout_json(&swarm(&url, Some(KEY), &["task", "cancel", &pool_id, "--reason", "dropped", "--json"]));

@@ -32,7 +32,9 @@ const COMMANDS: [&str; 6] =
 fn swarm(home: &Path, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
     let mut command = Command::new(SWARM);
     command.args(args).current_dir(home).env("HOME", home);
-    for name in ["MCP_BASE_URL", "API_KEY", "AGENT_ID", "TASK_ID", "CLAUDE_PROJECT_DIR", "CODEX_HOME"] {
+    for name in
+        ["MCP_BASE_URL", "API_KEY", "AGENT_ID", "TASK_ID", "TASK_FILE", "CLAUDE_PROJECT_DIR", "CODEX_HOME"]
+    {
         command.env_remove(name);
     }
     command.envs(env.iter().copied());
@@ -403,6 +405,23 @@ async fn hooks_report_to_the_agent_and_block_a_cancelled_task() {
     );
     let (output, _) = hook(project.path(), "user-prompt-submit", &env, &event_json("UserPromptSubmit"));
     assert_eq!(output.status.code(), Some(2), "a cancelled task's prompt is blocked too");
+
+    // The reference's runner exports no TASK_ID: it names a JSON file with the run's task.
+    let task_file = project.path().join("task-4242.json");
+    let write_task_file = |task: &str| {
+        let content = json!({"taskId": task, "agentId": AGENT, "startedAt": "2026-01-20T10:00:00.000Z"});
+        std::fs::write(&task_file, content.to_string()).unwrap();
+    };
+    let task_file_path = task_file.to_str().unwrap().to_string();
+    let env: Vec<(&str, &str)> =
+        base.iter().copied().chain([("TASK_FILE", task_file_path.as_str())]).collect();
+    write_task_file(&doomed);
+    let (output, _) = hook(project.path(), "pre-tool-use", &env, &event_json("PreToolUse"));
+    assert_eq!(output.status.code(), Some(2), "TASK_FILE's cancelled task blocks the tool call");
+    assert!(String::from_utf8_lossy(&output.stderr).contains(&doomed));
+    write_task_file(&working);
+    let (output, _) = hook(project.path(), "pre-tool-use", &env, &event_json("PreToolUse"));
+    assert_eq!(ok(&output), "", "TASK_FILE's task in progress: the tool runs");
 
     // No environment at all: the hook finds the hub and the agent in .mcp.json, as the
     // MCP tools do (here with the key embedded, as --embed-api-key writes it).

@@ -38,7 +38,7 @@ async fn task(hub: &Hub, id: &str) -> Value {
 }
 
 async fn poll(hub: &Hub, agent: &str, wait: u32) -> Value {
-    let (status, body) = hub.get(&format!("/api/poll?wait={wait}"), Some(agent)).await;
+    let (status, body) = hub.poll_as_runner(agent, wait).await;
     assert_eq!(status, 200, "{body}");
     body["trigger"].clone()
 }

@@ -369,6 +369,14 @@ impl Hub {
         request
     }
 
+    /// `GET /api/poll?wait=` as our runner polls: with `X-Runner-ID`, so every kind of
+    /// trigger comes (a poll without it gets only the reference's kinds).
+    pub async fn poll_as_runner(&self, agent: &str, wait: u32) -> (u16, Value) {
+        let path = format!("/api/poll?wait={wait}");
+        send(self.request(reqwest::Method::GET, &path, Some(agent)).header("X-Runner-ID", TEST_RUNNER_ID))
+            .await
+    }
+
     pub async fn get(&self, path: &str, agent: Option<&str>) -> (u16, Value) {
         send(self.request(reqwest::Method::GET, path, agent)).await
     }
@@ -453,6 +461,9 @@ pub async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
     };
     (status, body)
 }
+
+/// The runner id the tests' polls send when they stand for our runner.
+pub const TEST_RUNNER_ID: &str = "0193a5c0-0000-7000-8000-00000000f00d";
 
 pub fn sqlite_file(dir: &Path) -> Database {
     Database::SqliteFile(dir.join("swarm.db"))

@@ -12,7 +12,7 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::hub::{Hub, SWARM, sqlite_file};
+use crate::hub::{Hub, SWARM, TEST_RUNNER_ID, sqlite_file};
 
 async fn agent(hub: &Hub, name: &str, lead: bool) -> String {
     let id = uuid::Uuid::new_v4().to_string();
@@ -49,7 +49,13 @@ async fn urgent_mail_wakes_the_recipient_and_a_reply_ends_the_senders_waiting() 
         let url = hub.url("/api/poll?wait=10");
         let lead = lead.clone();
         tokio::spawn(async move {
-            let response = reqwest::Client::new().get(url).header("X-Agent-ID", lead).send().await.unwrap();
+            let response = reqwest::Client::new()
+                .get(url)
+                .header("X-Agent-ID", lead)
+                .header("X-Runner-ID", TEST_RUNNER_ID)
+                .send()
+                .await
+                .unwrap();
             (response.json::<Value>().await.unwrap(), started.elapsed())
         })
     };

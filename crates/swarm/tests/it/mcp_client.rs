@@ -110,6 +110,7 @@ fn stdio_transport(database: &Database, agent: Option<&str>, env: &[(&str, &str)
             .env_remove("DATABASE_PATH")
             .env_remove("AGENT_ID")
             .env_remove("ATLAS_TRIGGER")
+            .env_remove("MCP_BASE_URL")
             .env("RUST_LOG", "warn");
         match &database {
             Database::SqliteFile(path) => command.arg("--db").arg(path),
@@ -172,7 +173,7 @@ pub fn new_agent_id() -> String {
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
 pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 28] = [
+pub const WORKER_TOOLS: [&str; 30] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -187,6 +188,8 @@ pub const WORKER_TOOLS: [&str; 28] = [
     "slack-reply",
     "get-inbox-message",
     "slack-read",
+    "slack-upload-file",
+    "slack-download-file",
     "list-channels",
     "create-channel",
     "post-message",
@@ -213,6 +216,8 @@ pub fn lead_tools() -> Vec<&'static str> {
         "slack-read",
         "slack-post",
         "slack-list-channels",
+        "slack-upload-file",
+        "slack-download-file",
         "list-channels",
         "create-channel",
         "post-message",

@@ -294,7 +294,7 @@ async fn mcp_bad_input_gets_a_clear_refusal_and_the_hub_keeps_answering() {
     let response = http
         .post(hub.url("/mcp"))
         .bearer_auth(KEY)
-        .header("Host", "evil.example")
+        .header("Host", "host.docker.internal:3013")
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream")
         .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
@@ -302,6 +302,15 @@ async fn mcp_bad_input_gets_a_clear_refusal_and_the_hub_keeps_answering() {
         .await
         .unwrap();
     assert_eq!(response.status(), 403);
+    // A worker in a container reaches the hub by another name: the refusal says what to set.
+    let refusal: Value = response.json().await.expect("a JSON refusal");
+    let error = refusal["error"].as_str().unwrap_or_default();
+    assert!(
+        ["host.docker.internal", "--mcp-allowed-hosts", "MCP_ALLOWED_HOSTS", "--host"]
+            .iter()
+            .all(|needed| error.contains(needed)),
+        "{refusal}"
+    );
     for body in ["not json", "{", "[]", r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":7}"#] {
         let response = http
             .post(hub.url("/mcp"))

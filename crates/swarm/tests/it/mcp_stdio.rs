@@ -231,3 +231,69 @@ async fn mcp_stdio_poll_task_wakes_on_work_from_another_process() {
         (Some("in_progress"), Some(worker.as_str()))
     );
 }
+
+/// The seed's trigger fields as its users write them: `channel` decides where the
+/// trigger's tasks say they came from, `webhook_url` is the URL a sender calls, and a
+/// payload that itself contains `{{...}}` reaches the task as it was sent.
+#[tokio::test]
+async fn inbox_triggers_keep_their_channel_name_their_webhook_url_and_expand_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = sqlite_file(dir.path());
+    let hub = Hub::start(&database, None);
+    let worker_id = new_agent_id();
+    let worker =
+        connect_stdio(&database, Some(&worker_id), &[("MCP_BASE_URL", "http://hub.example:3013/")]).await;
+    ok(&worker, "join-swarm", json!({"name": "inbox-worker"})).await;
+
+    let created = ok(
+        &worker,
+        "trigger_create",
+        json!({"name": "mail-in", "type": "webhook", "channel": "email", "webhook_secret": "s3cret",
+               "prompt": "From {{sender}} on {{channel}}: {{payload}}"}),
+    )
+    .await;
+    let trigger = &created["trigger"];
+    assert_eq!(trigger["webhook_url"], "http://hub.example:3013/api/webhooks/mail-in", "{created}");
+    assert!(trigger.get("webhookUrl").is_none(), "one name, the seed's: {created}");
+    assert_eq!(trigger["channel"], "email", "{created}");
+    let reason =
+        refused(&worker, "trigger_create", json!({"name": "bad", "type": "manual", "channel": "E Mail"}))
+            .await;
+    assert!(reason.contains("channel"), "{reason}");
+
+    let response = reqwest::Client::new()
+        .post(hub.url("/api/webhooks/mail-in"))
+        .header("x-webhook-secret", "s3cret")
+        .header("content-type", "text/plain")
+        .body("write {{channel}} and {{trigger_name}} literally")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let answer: Value = response.json().await.unwrap();
+    let task_id = answer["taskId"].as_str().expect("a task").to_string();
+    let (_, task) = hub.get(&format!("/api/tasks/{task_id}"), None).await;
+    assert_eq!(task["source"], "email", "{task}");
+    let text = task["task"].as_str().unwrap();
+    assert!(text.contains("on email: "), "{text}");
+    assert!(text.ends_with("write {{channel}} and {{trigger_name}} literally"), "expanded once: {text}");
+
+    // get_next_task hands out tasks only: urgent mail is no task and stays unread.
+    let colleague = new_agent_id();
+    let (status, _) = hub.post("/api/agents", Some(&colleague), json!({"name": "colleague"})).await;
+    assert_eq!(status, 201);
+    let (status, mail) = hub
+        .post(
+            "/api/mail",
+            Some(&colleague),
+            json!({"to": "inbox-worker", "priority": "urgent", "subject": "now", "body": "read me"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{mail}");
+    let (_, claimed) = hub.post(&format!("/api/tasks/{task_id}/cancel"), None, json!({})).await;
+    assert_eq!(claimed["task"]["status"], "cancelled");
+    let next = ok(&worker, "get_next_task", json!({})).await;
+    assert!(next["next_task"].is_null() && next["trigger"].is_null(), "{next}");
+    let (_, me) = hub.get("/me?include=inbox", Some(&worker_id)).await;
+    assert_eq!(me["inbox"]["unreadMailCount"], 1, "the mail was not consumed: {me}");
+}

@@ -358,7 +358,8 @@ fn max_overlap(records: &[Record]) -> usize {
 async fn a_worker_runner_completes_an_assigned_task_and_logs_it() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let mut runner = Runner::start(&hub, RunnerSetup::worker(dir.path()));
+    // YOLO=0, as the reference's deployments write it, is no error and means no --yolo.
+    let mut runner = Runner::start(&hub, RunnerSetup::worker(dir.path()).env("YOLO", "0"));
     let registered = registered(&hub, &runner).await;
     assert_eq!(registered["isLead"], false);
     assert_eq!(registered["name"], format!("worker-{}", &runner.agent_id[..8]), "AGENT_NAME's default");
@@ -568,14 +569,15 @@ async fn an_agent_that_exits_without_reporting_leaves_its_task_failed_with_that_
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
 
-    // With --yolo the runner keeps going after the failed run.
+    // With YOLO=1 (the reference's spelling of --yolo) the runner keeps going after the
+    // failed run.
     let yolo_dir = dir.path().join("yolo");
     let mut setup =
         RunnerSetup::worker(&yolo_dir).env("STAND_IN_BEHAVIOUR", "silent").env("STAND_IN_EXIT_CODE", "3");
     // A silent agent failing at once looks like a broken environment (runner_env.rs);
     // here every exit counts as the task's.
     setup.env.push(("QUICK_EXIT_MS", "0".into()));
-    setup.flags.push("--yolo");
+    setup.env.push(("YOLO", "1".into()));
     let mut yolo = Runner::start(&hub, setup);
     registered(&hub, &yolo).await;
     for text in ["first", "second"] {
@@ -665,7 +667,7 @@ async fn a_runner_restarted_after_a_crash_picks_up_the_task_it_still_holds() {
 async fn ai_loop_mode_starts_the_agent_right_away_with_the_default_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let mut setup = RunnerSetup::worker(dir.path()).env("AI_LOOP", "true").env("STAND_IN_SLEEP_MS", "100");
+    let mut setup = RunnerSetup::worker(dir.path()).env("AI_LOOP", "1").env("STAND_IN_SLEEP_MS", "100");
     setup.flags.extend(["-m", "/start-worker please"]);
     let mut runner = Runner::start(&hub, setup);
     registered(&hub, &runner).await;

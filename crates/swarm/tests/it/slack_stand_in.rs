@@ -1,14 +1,28 @@
 //! A local Slack for the bridge's tests: the Web API methods the bridge calls
 //! (`auth.test`, `chat.postMessage`, `conversations.replies`, `conversations.list`,
 //! `users.info`, `apps.connections.open`) over HTTP, and Socket Mode's websocket, which
-//! pushes the envelopes a test sends and records the bridge's acknowledgements.
+//! pushes the envelopes a test sends and records the bridge's acknowledgements. Files
+//! as Slack keeps them: `files.getUploadURLExternal` hands out a signed upload URL,
+//! the bytes are POSTed there, `files.completeUploadExternal` shares them;
+//! `files.info` describes a file and its `url_private_download` serves it only with the
+//! bot token (else Slack's sign-in page). The file methods take query parameters.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use axum::{
     Json, Router,
-    extract::{Path, State},
-    routing::post,
+    body::Bytes,
+    extract::{Path, Query, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
 };
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -19,16 +33,32 @@ use tokio::{
 use tokio_tungstenite::tungstenite::Message;
 
 pub const BOT_USER: &str = "UBOT";
+/// The bot token the tests give the hub (`--slack-bot-token`).
+pub const BOT_TOKEN: &str = "xoxb-test";
+
+/// A file Slack holds: its bytes and where it was shared (channel, thread or message ts).
+#[derive(Debug, Clone, Default)]
+pub struct StoredFile {
+    pub name: String,
+    pub title: Option<String>,
+    pub bytes: Vec<u8>,
+    pub shares: Vec<(String, String)>,
+    pub initial_comment: Option<String>,
+    pub complete: bool,
+}
 
 #[derive(Default)]
 struct Recorded {
     calls: Vec<(String, Value)>,
     acks: Vec<String>,
     connections: usize,
+    files: HashMap<String, StoredFile>,
 }
 
 pub struct SlackStandIn {
     pub api_url: String,
+    /// The app was installed without the file scopes: file methods answer `missing_scope`.
+    pub without_file_scopes: Arc<AtomicBool>,
     recorded: Arc<Mutex<Recorded>>,
     changed: Arc<Notify>,
     envelopes: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
@@ -39,6 +69,8 @@ struct ApiState {
     recorded: Arc<Mutex<Recorded>>,
     changed: Arc<Notify>,
     socket_url: String,
+    base_url: String,
+    without_file_scopes: Arc<AtomicBool>,
 }
 
 impl SlackStandIn {
@@ -51,12 +83,42 @@ impl SlackStandIn {
         let socket_url = format!("ws://{}/socket", socket_listener.local_addr().unwrap());
         tokio::spawn(serve_sockets(socket_listener, recorded.clone(), changed.clone(), envelopes.clone()));
 
-        let state = ApiState { recorded: recorded.clone(), changed: changed.clone(), socket_url };
-        let app = Router::new().route("/api/{method}", post(web_api)).with_state(state);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let api_url = format!("http://{}/api", listener.local_addr().unwrap());
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let without_file_scopes = Arc::new(AtomicBool::new(false));
+        let state = ApiState {
+            recorded: recorded.clone(),
+            changed: changed.clone(),
+            socket_url,
+            base_url: base_url.clone(),
+            without_file_scopes: without_file_scopes.clone(),
+        };
+        let app = Router::new()
+            .route("/api/{method}", post(web_api))
+            .route("/upload/v1/{file_id}", post(receive_upload))
+            .route("/files-pri/{file_id}/download", get(serve_file))
+            .with_state(state);
+        let api_url = format!("{base_url}/api");
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        SlackStandIn { api_url, recorded, changed, envelopes }
+        SlackStandIn { api_url, without_file_scopes, recorded, changed, envelopes }
+    }
+
+    /// A file a person shared in a thread, as Slack would hold it.
+    pub async fn put_file(&self, id: &str, name: &str, bytes: &[u8], channel: &str, thread_ts: &str) {
+        let file = StoredFile {
+            name: name.into(),
+            bytes: bytes.to_vec(),
+            shares: vec![(channel.into(), thread_ts.into())],
+            complete: true,
+            ..StoredFile::default()
+        };
+        self.recorded.lock().await.files.insert(id.into(), file);
+    }
+
+    /// Wait for a file shared by `files.completeUploadExternal` whose name is `name`.
+    pub async fn wait_shared_file(&self, name: &str) -> StoredFile {
+        self.wait_for("a shared file", |r| r.files.values().find(|f| f.complete && f.name == name).cloned())
+            .await
     }
 
     /// Wait until `check` holds for what was recorded (at most 30 s).
@@ -120,9 +182,25 @@ impl SlackStandIn {
 async fn web_api(
     State(state): State<ApiState>,
     Path(method): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
     body: Option<Json<Value>>,
 ) -> Json<Value> {
-    let body = body.map(|Json(body)| body).unwrap_or(Value::Null);
+    let mut body = body.map(|Json(body)| body).unwrap_or(Value::Null);
+    if method.starts_with("files.") {
+        body = json!(query);
+        let answer = if bearer(&headers) != Some(BOT_TOKEN) {
+            json!({ "ok": false, "error": "invalid_auth" })
+        } else if state.without_file_scopes.load(Ordering::SeqCst) {
+            let needed = if method == "files.info" { "files:read" } else { "files:write" };
+            json!({ "ok": false, "error": "missing_scope", "needed": needed, "provided": "chat:write" })
+        } else {
+            file_method(&state, &method, &query).await
+        };
+        state.recorded.lock().await.calls.push((method, body));
+        state.changed.notify_waiters();
+        return Json(answer);
+    }
     let answer = match method.as_str() {
         "auth.test" => json!({ "ok": true, "user_id": BOT_USER, "bot_id": "BBOT" }),
         "apps.connections.open" => json!({ "ok": true, "url": state.socket_url }),
@@ -152,6 +230,93 @@ async fn web_api(
     state.recorded.lock().await.calls.push((method, body));
     state.changed.notify_waiters();
     Json(answer)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
+}
+
+async fn file_method(state: &ApiState, method: &str, query: &HashMap<String, String>) -> Value {
+    let mut recorded = state.recorded.lock().await;
+    match method {
+        "files.getUploadURLExternal" => {
+            let (Some(name), Some(length)) = (query.get("filename"), query.get("length")) else {
+                return json!({ "ok": false, "error": "invalid_arguments" });
+            };
+            if length.parse::<usize>().is_err() {
+                return json!({ "ok": false, "error": "invalid_arguments" });
+            }
+            let id = format!("F{:08}", recorded.files.len() + 1);
+            recorded.files.insert(id.clone(), StoredFile { name: name.clone(), ..StoredFile::default() });
+            json!({ "ok": true, "upload_url": format!("{}/upload/v1/{id}", state.base_url), "file_id": id })
+        }
+        "files.completeUploadExternal" => {
+            let files: Vec<Value> =
+                query.get("files").and_then(|text| serde_json::from_str(text).ok()).unwrap_or_default();
+            let Some(channel) = query.get("channel_id") else {
+                return json!({ "ok": false, "error": "invalid_arguments" });
+            };
+            let mut done = Vec::new();
+            for entry in files {
+                let Some(file) = entry["id"].as_str().and_then(|id| recorded.files.get_mut(id)) else {
+                    return json!({ "ok": false, "error": "file_not_found" });
+                };
+                if file.bytes.is_empty() {
+                    return json!({ "ok": false, "error": "file_upload_not_found" });
+                }
+                file.complete = true;
+                file.title = entry["title"].as_str().map(str::to_string);
+                file.initial_comment = query.get("initial_comment").cloned();
+                let ts = query.get("thread_ts").cloned().unwrap_or_else(|| "9999.000001".into());
+                file.shares.push((channel.clone(), ts));
+                done.push(json!({ "id": entry["id"], "title": entry["title"] }));
+            }
+            json!({ "ok": true, "files": done })
+        }
+        "files.info" => {
+            let Some((id, file)) = query.get("file").and_then(|id| Some((id, recorded.files.get(id)?)))
+            else {
+                return json!({ "ok": false, "error": "file_not_found" });
+            };
+            let mut public = serde_json::Map::new();
+            for (channel, ts) in &file.shares {
+                public.insert(channel.clone(), json!([{ "ts": "9999.000002", "thread_ts": ts }]));
+            }
+            json!({ "ok": true, "file": {
+                "id": id, "name": file.name, "title": file.title, "mimetype": "text/plain",
+                "size": file.bytes.len(),
+                "url_private": format!("{}/files-pri/{id}/download", state.base_url),
+                "url_private_download": format!("{}/files-pri/{id}/download", state.base_url),
+                "shares": { "public": public },
+            }})
+        }
+        _ => json!({ "ok": false, "error": "unknown_method" }),
+    }
+}
+
+async fn receive_upload(State(state): State<ApiState>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    let mut recorded = state.recorded.lock().await;
+    match recorded.files.get_mut(&id) {
+        Some(file) if !file.complete => {
+            file.bytes = body.to_vec();
+            StatusCode::OK
+        }
+        _ => StatusCode::NOT_FOUND,
+    }
+}
+
+async fn serve_file(State(state): State<ApiState>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let sign_in =
+        || ([(header::CONTENT_TYPE, "text/html")], "<!DOCTYPE html><title>Sign in</title>").into_response();
+    if bearer(&headers) != Some(BOT_TOKEN) || state.without_file_scopes.load(Ordering::SeqCst) {
+        return sign_in();
+    }
+    match state.recorded.lock().await.files.get(&id) {
+        Some(file) => {
+            ([(header::CONTENT_TYPE, "application/octet-stream")], file.bytes.clone()).into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn serve_sockets(

@@ -308,7 +308,7 @@ async fn triggers_are_managed_over_rest_with_json_errors() {
         json!({"name": "c", "type": "cron"}),
         json!({"name": "c", "type": "cron", "schedule": "every day"}),
         json!({"name": "c", "type": "cron", "schedule": "0 9 * * *", "timezone": "Mars/Olympus"}),
-        json!({"name": "i", "type": "interval", "intervalSeconds": 1}),
+        json!({"name": "i", "type": "interval", "intervalMs": 999}),
         json!({"name": "m", "type": "manual", "target": "nobody"}),
         json!({"name": "m", "type": "manual", "target": uuid::Uuid::new_v4().to_string()}),
         json!({"name": "m", "type": "manual", "surprise": true}),
@@ -386,8 +386,31 @@ async fn schedule_tools_manage_cron_and_interval_triggers_over_mcp() {
     )
     .await;
     refused(&alice_client, "create-schedule", json!({"name": "x", "taskTemplate": "no timing"})).await;
-    refused(&alice_client, "create-schedule", json!({"name": "y", "intervalMs": 1500, "taskTemplate": "t"}))
+    refused(&alice_client, "create-schedule", json!({"name": "y", "intervalMs": 999, "taskTemplate": "t"}))
         .await;
+    // The reference's intervals need not be whole seconds: 1500 ms stays 1500 ms.
+    let fast = ok(
+        &alice_client,
+        "create-schedule",
+        json!({"name": "fast", "intervalMs": 1500, "taskTemplate": "fast"}),
+    )
+    .await;
+    assert_eq!(fast["schedule"]["intervalMs"], 1500, "{fast}");
+    let (_, stored) = hub.get("/api/triggers/fast", None).await;
+    let stored = &stored["trigger"];
+    assert_eq!(stored["intervalMs"], 1500, "{stored}");
+    let gap = |trigger: &Value| {
+        let at = |field: &str| {
+            chrono::DateTime::parse_from_rfc3339(trigger[field].as_str().unwrap()).unwrap().timestamp_millis()
+        };
+        at("nextRunAt") - at("createdAt")
+    };
+    assert_eq!(gap(stored), 1500, "the first run is 1.5 s after creation: {stored}");
+    let slower = ok(&alice_client, "update-schedule", json!({"name": "fast", "intervalMs": 2250})).await;
+    assert_eq!(slower["schedule"]["intervalMs"], 2250, "update-schedule by name: {slower}");
+    ok(&alice_client, "delete-schedule", json!({"name": "fast"})).await;
+    let reason = refused(&alice_client, "delete-schedule", json!({})).await;
+    assert!(reason.contains("scheduleId or name"), "{reason}");
     let listed = ok(&bob_client, "list-schedules", json!({})).await;
     assert_eq!(listed["schedules"].as_array().unwrap().len(), 2);
 
@@ -400,7 +423,7 @@ async fn schedule_tools_manage_cron_and_interval_triggers_over_mcp() {
     let enabled = ok(&alice_client, "list-schedules", json!({"enabled": true})).await;
     assert_eq!(enabled["schedules"][0]["name"], "tick");
 
-    let ran = ok(&bob_client, "run-schedule-now", json!({"scheduleId": "standup"})).await;
+    let ran = ok(&bob_client, "run-schedule-now", json!({"name": "standup"})).await;
     assert_eq!(
         (ran["task"]["agentId"].as_str(), ran["task"]["source"].as_str()),
         (Some(bob.as_str()), Some("schedule"))

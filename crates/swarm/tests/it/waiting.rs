@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
-    hub::{Hub, sqlite_file},
+    hub::{Hub, TEST_RUNNER_ID, sqlite_file},
     mcp_client::{Revision, connect_http, ok},
     support::eventually,
 };
@@ -26,7 +26,13 @@ fn park(hub: &Hub, agent: &str, seconds: u64) -> tokio::task::JoinHandle<Value> 
     let url = hub.url(&format!("/api/poll?wait={seconds}"));
     let agent = agent.to_string();
     tokio::spawn(async move {
-        let response = reqwest::Client::new().get(url).header("X-Agent-ID", agent).send().await.unwrap();
+        let response = reqwest::Client::new()
+            .get(url)
+            .header("X-Agent-ID", agent)
+            .header("X-Runner-ID", TEST_RUNNER_ID)
+            .send()
+            .await
+            .unwrap();
         response.json::<Value>().await.unwrap()
     })
 }
