@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod chat;
+pub mod epic;
 pub mod event;
 pub mod handback;
 pub mod id;
@@ -13,6 +14,7 @@ pub mod lease;
 pub mod mail;
 pub mod poll;
 pub mod prompts;
+pub mod registry;
 pub mod session;
 pub mod stats;
 pub mod task;

@@ -3,9 +3,11 @@
 
 mod agents;
 mod chat;
+mod epics;
 mod inbox;
 mod mail;
 mod poll;
+mod services;
 mod slack;
 mod tasks;
 mod triggers;
@@ -28,6 +30,8 @@ pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
         chat::group(),
         mail::group(),
         triggers::schedule_group(),
+        epics::group(),
+        services::group(),
     ]
 }
 
