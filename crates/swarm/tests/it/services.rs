@@ -92,7 +92,7 @@ async fn agents_register_services_and_a_process_manager_reads_them() {
 
     // REST filters.
     let (_, healthy_list) = hub.get("/api/services?status=healthy", None).await;
-    assert_eq!(ids(&healthy_list, "services"), [id.clone()]);
+    assert_eq!(ids(&healthy_list, "services"), std::slice::from_ref(&id));
     let (_, alices) = hub.get(&format!("/api/services?agentId={alice}"), None).await;
     assert_eq!(ids(&alices, "services").len(), 2);
     let (_, named) = hub.get("/api/services?name=API", None).await;
