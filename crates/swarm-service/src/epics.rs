@@ -4,6 +4,7 @@
 use swarm_domain::{
     epic::{Epic, EpicDraft, EpicStatus, EpicWithProgress},
     id::{AgentId, EpicId, TaskId},
+    poll::Wake,
     task::{NewTask, Task, TaskDraft},
     time::Timestamp,
 };
@@ -105,8 +106,13 @@ impl Service {
         let now = Timestamp::now().max(read_at.plus_millis(1));
         let updated = changes.apply_to(&current, now)?;
         match self.store.epic_update(&updated, read_at).await? {
-            Applied::Changed { after, .. } => {
+            Applied::Changed { before, after } => {
                 self.publish(Change::Epic { epic_id: id });
+                if after.status == EpicStatus::Active && before.status != EpicStatus::Active {
+                    // Tasks may have finished while it was not active: the lead's parked
+                    // poll may have something to claim now.
+                    self.wake(&[Wake::Leads]).await;
+                }
                 Ok(after)
             }
             Applied::Refused { .. } => Err(ServiceError::Conflict(format!(

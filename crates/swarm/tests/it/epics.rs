@@ -278,3 +278,42 @@ async fn epic_tools_over_mcp() {
     let (status, _) = hub.get(&format!("/api/epics/{id}"), None).await;
     assert_eq!(status, 404);
 }
+
+/// An epic's tasks may finish while it is a draft; activating it then wakes the lead's
+/// parked poll with their progress. The lease is long, so the parked poll does not
+/// re-read by itself before its wait ends (60 s, when it would look once more): an
+/// answer in the first half of the wait is the wake-up's.
+#[tokio::test]
+async fn activating_an_epic_wakes_the_leads_parked_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start_with(&sqlite_file(dir.path()), None, &["--lease-seconds", "600"]);
+    let lead = agent(&hub, "lead", true).await;
+    let worker = agent(&hub, "worker", false).await;
+    let (_, epic) = hub.post("/api/epics", None, json!({ "name": "later", "goal": "start it later" })).await;
+    let id = epic["id"].as_str().unwrap().to_string();
+    let (status, task) = hub
+        .post(&format!("/api/epics/{id}/tasks"), None, json!({ "task": "early work", "agentId": worker }))
+        .await;
+    assert_eq!(status, 201, "{task}");
+    assert_eq!(poll(&hub, &worker).await["type"], "task_assigned");
+    let finish = format!("/api/tasks/{}/finish", task["id"].as_str().unwrap());
+    assert_eq!(hub.post(&finish, Some(&worker), json!({ "status": "completed" })).await.0, 200);
+    assert_eq!(poll(&hub, &lead).await["type"], "tasks_finished");
+    assert_eq!(poll(&hub, &lead).await, Value::Null, "a draft epic's progress is not reported");
+
+    let parked = {
+        let request = hub.request(reqwest::Method::GET, "/api/poll?wait=60", Some(&lead));
+        tokio::spawn(send(request))
+    };
+    hub.parked_polls(1).await;
+    let activated = std::time::Instant::now();
+    let (status, body) = put(&hub, &format!("/api/epics/{id}"), None, json!({ "status": "active" })).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, answer) = parked.await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert!(activated.elapsed().as_secs() < 30, "the poll was not woken: it answered at the end of its wait");
+    let trigger = &answer["trigger"];
+    assert_eq!(trigger["type"], "epic_progress_changed", "{answer}");
+    assert_eq!(trigger["epics"][0]["epic"]["progress"], 100);
+    assert_eq!(trigger["epics"][0]["finishedTasks"][0]["id"], task["id"]);
+}
