@@ -78,6 +78,8 @@ pub struct AppState {
     tags(
         (name = "agents", description = "Registration, profiles, heartbeats"),
         (name = "tasks", description = "Tasks and their state machine"),
+        (name = "epics", description = "Epics: goals that group tasks, with their progress"),
+        (name = "services", description = "Long-running services agents registered, and PM2's ecosystem"),
         (name = "channels", description = "Agent chat: channels, messages, mentions"),
         (name = "mail", description = "Agent mail: priorities, awaiting a response, delivery"),
         (name = "inbox", description = "The lead's inbox: Slack messages routed to the lead"),
@@ -130,4 +132,6 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::system::router())
         .merge(routes::events::router())
         .merge(routes::inbox::router())
+        .merge(routes::epics::router())
+        .merge(routes::services::router())
 }

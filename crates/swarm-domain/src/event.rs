@@ -28,10 +28,17 @@ pub enum EventType {
     AgentStatusReason,
     /// Ours: a task was taken from an agent that is gone, by the rescuer or an operator.
     TaskHandedBack,
+    /// Ours: a task joined an epic or left it (old → new epic id).
+    TaskEpicChanged,
+    /// The reference's: an agent registered a service, or registered it again.
+    ServiceRegistered,
+    ServiceUnregistered,
+    /// A service's status changed (old → new).
+    ServiceStatusChange,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 16] = [
+    pub const ALL: [EventType; 20] = [
         EventType::AgentJoined,
         EventType::AgentStatusChange,
         EventType::AgentLeft,
@@ -48,6 +55,10 @@ impl EventType {
         EventType::ChannelMessage,
         EventType::AgentStatusReason,
         EventType::TaskHandedBack,
+        EventType::TaskEpicChanged,
+        EventType::ServiceRegistered,
+        EventType::ServiceUnregistered,
+        EventType::ServiceStatusChange,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -68,6 +79,10 @@ impl EventType {
             EventType::ChannelMessage => "channel_message",
             EventType::AgentStatusReason => "agent_status_reason",
             EventType::TaskHandedBack => "task_handed_back",
+            EventType::TaskEpicChanged => "task_epic_changed",
+            EventType::ServiceRegistered => "service_registered",
+            EventType::ServiceUnregistered => "service_unregistered",
+            EventType::ServiceStatusChange => "service_status_change",
         }
     }
 

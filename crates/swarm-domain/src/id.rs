@@ -92,6 +92,18 @@ impl ChannelId {
 }
 
 uuid_id!(
+    /// The id of an epic: a project that groups tasks toward one goal.
+    EpicId,
+    "epic id"
+);
+
+uuid_id!(
+    /// The id of a service an agent registered (a long-running process it started).
+    ServiceId,
+    "service id"
+);
+
+uuid_id!(
     /// The id of a piece of agent mail.
     MailId,
     "mail id"

@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod chat;
+pub mod epic;
 pub mod event;
 pub mod handback;
 pub mod id;
@@ -14,6 +15,7 @@ pub mod local_key;
 pub mod mail;
 pub mod poll;
 pub mod prompts;
+pub mod registry;
 pub mod session;
 pub mod stats;
 pub mod task;

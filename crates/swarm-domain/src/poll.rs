@@ -59,6 +59,9 @@ pub enum TriggerKind {
     /// Lead only (ours): tasks the rescuer took from agents that stayed offline, not yet
     /// reported; claimed by the hand-off's `notified_at`, like `tasks_finished`.
     TasksHandedBack,
+    /// Lead only (the reference's): active epics whose tasks finished since the lead was
+    /// last told; claimed by moving each epic's notified change count up to its count.
+    EpicProgressChanged,
     /// A task created from one of my trigger sessions finished: claimed with
     /// `processing_since` and a lease until the runner has resumed that session with
     /// the result and acknowledged it.
@@ -73,7 +76,7 @@ pub enum TriggerKind {
 
 impl TriggerKind {
     /// The order in which a poll checks the kinds: the first that yields wins.
-    pub const ORDER: [TriggerKind; 10] = [
+    pub const ORDER: [TriggerKind; 11] = [
         TriggerKind::TaskOffered,
         TriggerKind::TaskAssigned,
         TriggerKind::UrgentMail,
@@ -82,6 +85,7 @@ impl TriggerKind {
         TriggerKind::UnreadMentions,
         TriggerKind::TasksHandedBack,
         TriggerKind::TasksFinished,
+        TriggerKind::EpicProgressChanged,
         TriggerKind::PoolTask,
         TriggerKind::PoolTasksAvailable,
     ];
@@ -93,9 +97,10 @@ impl TriggerKind {
             | TriggerKind::UrgentMail
             | TriggerKind::TaskResult
             | TriggerKind::UnreadMentions => Audience::Anyone,
-            TriggerKind::SlackInboxMessage | TriggerKind::TasksFinished | TriggerKind::TasksHandedBack => {
-                Audience::LeadOnly
-            }
+            TriggerKind::SlackInboxMessage
+            | TriggerKind::TasksFinished
+            | TriggerKind::TasksHandedBack
+            | TriggerKind::EpicProgressChanged => Audience::LeadOnly,
             TriggerKind::PoolTask | TriggerKind::PoolTasksAvailable => Audience::WorkerOnly,
         }
     }
@@ -113,7 +118,8 @@ impl TriggerKind {
             | TriggerKind::TasksFinished
             | TriggerKind::PoolTask
             | TriggerKind::PoolTasksAvailable => true,
-            TriggerKind::UnreadMentions => is_lead,
+            // The reference's own lead trigger (its runner has a prompt for it).
+            TriggerKind::UnreadMentions | TriggerKind::EpicProgressChanged => is_lead,
             TriggerKind::UrgentMail | TriggerKind::TaskResult | TriggerKind::TasksHandedBack => false,
         }
     }
@@ -134,6 +140,7 @@ impl TriggerKind {
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
             | TriggerKind::TasksHandedBack
+            | TriggerKind::EpicProgressChanged
             | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
@@ -167,6 +174,7 @@ impl TriggerKind {
             | TriggerKind::UnreadMentions
             | TriggerKind::TasksFinished
             | TriggerKind::TasksHandedBack
+            | TriggerKind::EpicProgressChanged
             | TriggerKind::TaskResult
             | TriggerKind::PoolTasksAvailable => None,
         }
@@ -232,6 +240,12 @@ pub enum Trigger {
         count: usize,
         handoffs: Vec<crate::handback::Handoff>,
     },
+    /// Active epics whose tasks finished since the lead was last told (the reference's
+    /// shape: each entry is `{epic, finishedTasks}`).
+    EpicProgressChanged {
+        count: usize,
+        epics: Vec<crate::epic::EpicProgress>,
+    },
     /// A task my trigger session created has finished (ours): resume that session
     /// (`sessionId`, when one was recorded) with the result.
     TaskResult {
@@ -257,6 +271,7 @@ impl Trigger {
             Trigger::UnreadMentions { .. } => "unread_mentions",
             Trigger::TasksFinished { .. } => "tasks_finished",
             Trigger::TasksHandedBack { .. } => "tasks_handed_back",
+            Trigger::EpicProgressChanged { .. } => "epic_progress_changed",
             Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
         }

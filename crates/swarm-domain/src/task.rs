@@ -8,6 +8,7 @@ use crate::{
     Invalid,
     event::{EventType, NewEvent},
     id::AgentId,
+    id::EpicId,
     id::TaskId,
     reject_nul,
     time::Timestamp,
@@ -144,6 +145,8 @@ pub struct Task {
     pub lease_expires_at: Option<Timestamp>,
     /// How many times a holder lost this task by letting its lease run out (ours).
     pub lease_losses: i32,
+    /// The epic the task belongs to, if any.
+    pub epic_id: Option<EpicId>,
     #[serde(flatten)]
     pub origin: TaskOrigin,
 }
@@ -162,6 +165,7 @@ pub struct NewTask {
     pub tags: Vec<String>,
     pub priority: i32,
     pub depends_on: Vec<TaskId>,
+    pub epic_id: Option<EpicId>,
     pub origin: TaskOrigin,
 }
 
@@ -177,6 +181,7 @@ pub struct TaskDraft {
     pub tags: Vec<String>,
     pub priority: Option<i64>,
     pub depends_on: Vec<TaskId>,
+    pub epic_id: Option<EpicId>,
     pub origin: TaskOrigin,
 }
 
@@ -216,6 +221,7 @@ impl NewTask {
             tags: parse_tags(draft.tags)?,
             priority,
             depends_on: parse_dependencies(draft.depends_on)?,
+            epic_id: draft.epic_id,
             origin: draft.origin,
         })
     }
@@ -258,6 +264,7 @@ impl NewTask {
             notified_at: None,
             lease_expires_at: None,
             lease_losses: 0,
+            epic_id: self.epic_id,
             origin: self.origin.clone(),
         }
     }

@@ -279,6 +279,7 @@ fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
             prompt
         }
         "tasks_handed_back" => handed_back_prompt(body),
+        "epic_progress_changed" => epic_progress_prompt(body),
         "unread_mentions" => mentions_prompt(body),
         "urgent_mail" => urgent_mail_prompt(body),
         _ => format!(
@@ -311,6 +312,49 @@ fn handed_back_prompt(body: &Value) -> String {
          the backlog were asked of that agent by name, so no worker takes them until you decide: return one \
          to the pool with task-action (action \"from_backlog\"), or cancel it and send-task it to a worker you \
          choose (get-swarm lists the workers and their free capacity). Do not work on them yourself.",
+    );
+    prompt
+}
+
+/// The lead's `epic_progress_changed` (the reference's): where each active epic stands,
+/// what finished since the last notice, and that planning the next step is the lead's.
+fn epic_progress_prompt(body: &Value) -> String {
+    let epics = body.get("epics").and_then(Value::as_array).cloned().unwrap_or_default();
+    let text = |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or("?").to_string();
+    let number = |value: Option<&Value>| value.and_then(Value::as_i64).unwrap_or(0);
+    let mut prompt = format!("{} epic(s) moved since you were last told:\n", epics.len());
+    for entry in &epics {
+        let epic = entry.get("epic");
+        let field = |key: &str| epic.and_then(|epic| epic.get(key));
+        let stats = field("taskStats");
+        let stat = |key: &str| number(stats.and_then(|stats| stats.get(key)));
+        prompt.push_str(&format!(
+            "- epic \"{name}\" ({id}), goal: {goal}\n  progress {progress}%: {completed} of {total} tasks completed, \
+             {failed} failed, {in_progress} in progress, {pending} pending\n",
+            name = text(field("name")),
+            id = text(field("id")),
+            goal = clip(&text(field("goal")), SUMMARY_TASK_CHARS),
+            progress = number(field("progress")),
+            completed = stat("completed"),
+            total = stat("total"),
+            failed = stat("failed"),
+            in_progress = stat("inProgress"),
+            pending = stat("pending"),
+        ));
+        for task in entry.get("finishedTasks").and_then(Value::as_array).into_iter().flatten() {
+            prompt.push_str(&format!(
+                "  - {status}: \"{task}\" ({id})\n",
+                status = text(task.get("status")),
+                task = clip(&text(task.get("task")), SUMMARY_TASK_CHARS),
+                id = text(task.get("id")),
+            ));
+        }
+    }
+    prompt.push_str(
+        "\nPlan each epic's next step: send-task the work that follows to a worker (get-swarm lists the \
+         workers and their free capacity) and assign-task-to-epic it, send better-described work for what \
+         failed, or mark the epic completed with update-epic when its goal is met. get-epic-details shows an \
+         epic with its tasks. Do not do the work yourself.",
     );
     prompt
 }
@@ -549,6 +593,43 @@ mod handed_back_tests {
         assert_eq!(kind, "tasks_handed_back");
         assert!(held.is_empty(), "nothing is held: the hand-off was marked told");
         for expected in ["Fix the build", "now backlog", "offline for more than 600s", "from_backlog"] {
+            assert!(prompt.contains(expected), "{expected:?} missing from {prompt}");
+        }
+        assert!(!prompt.contains("has no prompt for"), "{prompt}");
+    }
+}
+
+#[cfg(test)]
+mod epic_progress_tests {
+    use serde_json::json;
+
+    use super::Work;
+    use swarm_client::Trigger;
+
+    #[test]
+    fn the_lead_hears_where_each_epic_stands_and_what_to_plan() {
+        let body = json!({
+            "type": "epic_progress_changed",
+            "count": 1,
+            "epics": [{
+                "epic": {"id": "0199a1b2-0000-7000-8000-0000000000e1", "name": "checkout", "goal": "Ship it",
+                         "progress": 50, "taskStats": {"total": 2, "completed": 1, "failed": 0, "inProgress": 1, "pending": 0}},
+                "finishedTasks": [{"id": "0199a1b2-0000-7000-8000-000000000001", "task": "Build the cart", "status": "completed"}],
+            }],
+        });
+        let trigger = Trigger::from_json(body).unwrap();
+        let Work::Notice { kind, prompt, held } = Work::from_trigger(trigger, "default") else {
+            panic!("a notice");
+        };
+        assert_eq!(kind, "epic_progress_changed");
+        assert!(held.is_empty(), "nothing is held: the progress was marked told");
+        for expected in [
+            "checkout",
+            "progress 50%",
+            "1 of 2 tasks completed",
+            "completed: \"Build the cart\"",
+            "assign-task-to-epic",
+        ] {
             assert!(prompt.contains(expected), "{expected:?} missing from {prompt}");
         }
         assert!(!prompt.contains("has no prompt for"), "{prompt}");

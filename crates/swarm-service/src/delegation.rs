@@ -69,6 +69,7 @@ impl Service {
             priority: request.priority,
             depends_on: request.depends_on,
             origin: TaskOrigin::default(),
+            epic_id: None,
         };
         // From a trigger session, the session awaits the result.
         self.task_create_from_session(caller, draft, request.session_task).await

@@ -11,13 +11,16 @@ mod chat;
 mod claims;
 pub mod clock;
 mod delegation;
+mod epics;
 mod error;
 mod handback;
 mod inbox;
 mod mail;
 mod poll;
+mod registry;
 mod reporting;
 mod rescue;
+mod schedules;
 mod sessions;
 pub mod slack_api;
 mod slack_files;
@@ -30,7 +33,7 @@ mod webhooks;
 use std::sync::Arc;
 
 use swarm_domain::{
-    id::{AgentId, ChannelId, ChatMessageId, MailId, TaskId},
+    id::{AgentId, ChannelId, ChatMessageId, EpicId, MailId, ServiceId, TaskId},
     lease::LeasePolicy,
     poll::Wake,
     task::{Task, TaskStatus},
@@ -47,14 +50,16 @@ pub use auth::{AgentAuth, Authenticated, Credential, IssuedToken};
 pub use chat::{CreateChannel, MESSAGES_PAGE_MAX, PostMessage, ReadMessages};
 pub use claims::ReleaseRequest;
 pub use delegation::SendTask;
+pub use epics::{EPIC_PAGE_MAX, EpicDetail, EpicQuery, EpicTask};
 pub use error::{ServiceError, ServiceResult};
 pub use inbox::{Delegate, Delegated, ReplyTarget};
 pub use mail::{DeliverMail, ListMail, MAIL_PAGE_MAX, ReplyMail, SendMail};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
+pub use registry::ServiceRef;
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
 pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
-pub use swarm_store::{HeldItems, Released};
+pub use swarm_store::{HeldItems, Released, ServiceFilter};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 pub use triggers::{FireRequest, SCHEDULER_TICK};
 pub use webhooks::{WebhookOutcome, WebhookRequest, sign_body};
@@ -116,6 +121,14 @@ pub enum Change {
     /// Mail was sent, claimed, delivered or answered.
     Mail {
         mail_id: MailId,
+    },
+    /// An epic was created, changed or deleted, or a task joined or left it.
+    Epic {
+        epic_id: EpicId,
+    },
+    /// A registered service was registered, changed status or unregistered.
+    Service {
+        service_id: ServiceId,
     },
     /// Another process (a second replica, `swarm mcp` on the same SQLite file) changed
     /// the database; what changed is not known here, so everything may have.

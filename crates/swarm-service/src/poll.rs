@@ -204,6 +204,11 @@ impl Service {
                     self.publish(Change::Mail { mail_id: piece.id });
                 }
             }
+            Trigger::EpicProgressChanged { epics, .. } => {
+                for progress in epics {
+                    self.publish(Change::Epic { epic_id: progress.epic.epic.id });
+                }
+            }
             Trigger::UnreadMentions { .. }
             | Trigger::TasksHandedBack { .. }
             | Trigger::TaskResult { .. }

@@ -14,6 +14,7 @@
 mod agents;
 mod apply;
 mod chat;
+mod epics;
 mod error;
 mod events;
 mod handback;
@@ -23,6 +24,7 @@ mod mail;
 mod poll;
 mod rescue;
 mod rows;
+mod services;
 mod sessions;
 mod stats;
 mod tasks;

@@ -64,6 +64,7 @@ type ViewRow = (
     bool,
     bool,
     bool,
+    bool,
 );
 
 pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<PollView>> {
@@ -85,6 +86,8 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
            a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE",
         unnotified_worker_task!(),
         "), a.is_lead AND EXISTS (SELECT 1 FROM task_handoffs h WHERE h.notified_at IS NULL), \
+           a.is_lead AND EXISTS (SELECT 1 FROM epics e WHERE e.progress_changes > e.progress_notified \
+                                 AND e.status = 'active'), \
            NOT a.is_lead AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
         ready!(),
         ") FROM agents a WHERE a.id = $1"
@@ -107,13 +110,24 @@ pub(crate) async fn view(pool: &PgPool, agent: AgentId) -> StoreResult<Option<Po
         mentions,
         finished,
         handed_back,
+        epic_progress,
         pool,
     )) = row
     else {
         return Ok(None);
     };
-    let flags =
-        PollFlags { offered, pending, urgent_mail, results, inbox, mentions, finished, handed_back, pool };
+    let flags = PollFlags {
+        offered,
+        pending,
+        urgent_mail,
+        results,
+        inbox,
+        mentions,
+        finished,
+        handed_back,
+        epic_progress,
+        pool,
+    };
     Ok(Some(PollView {
         is_lead,
         status: AgentStatus::parse(&status).map_err(|error| db(crate::error::corrupt("status", error)))?,
@@ -152,6 +166,7 @@ pub(crate) async fn claim(
             }
             TriggerKind::TasksFinished => claim_finished(&mut tx, now).await?,
             TriggerKind::TasksHandedBack => crate::handback::claim(&mut tx, now).await?,
+            TriggerKind::EpicProgressChanged => crate::epics::claim_progress(&mut tx, now).await?,
             TriggerKind::TaskResult => {
                 crate::triggers::claim_result(&mut tx, agent, now, lease_until, runner).await?
             }
@@ -207,6 +222,7 @@ async fn claim_task(
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
         | TriggerKind::TasksHandedBack
+        | TriggerKind::EpicProgressChanged
         | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };

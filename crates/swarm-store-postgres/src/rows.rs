@@ -9,7 +9,7 @@ use sqlx::{Row, postgres::PgRow};
 use swarm_domain::{
     agent::{Agent, AgentStatus, Capacity},
     event::{Event, EventType},
-    id::{AgentId, EventId, TaskId},
+    id::{AgentId, EpicId, EventId, TaskId},
     session::{SessionCost, SessionLog},
     task::{Task, TaskOrigin, TaskStatus},
     time::Timestamp,
@@ -39,7 +39,7 @@ macro_rules! task_select {
          t.lease_expires_at, t.lease_losses, \
          t.slack_channel_id, t.slack_thread_ts, t.slack_user_id, t.mention_message_id, \
          t.mention_channel_id, t.github_repo, t.github_event_type, t.github_number, \
-         t.github_comment_id, t.github_author, t.github_url, t.trigger_name, t.session_key, \
+         t.github_comment_id, t.github_author, t.github_url, t.trigger_name, t.session_key, t.epic_id, \
          ARRAY(SELECT g.tag FROM task_tags g WHERE g.task_id = t.id ORDER BY g.position) AS tags, \
          ARRAY(SELECT d.depends_on_task_id FROM task_dependencies d WHERE d.task_id = t.id \
                ORDER BY d.position) AS depends_on \
@@ -110,6 +110,7 @@ pub(crate) fn task_from_row(row: PgRow) -> sqlx::Result<Task> {
         notified_at: optional_timestamp(&row, "notified_at")?,
         lease_expires_at: optional_timestamp(&row, "lease_expires_at")?,
         lease_losses: row.try_get("lease_losses")?,
+        epic_id: row.try_get::<Option<Uuid>, _>("epic_id")?.map(EpicId::from_uuid),
         origin: TaskOrigin {
             slack_channel_id: row.try_get("slack_channel_id")?,
             slack_thread_ts: row.try_get("slack_thread_ts")?,

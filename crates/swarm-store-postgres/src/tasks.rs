@@ -160,9 +160,10 @@ pub(crate) async fn insert(
                             priority, offered_to, offered_at, created_at, last_updated_at, \
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id, \
                             mention_channel_id, github_repo, github_event_type, github_number, \
-                            github_comment_id, github_author, github_url, trigger_name, session_key) \
+                            github_comment_id, github_author, github_url, trigger_name, session_key, \
+                            epic_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24)",
+                 $18, $19, $20, $21, $22, $23, $24, $25)",
     )
     .bind(task.id.as_uuid())
     .bind(task.agent_id.map(|id| id.as_uuid()))
@@ -188,6 +189,7 @@ pub(crate) async fn insert(
     .bind(origin.github_url.as_deref())
     .bind(origin.trigger_name.as_deref())
     .bind(origin.session_key.as_deref())
+    .bind(task.epic_id.map(|id| id.as_uuid()))
     .execute(&mut *conn)
     .await?;
 
@@ -228,6 +230,11 @@ async fn missing_reference(pool: &PgPool, task: &NewTask, constraint: &str) -> S
     };
     if let Some((field, Some(agent))) = agent {
         return Ok(StoreError::MissingReference(format!("{field}: agent {agent} does not exist")));
+    }
+    if constraint == "tasks_epic_id_fkey"
+        && let Some(epic) = task.epic_id
+    {
+        return Ok(StoreError::MissingReference(format!("epicId: epic {epic} does not exist")));
     }
     if constraint == "task_dependencies_depends_on_task_id_fkey" {
         let found = existing(pool, &task.depends_on).await?;

@@ -74,6 +74,8 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             ") AS finished,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM task_handoffs h WHERE h.notified_at IS NULL)
                     AS handed_back,
+                a.is_lead = 1 AND EXISTS (SELECT 1 FROM epics e WHERE e.progress_changes > e.progress_notified
+                                                                AND e.status = 'active') AS epic_progress,
                 a.is_lead = 0 AND EXISTS (SELECT 1 FROM tasks t WHERE t.status = 'unassigned' AND",
             ready!(),
             ") AS pool
@@ -97,6 +99,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                     mentions: column.bool("mentions")?,
                     finished: column.bool("finished")?,
                     handed_back: column.bool("handed_back")?,
+                    epic_progress: column.bool("epic_progress")?,
                     pool: column.bool("pool")?,
                 },
             ))
@@ -134,6 +137,7 @@ pub(crate) fn claim(
             TriggerKind::UnreadMentions => crate::chat::claim(tx, agent, now, lease_until, runner)?,
             TriggerKind::TasksFinished => claim_finished(tx, now)?,
             TriggerKind::TasksHandedBack => crate::handback::claim(tx, now)?,
+            TriggerKind::EpicProgressChanged => crate::epics::claim_progress(tx, now)?,
             TriggerKind::TaskResult => crate::triggers::claim_result(tx, agent, now, lease_until, runner)?,
             TriggerKind::PoolTasksAvailable => count_pool(tx)?,
         };
@@ -194,6 +198,7 @@ fn claim_task(
         | TriggerKind::UnreadMentions
         | TriggerKind::TasksFinished
         | TriggerKind::TasksHandedBack
+        | TriggerKind::EpicProgressChanged
         | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };

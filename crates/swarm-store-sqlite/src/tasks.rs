@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, Row, params};
 use swarm_domain::{
-    id::TaskId,
+    id::{EpicId, TaskId},
     task::{NewTask, Task, TaskOrigin, TaskStatus},
     time::Timestamp,
 };
@@ -30,7 +30,7 @@ macro_rules! task_columns {
              progress, notified_at, lease_expires_at, lease_losses, slack_channel_id, slack_thread_ts,
              slack_user_id, mention_message_id, mention_channel_id, github_repo, github_event_type,
              github_number, github_comment_id, github_author, github_url,
-             trigger_name, session_key,
+             trigger_name, session_key, epic_id,
              CASE WHEN EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = ",
             $row,
             ".id)
@@ -192,9 +192,10 @@ fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<(
                             priority, offered_to, offered_at, created_at, last_updated_at,
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id,
                             mention_channel_id, github_repo, github_event_type, github_number,
-                            github_comment_id, github_author, github_url, trigger_name, session_key)
+                            github_comment_id, github_author, github_url, trigger_name, session_key,
+                            epic_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20, ?21, ?22, ?23, ?24)",
+                 ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
     )?
     .execute(params![
         task.id.to_string(),
@@ -221,6 +222,7 @@ fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<(
         origin.github_url,
         origin.trigger_name,
         origin.session_key,
+        task.epic_id.map(|id| id.to_string()),
     ])?;
 
     // OR IGNORE: a repeated tag or dependency is kept once, at its first position.
@@ -256,6 +258,11 @@ fn missing_reference(tx: &Connection, task: &NewTask) -> StoreResult<StoreError>
         if !row_exists(tx, "SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?)", &dependency.to_string())? {
             return Ok(StoreError::MissingReference(format!("dependsOn: task {dependency} does not exist")));
         }
+    }
+    if let Some(epic) = task.epic_id
+        && !row_exists(tx, "SELECT EXISTS (SELECT 1 FROM epics WHERE id = ?)", &epic.to_string())?
+    {
+        return Ok(StoreError::MissingReference(format!("epicId: epic {epic} does not exist")));
     }
     Ok(StoreError::MissingReference("a referenced agent or task does not exist".to_string()))
 }
@@ -305,6 +312,10 @@ pub(crate) fn from_row(row: &Row<'_>) -> StoreResult<Task> {
         trigger_name: column.take("trigger_name")?,
         session_key: column.take("session_key")?,
     };
+    let epic_id = column
+        .take::<Option<String>>("epic_id")?
+        .map(|id| EpicId::parse(&id).map_err(|error| corrupt(format!("task {id}: {error}"))))
+        .transpose()?;
     let tags = column.strings("tags")?;
     let depends_on = column
         .strings("depends_on")?
@@ -335,6 +346,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> StoreResult<Task> {
         notified_at,
         lease_expires_at,
         lease_losses,
+        epic_id,
         origin,
     })
 }

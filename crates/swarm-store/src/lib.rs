@@ -9,9 +9,14 @@
 //! its event log rows in the same transaction. Permissions are not checked here: that is
 //! the service's job.
 
+pub mod epics;
+pub mod services;
 pub mod sql;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+
+pub use epics::{EpicFilter, EpicStore};
+pub use services::{ServiceFilter, ServiceRegistry};
 
 use async_trait::async_trait;
 use swarm_domain::{
@@ -200,7 +205,7 @@ pub struct PollView {
 }
 
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: EpicStore + ServiceRegistry + Send + Sync + 'static {
     /// `"sqlite"` or `"postgres"`, for logs and `/health`.
     fn backend_name(&self) -> &'static str;
 

@@ -7,6 +7,7 @@ export const pages = [
   { name: 'overview', title: 'Overview', module: './overview.js' },
   { name: 'agents', title: 'Agents', module: './agents.js' },
   { name: 'tasks', title: 'Tasks', module: './tasks.js' },
+  { name: 'epics', title: 'Epics', module: './epics.js' },
   { name: 'inbox', title: 'Inbox', module: './inbox.js' },
   { name: 'channels', title: 'Channels', module: './channels.js' },
   { name: 'mail', title: 'Mail', module: './mail.js' },

@@ -31,6 +31,7 @@ const ASSETS: &[(&str, &str)] = &[
     ("pages/agents.js", include_str!("../../dashboard/pages/agents.js")),
     ("pages/tasks.js", include_str!("../../dashboard/pages/tasks.js")),
     ("pages/task.js", include_str!("../../dashboard/pages/task.js")),
+    ("pages/epics.js", include_str!("../../dashboard/pages/epics.js")),
     ("pages/inbox.js", include_str!("../../dashboard/pages/inbox.js")),
     ("pages/channels.js", include_str!("../../dashboard/pages/channels.js")),
     ("pages/mail.js", include_str!("../../dashboard/pages/mail.js")),

@@ -49,6 +49,10 @@ pub enum ChangeEvent {
     ChannelMessage { channel_id: String, message_id: String },
     /// Mail was sent, claimed, delivered or answered.
     Mail { mail_id: String },
+    /// An epic was created, changed or deleted, or a task joined or left it.
+    Epic { epic_id: String },
+    /// A registered service was registered, changed status or unregistered.
+    Service { service_id: String },
     /// Another process on the same database changed something; re-read what is shown.
     External,
 }
@@ -65,6 +69,8 @@ impl From<Change> for ChangeEvent {
                 message_id: message_id.to_string(),
             },
             Change::Mail { mail_id } => ChangeEvent::Mail { mail_id: mail_id.to_string() },
+            Change::Epic { epic_id } => ChangeEvent::Epic { epic_id: epic_id.to_string() },
+            Change::Service { service_id } => ChangeEvent::Service { service_id: service_id.to_string() },
             Change::External => ChangeEvent::External,
         }
     }

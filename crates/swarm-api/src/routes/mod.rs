@@ -3,10 +3,12 @@
 
 pub mod agents;
 pub mod channels;
+pub mod epics;
 pub mod events;
 pub mod inbox;
 pub mod mail;
 pub mod poll;
+pub mod services;
 pub mod sessions;
 pub mod system;
 pub mod tasks;

@@ -212,6 +212,7 @@ async fn tasks_create(
         priority: body.priority,
         depends_on: body.depends_on,
         origin: Default::default(),
+        epic_id: None,
     };
     let task = state.service.task_create(caller, draft).await?;
     Ok((StatusCode::CREATED, Json(task)))

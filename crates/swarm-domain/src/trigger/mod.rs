@@ -22,8 +22,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 mod draft;
+mod scheduled;
 
 pub use draft::{TriggerDraft, parse_name};
+pub use scheduled::ScheduledTask;
 
 use crate::{
     Invalid,

@@ -3,9 +3,11 @@
 
 mod agents;
 mod chat;
+mod epics;
 mod inbox;
 mod mail;
 mod poll;
+mod services;
 mod slack;
 mod slack_files;
 mod tasks;
@@ -30,6 +32,8 @@ pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
         chat::group(),
         mail::group(),
         triggers::schedule_group(),
+        epics::group(),
+        services::group(),
     ]
 }
 

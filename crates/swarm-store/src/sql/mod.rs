@@ -52,6 +52,7 @@ pub struct PollFlags {
     pub mentions: bool,
     pub finished: bool,
     pub handed_back: bool,
+    pub epic_progress: bool,
     pub pool: bool,
 }
 
@@ -68,6 +69,7 @@ impl PollFlags {
             (self.mentions, TriggerKind::UnreadMentions),
             (self.handed_back, TriggerKind::TasksHandedBack),
             (self.finished, TriggerKind::TasksFinished),
+            (self.epic_progress, TriggerKind::EpicProgressChanged),
             (self.pool, TriggerKind::PoolTask),
             (self.pool, TriggerKind::PoolTasksAvailable),
         ];

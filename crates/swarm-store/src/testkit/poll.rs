@@ -445,6 +445,7 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
             | Trigger::UnreadMentions { .. }
             | Trigger::TasksFinished { .. }
             | Trigger::TasksHandedBack { .. }
+            | Trigger::EpicProgressChanged { .. }
             | Trigger::TaskResult { .. }
             | Trigger::PoolTasksAvailable { .. } => {}
         }

@@ -252,6 +252,62 @@ async fn the_sign_in_link_signs_the_dashboard_in_and_leaves_no_key_in_the_addres
 }
 
 #[tokio::test]
+async fn dashboard_shows_epics_with_their_progress_live() {
+    let browser = Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let shots = screenshots_dir();
+    let worker = uuid::Uuid::new_v4().to_string();
+    let (status, _) = hub.post("/api/agents", Some(&worker), json!({"name": "ada"})).await;
+    assert_eq!(status, 201);
+    let (status, epic) =
+        hub.post("/api/epics", None, json!({"name": "checkout", "goal": "Ship the new checkout"})).await;
+    assert_eq!(status, 201, "{epic}");
+    let id = epic["id"].as_str().unwrap();
+    let mut tasks = Vec::new();
+    for text in ["Build the cart", "Wire payments"] {
+        let (status, task) =
+            hub.post(&format!("/api/epics/{id}/tasks"), None, json!({"task": text, "agentId": worker})).await;
+        assert_eq!(status, 201, "{task}");
+        tasks.push(task["id"].as_str().unwrap().to_string());
+    }
+    browser.goto(&hub.url("/#/epics")).await;
+    let row = format!("#epic-list tr[data-id='{id}']");
+    browser
+        .wait_for(
+            "the epic at 0%",
+            &format!("return document.querySelector(\"{row}\")?.textContent.includes('0%')"),
+        )
+        .await;
+    let shown = browser.script(&format!("return document.querySelector(\"{row}\").textContent")).await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("checkout") && shown.contains("Ship the new checkout"), "{shown}");
+    assert!(shown.contains("Build the cart") && shown.contains("0 of 2 done"), "{shown}");
+    browser.script("window.__noReload = true; return null").await;
+
+    // The worker finishes one task: the page follows without a reload.
+    let (status, trigger) = hub.get("/api/poll", Some(&worker)).await;
+    assert_eq!((status, trigger["trigger"]["type"].as_str()), (200, Some("task_assigned")), "{trigger}");
+    let started = trigger["trigger"]["taskId"].as_str().unwrap();
+    assert!(tasks.iter().any(|task| task == started), "{trigger}");
+    let (status, body) = hub
+        .post(&format!("/api/tasks/{started}/finish"), Some(&worker), json!({"status": "completed"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    browser
+        .wait_for(
+            "the epic at 50%, live",
+            &format!("return document.querySelector(\"{row}\")?.textContent.includes('1 of 2 done')"),
+        )
+        .await;
+    let value = browser.script(&format!("return document.querySelector(\"{row} progress\").value")).await;
+    assert_eq!(value, json!(50));
+    assert_eq!(browser.script("return window.__noReload === true").await, json!(true), "the page reloaded");
+    browser.screenshot(&shots, "epics").await;
+    browser.close().await;
+}
+
+#[tokio::test]
 async fn dashboard_files_are_served_without_the_key_and_data_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));

@@ -172,8 +172,16 @@ pub fn new_agent_id() -> String {
 }
 
 /// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
-pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
-pub const WORKER_TOOLS: [&str; 30] = [
+pub const UNREGISTERED_TOOLS: [&str; 7] = [
+    "join-swarm",
+    "get-swarm",
+    "get-tasks",
+    "get-task-details",
+    "list-epics",
+    "get-epic-details",
+    "list-services",
+];
+pub const WORKER_TOOLS: [&str; 36] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -204,6 +212,12 @@ pub const WORKER_TOOLS: [&str; 30] = [
     "update-schedule",
     "delete-schedule",
     "run-schedule-now",
+    "list-epics",
+    "get-epic-details",
+    "register-service",
+    "list-services",
+    "unregister-service",
+    "update-service-status",
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
@@ -232,6 +246,17 @@ pub fn lead_tools() -> Vec<&'static str> {
         "update-schedule",
         "delete-schedule",
         "run-schedule-now",
+        "create-epic",
+        "list-epics",
+        "get-epic-details",
+        "update-epic",
+        "delete-epic",
+        "assign-task-to-epic",
+        "unassign-task-from-epic",
+        "register-service",
+        "list-services",
+        "unregister-service",
+        "update-service-status",
     ]);
     tools
 }
