@@ -39,13 +39,15 @@ pub fn group() -> Vec<ToolSpec> {
             "Change your own name, description, role or capabilities (give at least one).",
             Audience::Agents,
             update_profile,
-        ),
+        )
+        .output::<AgentOutput>(),
         ToolSpec::new(
             "get-swarm",
             "Every agent of the swarm with its status and capacity, ordered by name.",
             Audience::Anyone,
             get_swarm,
         )
+        .output::<SwarmOutput>()
         .read_only(),
     ]
 }
@@ -188,4 +190,17 @@ async fn get_swarm(call: ToolCall, _: NoArguments) -> Outcome {
     let n_leads = agents.iter().filter(|agent| agent.is_lead).count();
     let message = format!("{} agents ({} lead, {} workers)", agents.len(), n_leads, agents.len() - n_leads);
     Ok(Reply::ok(message).with("agents", agents))
+}
+
+// The result fields of the agent tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct SwarmOutput {
+    agents: Vec<swarm_domain::agent::Agent>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct AgentOutput {
+    agent: swarm_domain::agent::Agent,
 }
