@@ -142,6 +142,9 @@ fn refusal(bytes: &Bytes) -> Option<Response> {
         // rmcp takes a known method whose params do not fit for a custom request, and
         // answers it "method not found": the method exists, its params are wrong.
         Ok(ClientJsonRpcMessage::Request(request)) => match &request.request {
+            // A 2026-07-28 request (metadata in params) naming a method that revision removed
+            // is rmcp's to answer: "method not found", as that revision asks.
+            ClientRequest::CustomRequest(_) if has_revision_metadata(&value) => None,
             ClientRequest::CustomRequest(custom) if KNOWN_METHODS.contains(&custom.method.as_str()) => {
                 invalid_params(format!("invalid params for {}: missing or malformed", custom.method))
             }
@@ -159,6 +162,10 @@ fn refusal(bytes: &Bytes) -> Option<Response> {
             }
         }
     }
+}
+
+fn has_revision_metadata(value: &Value) -> bool {
+    value.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion").is_some()
 }
 
 /// The requests a client may send, by the revisions swarm speaks.

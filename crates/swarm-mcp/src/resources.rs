@@ -13,6 +13,8 @@ struct Entry {
     description: &'static str,
     tool: &'static str,
     arguments: fn() -> Value,
+    /// Only a registered agent has one (its own tasks).
+    needs_agent: bool,
 }
 
 const ENTRIES: [Entry; 6] = [
@@ -22,6 +24,7 @@ const ENTRIES: [Entry; 6] = [
         description: "Your agent: profile, status, what waits for you (offers, the pool, a lead's Slack inbox).",
         tool: "my-agent-info",
         arguments: || json!({}),
+        needs_agent: false,
     },
     Entry {
         uri: "swarm://tasks",
@@ -29,6 +32,7 @@ const ENTRIES: [Entry; 6] = [
         description: "Your tasks, newest first.",
         tool: "get-tasks",
         arguments: || json!({"mineOnly": true, "limit": 100}),
+        needs_agent: true,
     },
     Entry {
         uri: "swarm://mail",
@@ -36,6 +40,7 @@ const ENTRIES: [Entry; 6] = [
         description: "Your mail inbox, newest first (reading it marks nothing read).",
         tool: "list-mail",
         arguments: || json!({}),
+        needs_agent: false,
     },
     Entry {
         uri: "swarm://mail/unread",
@@ -43,6 +48,7 @@ const ENTRIES: [Entry; 6] = [
         description: "Your unread mail counted by priority, and whether you wait for a response.",
         tool: "unread-mail-count",
         arguments: || json!({}),
+        needs_agent: false,
     },
     Entry {
         uri: "swarm://channels",
@@ -50,6 +56,7 @@ const ENTRIES: [Entry; 6] = [
         description: "The chat channels you can see, with unread counts.",
         tool: "list-channels",
         arguments: || json!({}),
+        needs_agent: false,
     },
     Entry {
         uri: "swarm://agents",
@@ -57,6 +64,7 @@ const ENTRIES: [Entry; 6] = [
         description: "Every agent of the swarm with its status and capacity.",
         tool: "get-swarm",
         arguments: || json!({}),
+        needs_agent: false,
     },
 ];
 
@@ -64,11 +72,11 @@ pub const TASK_TEMPLATE: &str = "swarm://tasks/{id}";
 const TASK_PREFIX: &str = "swarm://tasks/";
 pub const MIME_TYPE: &str = "application/json";
 
-/// The resources a server whose tools include `has_tool` offers.
-pub fn list(has_tool: impl Fn(&str) -> bool) -> Vec<Resource> {
+/// The resources a caller may read whose tools `may_call` (`registered`: a known agent).
+pub fn list(registered: bool, may_call: impl Fn(&str) -> bool) -> Vec<Resource> {
     ENTRIES
         .iter()
-        .filter(|entry| has_tool(entry.tool))
+        .filter(|entry| may_call(entry.tool) && (registered || !entry.needs_agent))
         .map(|entry| {
             Resource::new(entry.uri, entry.name).with_description(entry.description).with_mime_type(MIME_TYPE)
         })
@@ -116,6 +124,8 @@ mod tests {
         assert_eq!((tool, arguments), ("get-task-details", json!({"taskId": id})));
         assert!(tool_call("swarm://tasks/not-a-uuid").is_none());
         assert!(tool_call("test://static-text").is_none());
-        assert_eq!(list(|tool| tool == "get-swarm").len(), 1);
+        assert_eq!(list(true, |tool| tool == "get-swarm").len(), 1);
+        assert_eq!(list(true, |tool| tool == "get-tasks").len(), 1);
+        assert!(list(false, |tool| tool == "get-tasks").is_empty());
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
+        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
         GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
         PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
@@ -286,7 +286,8 @@ impl ServerHandler for McpServer {
         let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
         let role = caller.role();
         let visible = |tool: &str| self.registry.find(tool).is_some_and(|spec| spec.audience.admits(role));
-        Ok(ListResourcesResult::with_all_items(resources::list(visible)))
+        let registered = role != crate::context::Role::Unregistered;
+        Ok(ListResourcesResult::with_all_items(resources::list(registered, visible)))
     }
 
     async fn list_resource_templates(
@@ -305,7 +306,8 @@ impl ServerHandler for McpServer {
         let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
         let document = self.read_document(&request.uri, caller).await?;
         let contents = ResourceContents::text(document, request.uri).with_mime_type(resources::MIME_TYPE);
-        Ok(ReadResourceResult::new(vec![contents]).into())
+        // A caller's own view: never shared, never fresh for long.
+        Ok(ReadResourceResult::new(vec![contents]).with_ttl_ms(0).with_cache_scope(CacheScope::Private).into())
     }
 
     async fn subscribe(
