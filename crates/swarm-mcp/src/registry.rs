@@ -234,10 +234,10 @@ fn own_fields<O: utoipa::ToSchema>(name: &str) -> JsonObject {
     let Value::Object(mut root) = document["root"].take() else {
         panic!("the output of tool {name} does not have an object schema");
     };
-    if let Value::Object(defs) = document["defs"].take() {
-        if !defs.is_empty() {
-            root.insert("$defs".into(), Value::Object(defs));
-        }
+    if let Value::Object(defs) = document["defs"].take()
+        && !defs.is_empty()
+    {
+        root.insert("$defs".into(), Value::Object(defs));
     }
     root
 }
@@ -245,10 +245,10 @@ fn own_fields<O: utoipa::ToSchema>(name: &str) -> JsonObject {
 fn rewrite_refs(value: &mut Value) {
     match value {
         Value::Object(fields) => {
-            if let Some(Value::String(reference)) = fields.get_mut("$ref") {
-                if let Some(name) = reference.strip_prefix("#/components/schemas/") {
-                    *reference = format!("#/$defs/{name}");
-                }
+            if let Some(Value::String(reference)) = fields.get_mut("$ref")
+                && let Some(name) = reference.strip_prefix("#/components/schemas/")
+            {
+                *reference = format!("#/$defs/{name}");
             }
             fields.values_mut().for_each(rewrite_refs);
         }

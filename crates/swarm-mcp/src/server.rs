@@ -12,8 +12,8 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        CompletionInfo, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
         PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
         Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
@@ -307,7 +307,10 @@ impl ServerHandler for McpServer {
         let document = self.read_document(&request.uri, caller).await?;
         let contents = ResourceContents::text(document, request.uri).with_mime_type(resources::MIME_TYPE);
         // A caller's own view: never shared, never fresh for long.
-        Ok(ReadResourceResult::new(vec![contents]).with_ttl_ms(0).with_cache_scope(CacheScope::Private).into())
+        Ok(ReadResourceResult::new(vec![contents])
+            .with_ttl_ms(0)
+            .with_cache_scope(CacheScope::Private)
+            .into())
     }
 
     async fn subscribe(

@@ -13,8 +13,9 @@ use std::{
 use rmcp::{
     ClientHandler, RoleClient, ServiceExt,
     model::{
-        ArgumentInfo, ClientConfig, CompleteRequestParams, ErrorCode, GetPromptRequestParams, ProtocolVersion,
-        ReadResourceRequestParams, Reference, ResourceContents, SubscribeRequestParams, SubscriptionFilter,
+        ArgumentInfo, ClientConfig, CompleteRequestParams, ErrorCode, GetPromptRequestParams,
+        ProtocolVersion, ReadResourceRequestParams, Reference, ResourceContents, SubscribeRequestParams,
+        SubscriptionFilter,
     },
     service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RunningService, ServiceError},
     transport::{ConfigureCommandExt, TokioChildProcess},
@@ -64,7 +65,11 @@ async fn mcp_prompts_resources_and_completion_over_http() {
         let client = connect_http(&hub, Some(&worker), revision).await;
         // Prompts: the runner's commands, with their arguments, rendered from the one text.
         let prompts = client.list_all_prompts().await.expect("prompts/list");
-        assert_eq!(prompts.iter().map(|prompt| prompt.name.as_str()).collect::<Vec<_>>(), PROMPTS, "{revision:?}");
+        assert_eq!(
+            prompts.iter().map(|prompt| prompt.name.as_str()).collect::<Vec<_>>(),
+            PROMPTS,
+            "{revision:?}"
+        );
         let work = &prompts[0];
         let argument = &work.arguments.as_ref().expect("work-on-task takes the task id")[0];
         assert_eq!((argument.name.as_str(), argument.required), ("taskId", Some(true)));
@@ -106,7 +111,10 @@ async fn mcp_prompts_resources_and_completion_over_http() {
         };
         let task = read(format!("swarm://tasks/{task_id}")).await.expect("the task reads");
         let task = text_of(&task.contents[0]);
-        assert_eq!((task["task"]["id"].as_str(), task["task"]["status"].as_str()), (Some(&*task_id), Some("pending")));
+        assert_eq!(
+            (task["task"]["id"].as_str(), task["task"]["status"].as_str()),
+            (Some(&*task_id), Some("pending"))
+        );
         assert!(task["logs"].as_array().is_some_and(|logs| !logs.is_empty()), "{task}");
         assert!(task.get("success").is_none(), "the tool envelope is not part of the document: {task}");
         let mine = text_of(&read("swarm://tasks".into()).await.unwrap().contents[0]);
@@ -128,8 +136,8 @@ async fn mcp_prompts_resources_and_completion_over_http() {
             let params = CompleteRequestParams::new(reference, ArgumentInfo::new(name, prefix));
             async move { client.complete(params).await.expect("completion/complete").completion.values }
         };
-        assert_eq!(complete(Reference::for_prompt("work-on-task"), "taskId").await, [task_id.clone()]);
-        assert_eq!(complete(Reference::for_resource("swarm://tasks/{id}"), "id").await, [task_id.clone()]);
+        assert_eq!(complete(Reference::for_prompt("work-on-task"), "taskId").await, [task_id.as_str()]);
+        assert_eq!(complete(Reference::for_resource("swarm://tasks/{id}"), "id").await, [task_id.as_str()]);
         assert!(complete(Reference::for_prompt("start-worker"), "taskId").await.is_empty());
 
         client.cancel().await.ok();
@@ -140,8 +148,9 @@ async fn mcp_prompts_resources_and_completion_over_http() {
     let resources = anonymous.list_all_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|resource| resource.uri.as_str()).collect();
     assert_eq!(uris, ["swarm://agents"]);
-    let (code, _) =
-        error_code(anonymous.read_resource(ReadResourceRequestParams::new("swarm://mail")).await.unwrap_err());
+    let (code, _) = error_code(
+        anonymous.read_resource(ReadResourceRequestParams::new("swarm://mail")).await.unwrap_err(),
+    );
     assert_eq!(code, ErrorCode::INVALID_PARAMS.0);
 }
 
@@ -225,24 +234,33 @@ async fn mcp_stdio_subscriptions_tell_of_task_changes_and_new_mail() {
     ok(&lead_side.client, "join-swarm", json!({"name": "boss", "lead": true})).await;
     let mut worker_side = watch_stdio(&database, Some(&worker), Revision::Initialize).await;
     ok(&worker_side.client, "join-swarm", json!({"name": "builder"})).await;
-    let sent =
-        ok(&lead_side.client, "send-task", json!({"agentId": worker, "task": "port the parser", "offerMode": true}))
-            .await;
+    let sent = ok(
+        &lead_side.client,
+        "send-task",
+        json!({"agentId": worker, "task": "port the parser", "offerMode": true}),
+    )
+    .await;
     let task_id = sent["task"]["id"].as_str().unwrap().to_string();
     let task_uri = format!("swarm://tasks/{task_id}");
 
     // 2025 revisions: resources/subscribe, notifications on the session.
     lead_side.client.subscribe(SubscribeRequestParams::new(task_uri.clone())).await.expect("subscribe");
-    worker_side.client.subscribe(SubscribeRequestParams::new("swarm://mail/unread")).await.expect("subscribe");
+    worker_side
+        .client
+        .subscribe(SubscribeRequestParams::new("swarm://mail/unread"))
+        .await
+        .expect("subscribe");
     // Nobody subscribes to what does not exist.
     let missing = format!("swarm://tasks/{}", uuid::Uuid::new_v4());
-    let (code, _) = error_code(lead_side.client.subscribe(SubscribeRequestParams::new(missing)).await.unwrap_err());
+    let (code, _) =
+        error_code(lead_side.client.subscribe(SubscribeRequestParams::new(missing)).await.unwrap_err());
     assert_eq!(code, ErrorCode::INVALID_PARAMS.0);
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
     ok(&worker_side.client, "task-action", json!({"action": "accept", "taskId": task_id})).await;
     assert_eq!(next_update(&mut lead_side.updated, "the accepted task").await, task_uri);
-    let read = lead_side.client.read_resource(ReadResourceRequestParams::new(task_uri.clone())).await.unwrap();
+    let read =
+        lead_side.client.read_resource(ReadResourceRequestParams::new(task_uri.clone())).await.unwrap();
     assert_eq!(text_of(&read.contents[0])["task"]["status"], "pending");
 
     ok(&lead_side.client, "send-mail", json!({"to": worker, "subject": "hi", "body": "how goes it"})).await;
@@ -335,14 +353,19 @@ async fn mcp_http_answers_malformed_requests_with_json_rpc_errors() {
     assert_eq!((status, &body["error"]["code"]), (400, &json!(-32600)), "{body}");
     let (status, _, body) = post(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call"}"#, both).await;
     assert_eq!((status, &body["error"]["code"], &body["id"]), (400, &json!(-32602), &json!(8)), "{body}");
-    let (status, _, body) = post(r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{}}"#, both).await;
+    let (status, _, body) =
+        post(r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{}}"#, both).await;
     assert_eq!((status, &body["error"]["code"]), (400, &json!(-32602)), "{body}");
     // A client that accepts only JSON gets JSON.
     let initialize = r#"{"jsonrpc":"2.0","id":10,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}"#;
     let (status, kind, body) = post(initialize, "application/json").await;
     assert_eq!((status, kind.as_deref()), (200, Some("application/json")), "{body}");
     assert_eq!(body["result"]["serverInfo"]["name"], "swarm");
-    let (status, _, body) = post(r#"{"jsonrpc":"2.0","id":11,"method":"logging/setLevel","params":{"level":"info"}}"#, "application/json").await;
+    let (status, _, body) = post(
+        r#"{"jsonrpc":"2.0","id":11,"method":"logging/setLevel","params":{"level":"info"}}"#,
+        "application/json",
+    )
+    .await;
     assert_eq!((status, &body["result"]), (200, &json!({})), "{body}");
     // And the hub keeps answering.
     let (status, _) = hub.get("/api/agents", None).await;
@@ -375,9 +398,15 @@ fn swarm_mcp_exits_0_when_the_client_leaves_before_a_lifecycle() {
         drop(stdin);
         let output = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "after {input:?}: {:?}\n{}", output.status, String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "after {input:?}: {:?}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
         if !input.is_empty() {
-            let answer: Value = serde_json::from_str(stdout.lines().next().unwrap_or("")).expect("one answer");
+            let answer: Value =
+                serde_json::from_str(stdout.lines().next().unwrap_or("")).expect("one answer");
             assert!(answer.get("result").is_some(), "{answer}");
         }
         if input == discover {

@@ -6,8 +6,18 @@
 use serde_json::Value;
 
 /// Keywords that describe and do not constrain (or constrain formats swarm does not rely on).
-const ANNOTATIONS: [&str; 10] =
-    ["description", "title", "format", "example", "examples", "default", "deprecated", "minimum", "maximum", "$schema"];
+const ANNOTATIONS: [&str; 10] = [
+    "description",
+    "title",
+    "format",
+    "example",
+    "examples",
+    "default",
+    "deprecated",
+    "minimum",
+    "maximum",
+    "$schema",
+];
 
 pub fn validate(root: &Value, instance: &Value) -> Result<(), String> {
     check(root, root, instance, "")
@@ -24,8 +34,10 @@ fn check(root: &Value, schema: &Value, instance: &Value, path: &str) -> Result<(
         match keyword.as_str() {
             "$ref" => {
                 let reference = value.as_str().ok_or("$ref is not a string")?;
-                let name = reference.strip_prefix("#/$defs/").ok_or_else(|| format!("{path}: $ref {reference}"))?;
-                let target = root["$defs"].get(name).ok_or_else(|| format!("{path}: {reference} is not defined"))?;
+                let name =
+                    reference.strip_prefix("#/$defs/").ok_or_else(|| format!("{path}: $ref {reference}"))?;
+                let target =
+                    root["$defs"].get(name).ok_or_else(|| format!("{path}: {reference} is not defined"))?;
                 check(root, target, instance, path)?;
             }
             "type" => {
@@ -81,14 +93,17 @@ fn check(root: &Value, schema: &Value, instance: &Value, path: &str) -> Result<(
             }
             "anyOf" | "oneOf" | "allOf" => {
                 let branches = value.as_array().ok_or_else(|| format!("{path}: {keyword} is not a list"))?;
-                let passed = branches.iter().filter(|branch| check(root, branch, instance, path).is_ok()).count();
+                let passed =
+                    branches.iter().filter(|branch| check(root, branch, instance, path).is_ok()).count();
                 let fits = match keyword.as_str() {
                     "anyOf" => passed > 0,
                     "oneOf" => passed == 1,
                     _ => passed == branches.len(),
                 };
                 if !fits {
-                    return Err(format!("{path}: {instance} fits {passed} of the {keyword} branches {value}"));
+                    return Err(format!(
+                        "{path}: {instance} fits {passed} of the {keyword} branches {value}"
+                    ));
                 }
             }
             "$defs" => {}

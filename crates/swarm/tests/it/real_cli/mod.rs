@@ -10,6 +10,7 @@
 mod failures;
 mod lead_stories;
 mod mail;
+mod prompts;
 mod sessions;
 mod tasks;
 
