@@ -14,7 +14,7 @@ use rmcp::{
     model::{
         CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
         CompletionInfo, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject,
         PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
         Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
         SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
@@ -174,6 +174,22 @@ impl McpServer {
     }
 }
 
+fn server_info() -> Implementation {
+    Implementation::new("swarm", env!("CARGO_PKG_VERSION"))
+        .with_title("swarm: a coordination hub for crews of AI coding agents")
+}
+
+/// A 2026-07-28 result names the server in its `_meta` (there is no `initialize` result
+/// to do it once); older revisions' results carry nothing.
+fn result_meta(context: &RequestContext<RoleServer>) -> Option<MetaObject> {
+    if !is_stateless_revision(context) {
+        return None;
+    }
+    let mut meta = MetaObject::default();
+    meta.0.insert("io.modelcontextprotocol/serverInfo".into(), json!(server_info()));
+    Some(meta)
+}
+
 /// Whether a request came with the 2026-07-28 revision's per-request metadata (no
 /// session: only `subscriptions/listen` streams get notifications).
 fn is_stateless_revision(context: &RequestContext<RoleServer>) -> bool {
@@ -203,12 +219,7 @@ impl ServerHandler for McpServer {
                 .enable_logging()
                 .build()
         };
-        ServerConfig::new(capabilities)
-            .with_server_info(
-                Implementation::new("swarm", env!("CARGO_PKG_VERSION"))
-                    .with_title("swarm: a coordination hub for crews of AI coding agents"),
-            )
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(capabilities).with_server_info(server_info()).with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -222,7 +233,9 @@ impl ServerHandler for McpServer {
         // The list depends on the caller. rmcp marks it `cacheScope: private, ttlMs: 0`
         // for 2026-07-28 clients (no shared cache may hand it to another agent); older
         // revisions have no cache hints.
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.meta = result_meta(&context);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -253,7 +266,9 @@ impl ServerHandler for McpServer {
                 let _ = context.peer.notify_tool_list_changed().await;
             }
         }
-        Ok(reply.into_result(caller_id).into())
+        let mut result = reply.into_result(caller_id);
+        result.meta = result_meta(&context);
+        Ok(result.into())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -263,19 +278,22 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(prompts::list()))
+        let mut result = ListPromptsResult::with_all_items(prompts::list());
+        result.meta = result_meta(&context);
+        Ok(result)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        prompts::get(&request.name, request.arguments.as_ref())
-            .map(Into::into)
-            .map_err(|message| ErrorData::invalid_params(message, None))
+        let mut result = prompts::get(&request.name, request.arguments.as_ref())
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        result.meta = result_meta(&context);
+        Ok(result.into())
     }
 
     async fn list_resources(
@@ -287,15 +305,19 @@ impl ServerHandler for McpServer {
         let role = caller.role();
         let visible = |tool: &str| self.registry.find(tool).is_some_and(|spec| spec.audience.admits(role));
         let registered = role != crate::context::Role::Unregistered;
-        Ok(ListResourcesResult::with_all_items(resources::list(registered, visible)))
+        let mut result = ListResourcesResult::with_all_items(resources::list(registered, visible));
+        result.meta = result_meta(&context);
+        Ok(result)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        let mut result = ListResourceTemplatesResult::with_all_items(resources::templates());
+        result.meta = result_meta(&context);
+        Ok(result)
     }
 
     async fn read_resource(
@@ -381,7 +403,9 @@ impl ServerHandler for McpServer {
         };
         let completion =
             CompletionInfo::new(values).map_err(|message| ErrorData::internal_error(message, None))?;
-        Ok(CompleteResult::new(completion))
+        let mut result = CompleteResult::new(completion);
+        result.meta = result_meta(&context);
+        Ok(result)
     }
 
     async fn set_level(

@@ -78,6 +78,12 @@ async fn mcp_prompts_resources_and_completion_over_http() {
             .get_prompt(GetPromptRequestParams::new("work-on-task").with_arguments(arguments))
             .await
             .expect("prompts/get");
+        // 2026-07-28 results name the server; the 2025 revisions named it in `initialize`.
+        let named = prompt.meta.as_ref().and_then(|meta| meta.0.get("io.modelcontextprotocol/serverInfo"));
+        match revision {
+            Revision::Stateless => assert_eq!(named.map(|info| &info["name"]), Some(&json!("swarm"))),
+            Revision::Initialize => assert_eq!(named, None),
+        }
         let message = serde_json::to_value(&prompt.messages[0]).unwrap();
         assert_eq!(message["role"], "user");
         let text = message["content"]["text"].as_str().unwrap();
