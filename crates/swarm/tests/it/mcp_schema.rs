@@ -1,6 +1,6 @@
 //! A JSON Schema (2020-12) check of tool results against the tools' `outputSchema`, for the
 //! keywords swarm's schemas use: `$ref` into `$defs`, `type` (one or a list), `properties`,
-//! `required`, `additionalProperties`, `items`, `enum`, `const`, `anyOf`, `oneOf`, `allOf`.
+//! `required`, `additionalProperties`, `propertyNames`, `items`, `enum`, `const`, `anyOf`, `oneOf`, `allOf`.
 //! A keyword it does not know is an error, so a schema never passes by being skipped.
 
 use serde_json::Value;
@@ -73,6 +73,12 @@ fn check(root: &Value, schema: &Value, instance: &Value, path: &str) -> Result<(
                     if !known.is_some_and(|known| known.contains_key(name)) {
                         check(root, value, field, &format!("{path}/{name}"))?;
                     }
+                }
+            }
+            "propertyNames" => {
+                let Value::Object(fields) = instance else { continue };
+                for name in fields.keys() {
+                    check(root, value, &Value::String(name.clone()), &format!("{path}/{name} (name)"))?;
                 }
             }
             "items" => {
