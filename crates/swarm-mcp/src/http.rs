@@ -84,11 +84,13 @@ pub fn http_service(service: Service, options: HttpOptions) -> McpHttpService {
     axum::routing::any(front).with_state(inner)
 }
 
-/// What rmcp answers badly, answered here before it: a body that is not JSON (rmcp: 415)
-/// is a JSON-RPC parse error, one that is not a request an invalid request, a known method
-/// with missing or wrong params invalid params, each with HTTP 400. And a client that
-/// accepts only `application/json` gets JSON (rmcp wants `text/event-stream` listed too,
-/// though this endpoint never streams a reply).
+/// What rmcp answers badly, answered here instead: a body that is not JSON (rmcp: 415) is a
+/// JSON-RPC parse error, one that is not a request an invalid request, a known method with
+/// missing or wrong params (rmcp: "method not found") invalid params, each with HTTP 400.
+/// rmcp sees every request first, so its own refusals (a foreign `Host` or `Origin`, a body
+/// that does not say it is JSON) stand. And a client that accepts only `application/json`
+/// gets JSON (rmcp wants `text/event-stream` listed too, though this endpoint never streams
+/// a reply).
 async fn front(State(inner): State<Inner>, request: Request) -> Response {
     if request.method() != http::Method::POST {
         return forward(inner, request).await;
@@ -97,13 +99,30 @@ async fn front(State(inner): State<Inner>, request: Request) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
         return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response();
     };
-    if let Some(refusal) = refusal(&bytes) {
-        return refusal;
-    }
     if accepts_json_only(&parts.headers) {
         parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     }
-    forward(inner, Request::from_parts(parts, Body::from(bytes))).await
+    let says_json = is_json(&parts.headers);
+    let refusal = refusal(&bytes);
+    let response = forward(inner, Request::from_parts(parts, Body::from(bytes))).await;
+    match refusal {
+        Some(refusal) if says_json && !RMCP_REFUSALS.contains(&response.status()) => refusal,
+        _ => response,
+    }
+}
+
+/// rmcp's answers about the request itself rather than its JSON-RPC content: they stand.
+const RMCP_REFUSALS: [StatusCode; 4] = [
+    StatusCode::FORBIDDEN,
+    StatusCode::NOT_FOUND,
+    StatusCode::METHOD_NOT_ALLOWED,
+    StatusCode::NOT_ACCEPTABLE,
+];
+
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).is_some_and(|value| {
+        value.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json")
+    })
 }
 
 async fn forward(inner: Inner, request: Request) -> Response {

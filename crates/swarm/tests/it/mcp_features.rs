@@ -373,6 +373,26 @@ async fn mcp_http_answers_malformed_requests_with_json_rpc_errors() {
     )
     .await;
     assert_eq!((status, &body["result"]), (200, &json!({})), "{body}");
+    // rmcp's own refusals come first: a foreign Host, a body that does not say it is JSON.
+    let foreign = hub
+        .request(reqwest::Method::POST, "/mcp", None)
+        .header("host", "evil.example")
+        .header("content-type", "application/json")
+        .header("accept", both)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let text = hub
+        .request(reqwest::Method::POST, "/mcp", None)
+        .header("content-type", "text/plain")
+        .header("accept", both)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.status(), 415);
     // And the hub keeps answering.
     let (status, _) = hub.get("/api/agents", None).await;
     assert_eq!(status, 200);
