@@ -72,20 +72,23 @@ impl McpServer {
     }
 
     async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<CallerInfo, CallerError> {
-        self.caller_of(context.extensions.get::<http::request::Parts>()).await
+        let caller = self.caller_of(context.extensions.get::<http::request::Parts>()).await?;
+        if let Some(agent) = &caller.agent {
+            // A session that talks to the hub is alive: an agent driven by a person (no
+            // runner polling for it) stays online while its session is live.
+            self.service.agent_seen(agent).await;
+        }
+        Ok(caller)
     }
 
+    /// The caller, without taking the lookup as a sign of life (the subscription watcher
+    /// reads on the process's behalf, not the agent's).
     async fn caller_of(&self, parts: Option<&http::request::Parts>) -> Result<CallerInfo, CallerError> {
         let id = self.identity.agent_id(parts).map_err(CallerError::BadHeader)?;
         let session_task = self.identity.session_task(parts).map_err(CallerError::BadHeader)?;
         let mut caller = CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)?;
         caller.session_task = session_task;
         caller.authenticated = self.identity.authenticated(parts);
-        if let Some(agent) = &caller.agent {
-            // A session that talks to the hub is alive: an agent driven by a person (no
-            // runner polling for it) stays online while its session is live.
-            self.service.agent_seen(agent).await;
-        }
         Ok(caller)
     }
 }
