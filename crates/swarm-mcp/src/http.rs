@@ -97,7 +97,9 @@ async fn front(State(inner): State<Inner>, request: Request) -> Response {
     }
     let (mut parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
-        return (StatusCode::PAYLOAD_TOO_LARGE, "the request body is too large").into_response();
+        let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": ErrorCode::INVALID_REQUEST.0,
+            "message": format!("the request body is larger than {MAX_BODY_BYTES} bytes")}});
+        return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(body)).into_response();
     };
     if accepts_json_only(&parts.headers) {
         parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));

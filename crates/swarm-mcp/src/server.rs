@@ -348,8 +348,8 @@ impl ServerHandler for McpServer {
         }
         let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
         // Subscribing to what the caller may not read would tell it of changes it cannot see.
-        self.read_document(&request.uri, caller).await?;
-        if self.subscriptions.subscribe(request.uri, context.peer.clone()) {
+        let document = self.read_document(&request.uri, caller).await?;
+        if self.subscriptions.subscribe(request.uri, document, context.peer.clone()) {
             self.start_watching();
         }
         Ok(())

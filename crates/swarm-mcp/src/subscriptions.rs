@@ -44,9 +44,11 @@ impl Subscriptions {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// `resources/subscribe`; returns whether the watcher must be started.
-    pub fn subscribe(&self, uri: String, peer: Peer<RoleServer>) -> bool {
+    /// `resources/subscribe`, with the document as the subscriber read it (a change from
+    /// then on is news); returns whether the watcher must be started.
+    pub fn subscribe(&self, uri: String, document: String, peer: Peer<RoleServer>) -> bool {
         let mut state = self.lock();
+        state.seen.entry(uri.clone()).or_insert(document);
         state.legacy.insert(uri);
         state.legacy_peer = Some(peer);
         !std::mem::replace(&mut state.watching, true)
