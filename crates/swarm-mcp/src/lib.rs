@@ -12,10 +12,13 @@
 
 mod context;
 mod http;
+mod prompts;
 mod registry;
 mod reply;
+mod resources;
 mod server;
 mod stdio;
+mod subscriptions;
 mod tools;
 
 pub use context::AGENT_ID_HEADER;

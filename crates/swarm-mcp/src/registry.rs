@@ -96,7 +96,18 @@ impl ToolSpec {
                 }
             }) as ToolFuture
         });
-        ToolSpec { tool: Tool::new(name, description, schema), audience, handler: erased }
+        let mut tool = Tool::new(name, description, schema);
+        tool.output_schema = Some(Arc::new(output_schema(None)));
+        ToolSpec { tool, audience, handler: erased }
+    }
+
+    /// Declare the tool's own result fields (beside `yourAgentId`, `success`, `message`):
+    /// `O` is a struct with one field per `Reply::with` key, documented with utoipa as the
+    /// REST API's types are (`#[derive(utoipa::ToSchema)]`, the domain types inside it
+    /// included). The fields are listed, not required: a refusal carries none of them.
+    pub fn output<O: utoipa::ToSchema>(mut self) -> Self {
+        self.tool.output_schema = Some(Arc::new(output_schema(Some(own_fields::<O>(self.name())))));
+        self
     }
 
     pub fn read_only(mut self) -> Self {
@@ -174,6 +185,76 @@ fn input_schema<A: JsonSchema>(name: &str) -> JsonObject {
         }
     }
     schema
+}
+
+/// The schema of every result, `{yourAgentId, success, message}`, with a tool's own fields
+/// (`properties` and `$defs`) when it declared them. Without them, other fields are
+/// allowed and unchecked.
+fn output_schema(own: Option<JsonObject>) -> JsonObject {
+    let mut schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "yourAgentId": {"type": ["string", "null"], "description": "The caller's agent id."},
+            "success": {"type": "boolean"},
+            "message": {"type": "string"},
+        },
+        "required": ["yourAgentId", "success", "message"],
+    });
+    if let Some(own) = own {
+        if let (Some(Value::Object(properties)), Some(Value::Object(own_properties))) =
+            (schema.get_mut("properties"), own.get("properties"))
+        {
+            for (key, value) in own_properties {
+                properties.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        if let Some(defs) = own.get("$defs") {
+            schema["$defs"] = defs.clone();
+        }
+    }
+    match schema {
+        Value::Object(schema) => schema,
+        _ => unreachable!("the output schema is an object"),
+    }
+}
+
+/// `O`'s utoipa schema as JSON Schema 2020-12: `properties`, and the types it names
+/// under `$defs` (utoipa's `#/components/schemas/` references pointed there).
+fn own_fields<O: utoipa::ToSchema>(name: &str) -> JsonObject {
+    let mut defs = Vec::new();
+    O::schemas(&mut defs);
+    let mut document = serde_json::json!({
+        "root": <O as utoipa::PartialSchema>::schema(),
+        "defs": defs
+            .into_iter()
+            .map(|(key, schema)| (key, serde_json::to_value(schema).unwrap_or(Value::Null)))
+            .collect::<serde_json::Map<String, Value>>(),
+    });
+    rewrite_refs(&mut document);
+    let Value::Object(mut root) = document["root"].take() else {
+        panic!("the output of tool {name} does not have an object schema");
+    };
+    if let Value::Object(defs) = document["defs"].take()
+        && !defs.is_empty()
+    {
+        root.insert("$defs".into(), Value::Object(defs));
+    }
+    root
+}
+
+fn rewrite_refs(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            if let Some(Value::String(reference)) = fields.get_mut("$ref")
+                && let Some(name) = reference.strip_prefix("#/components/schemas/")
+            {
+                *reference = format!("#/$defs/{name}");
+            }
+            fields.values_mut().for_each(rewrite_refs);
+        }
+        Value::Array(items) => items.iter_mut().for_each(rewrite_refs),
+        _ => {}
+    }
 }
 
 /// `{"type": ["string", "null"]}` → `{"type": "string"}`; `{"anyOf": [S, {"type": "null"}]}`

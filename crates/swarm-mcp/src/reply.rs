@@ -49,7 +49,8 @@ impl Reply {
         self.success
     }
 
-    pub fn into_result(self, caller: Option<AgentId>) -> CallToolResult {
+    /// The result's `structuredContent`: `{yourAgentId, success, message, ...}`.
+    pub fn into_value(self, caller: Option<AgentId>) -> Value {
         let mut content = Map::new();
         let agent_id = self.agent_id.or(caller);
         content
@@ -57,11 +58,13 @@ impl Reply {
         content.insert("success".into(), Value::Bool(self.success));
         content.insert("message".into(), Value::String(self.message));
         content.extend(self.data);
-        if self.success {
-            CallToolResult::structured(Value::Object(content))
-        } else {
-            CallToolResult::structured_error(Value::Object(content))
-        }
+        Value::Object(content)
+    }
+
+    pub fn into_result(self, caller: Option<AgentId>) -> CallToolResult {
+        let success = self.success;
+        let content = self.into_value(caller);
+        if success { CallToolResult::structured(content) } else { CallToolResult::structured_error(content) }
     }
 }
 

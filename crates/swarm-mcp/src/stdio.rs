@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rmcp::{ServiceExt, transport::stdio};
+use rmcp::{ServiceExt, service::ServerInitializeError, transport::stdio};
 use swarm_domain::id::{AgentId, TaskId};
 use swarm_service::Service;
 
@@ -41,7 +41,13 @@ pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Re
     let _ = HUB_URL.set(options.hub_url.trim_end_matches('/').to_string());
     let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
     let server = McpServer::new(service, Identity::process(options.agent_id, options.session_task), registry);
-    let running = server.serve(stdio()).await.map_err(std::io::Error::other)?;
+    let running = match server.serve(stdio()).await {
+        Ok(running) => running,
+        // The client went away before choosing a lifecycle (after `server/discover`, a
+        // `ping`, or nothing at all): a normal end, not a failure.
+        Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(err) => return Err(std::io::Error::other(err)),
+    };
     running.waiting().await.map_err(std::io::Error::other)?;
     Ok(())
 }

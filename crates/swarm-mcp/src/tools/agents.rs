@@ -25,7 +25,8 @@ pub fn group() -> Vec<ToolSpec> {
              Joining again with the same id brings an offline agent back.",
             Audience::Anyone,
             join_swarm,
-        ),
+        )
+        .output::<JoinOutput>(),
         ToolSpec::new(
             "my-agent-info",
             "Your agent: profile, status, capacity, and what waits for you (offered tasks, pool \
@@ -33,19 +34,22 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             my_agent_info,
         )
+        .output::<MyAgentOutput>()
         .read_only(),
         ToolSpec::new(
             "update-profile",
             "Change your own name, description, role or capabilities (give at least one).",
             Audience::Agents,
             update_profile,
-        ),
+        )
+        .output::<AgentOutput>(),
         ToolSpec::new(
             "get-swarm",
             "Every agent of the swarm with its status and capacity, ordered by name.",
             Audience::Anyone,
             get_swarm,
         )
+        .output::<SwarmOutput>()
         .read_only(),
     ]
 }
@@ -188,4 +192,55 @@ async fn get_swarm(call: ToolCall, _: NoArguments) -> Outcome {
     let n_leads = agents.iter().filter(|agent| agent.is_lead).count();
     let message = format!("{} agents ({} lead, {} workers)", agents.len(), n_leads, agents.len() - n_leads);
     Ok(Reply::ok(message).with("agents", agents))
+}
+
+// The result fields of the agent tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct SwarmOutput {
+    agents: Vec<swarm_domain::agent::Agent>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct AgentOutput {
+    agent: swarm_domain::agent::Agent,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct JoinOutput {
+    /// Whether this call registered the agent (false: it was registered already).
+    created: bool,
+    agent: swarm_domain::agent::Agent,
+    /// The agent's own token, shown once (`AGENT_AUTH=token`).
+    token: Option<NewToken>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct NewToken {
+    id: String,
+    token: String,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct MyAgentOutput {
+    agent: swarm_domain::agent::Agent,
+    inbox: WaitingCounts,
+    /// A lead's open Slack inbox messages (empty for a worker).
+    slack_inbox: Vec<swarm_domain::inbox::InboxMessage>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct WaitingCounts {
+    offered_tasks_count: i64,
+    pool_tasks_count: i64,
+    in_progress_count: i64,
+    unread_count: i64,
+    mentions_count: i64,
 }

@@ -26,13 +26,15 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             list_channels,
         )
+        .output::<ChannelList>()
         .read_only(),
         ToolSpec::new(
             "create-channel",
             "Create a chat channel: public (default), or dm with participants (agent ids; you are added).",
             Audience::Agents,
             create_channel,
-        ),
+        )
+        .output::<OneChannel>(),
         ToolSpec::new(
             "post-message",
             "Post in a chat channel (general when channelId is omitted). @name in the text, and mentions \
@@ -40,7 +42,8 @@ pub fn group() -> Vec<ToolSpec> {
              mentioned agent. replyToId answers a message in its thread.",
             Audience::Agents,
             post_message,
-        ),
+        )
+        .output::<PostedMessage>(),
         ToolSpec::new(
             "read-messages",
             "Read a chat channel (general when channelId is omitted), oldest first; this marks it read \
@@ -48,7 +51,8 @@ pub fn group() -> Vec<ToolSpec> {
              messages that mention you.",
             Audience::Agents,
             read_messages,
-        ),
+        )
+        .output::<MessageList>(),
     ]
 }
 
@@ -178,4 +182,33 @@ async fn read_messages(call: ToolCall, args: ReadMessagesArguments) -> Outcome {
         }
     };
     Ok(Reply::ok(format!("{} message(s)", messages.len())).with("messages", &messages))
+}
+
+// The result fields of the chat tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct ChannelList {
+    channels: Vec<swarm_domain::chat::Channel>,
+    /// Unread mentions of you, by channel id.
+    unread_mentions: std::collections::HashMap<String, i64>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct OneChannel {
+    channel: swarm_domain::chat::Channel,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct PostedMessage {
+    chat_message: swarm_domain::chat::ChatMessage,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct MessageList {
+    messages: Vec<swarm_domain::chat::ChatMessage>,
 }

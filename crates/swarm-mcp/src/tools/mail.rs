@@ -27,21 +27,24 @@ pub fn group() -> Vec<ToolSpec> {
              when it asks. awaitingResponse: you wait for a reply (the coordinator is told when you stop).",
             Audience::Agents,
             send_mail,
-        ),
+        )
+        .output::<OneMail>(),
         ToolSpec::new(
             "reply-mail",
             "Answer mail sent to you (mailId): the answer goes to its sender and ends its waiting. It has the \
              original's priority unless you give one.",
             Audience::Agents,
             reply_mail,
-        ),
+        )
+        .output::<OneMail>(),
         ToolSpec::new(
             "read-mail",
             "Read your unread mail, urgent first; this marks it read. mailIds reads those pieces; includeLow \
              adds low-priority mail.",
             Audience::Agents,
             read_mail,
-        ),
+        )
+        .output::<MailList>(),
         ToolSpec::new(
             "list-mail",
             "List your mail without marking it read: box inbox (default), outbox or all; unreadOnly; priority; \
@@ -49,6 +52,7 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             list_mail,
         )
+        .output::<MailList>()
         .read_only(),
         ToolSpec::new(
             "unread-mail-count",
@@ -56,6 +60,7 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             unread_mail_count,
         )
+        .output::<MailCountsOutput>()
         .read_only(),
     ]
 }
@@ -204,4 +209,25 @@ async fn unread_mail_count(call: ToolCall, _args: NoArguments) -> Outcome {
     Ok(Reply::ok(format!("{} unread ({} urgent){waiting}", counts.unread, counts.urgent))
         .with("counts", counts)
         .with("waitingForResponse", counts.waiting_for_response()))
+}
+
+// The result fields of the mail tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct OneMail {
+    mail: swarm_domain::mail::Mail,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct MailList {
+    mail: Vec<swarm_domain::mail::Mail>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct MailCountsOutput {
+    counts: swarm_domain::mail::MailCounts,
+    waiting_for_response: bool,
 }

@@ -79,6 +79,42 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_has_an_output_schema_whose_references_resolve() {
+        fn references(value: &serde_json::Value, found: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Object(fields) => {
+                    if let Some(serde_json::Value::String(reference)) = fields.get("$ref") {
+                        found.push(reference.clone());
+                    }
+                    fields.values().for_each(|value| references(value, found));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|value| references(value, found)),
+                _ => {}
+            }
+        }
+        let registry = Registry::new(stdio_groups(&InboxRole::Worker));
+        let mut declared = 0;
+        for spec in registry.all() {
+            let schema =
+                spec.tool.output_schema.as_ref().unwrap_or_else(|| panic!("{} has none", spec.name()));
+            let schema = serde_json::Value::Object(schema.as_ref().clone());
+            assert_eq!(schema["required"], serde_json::json!(["yourAgentId", "success", "message"]));
+            let mut found = Vec::new();
+            references(&schema, &mut found);
+            for reference in found {
+                let name = reference.strip_prefix("#/$defs/").unwrap_or_else(|| panic!("{reference}"));
+                assert!(schema["$defs"].get(name).is_some(), "{}: {reference} is not defined", spec.name());
+            }
+            if schema["properties"].as_object().is_some_and(|properties| properties.len() > 3) {
+                declared += 1;
+            }
+        }
+        assert!(declared >= 18, "tools declaring their own fields: {declared}");
+        let details = registry.find("get-task-details").unwrap().tool.output_schema.clone().unwrap();
+        assert!(details["properties"]["task"].get("$ref").is_some(), "{details:?}");
+    }
+
+    #[test]
     fn status_schema_lists_every_status() {
         let mut generator = SchemaGenerator::default();
         let schema = task_status_schema(&mut generator);

@@ -4,8 +4,9 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use swarm_domain::{
+    event::Event,
     id::{AgentId, TaskId},
-    task::{TaskDraft, TaskStatus},
+    task::{Task, TaskDraft, TaskStatus},
 };
 use swarm_service::{Finish, SendTask, TaskListQuery, TaskReport, TaskRequest};
 use uuid::Uuid;
@@ -32,6 +33,7 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             get_tasks,
         )
+        .output::<TaskListOutput>()
         .read_only(),
         ToolSpec::new(
             "get-task-details",
@@ -39,6 +41,7 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             get_task_details,
         )
+        .output::<TaskDetailsOutput>()
         .read_only(),
         ToolSpec::new(
             "send-task",
@@ -47,7 +50,8 @@ pub fn group() -> Vec<ToolSpec> {
              the pool. Never to the lead, never to yourself.",
             Audience::Agents,
             send_task,
-        ),
+        )
+        .output::<TaskOutput>(),
         ToolSpec::new(
             "task-action",
             "Act on a task: create (a pool task from `task`), claim (a pool task, for you), release \
@@ -55,7 +59,8 @@ pub fn group() -> Vec<ToolSpec> {
              takes a reason), to_backlog or from_backlog (lead or creator).",
             Audience::Agents,
             task_action,
-        ),
+        )
+        .output::<TaskOutput>(),
         ToolSpec::new(
             "store-progress",
             "Report on a task you are assigned (the lead may report on any): a progress note, and/or \
@@ -63,14 +68,46 @@ pub fn group() -> Vec<ToolSpec> {
              your pending task starts it.",
             Audience::Agents,
             store_progress,
-        ),
+        )
+        .output::<TaskFinishOutput>(),
         ToolSpec::new(
             "cancel-task",
             "Cancel a task that has not finished (the lead, or the task's creator).",
             Audience::Agents,
             cancel_task,
-        ),
+        )
+        .output::<TaskFinishOutput>(),
     ]
+}
+
+// The result fields of the task tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TaskListOutput {
+    tasks: Vec<Task>,
+    total: i64,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TaskDetailsOutput {
+    task: Task,
+    /// The task's history, newest first.
+    logs: Vec<Event>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TaskOutput {
+    task: Task,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct TaskFinishOutput {
+    already_finished: bool,
+    task: Task,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

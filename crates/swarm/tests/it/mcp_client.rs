@@ -150,7 +150,23 @@ pub async fn call(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Va
     assert!(content["message"].is_string(), "{tool}: no message in {content}");
     assert!(content.get("yourAgentId").is_some(), "{tool}: no yourAgentId in {content}");
     assert_eq!(result.is_error, Some(!success), "{tool}: isError disagrees with success in {content}");
+    check_output_schema(client, tool, &content).await;
     content
+}
+
+/// Every tool the caller is offered has an `outputSchema`, and its result fits it. (A tool
+/// called though hidden is not listed, and a caller the hub cannot name gets no list: their
+/// refusals have no schema to fit.)
+async fn check_output_schema(client: &Peer<RoleClient>, tool: &str, content: &Value) {
+    let Ok(tools) = client.list_all_tools().await else { return };
+    let Some(listed) = tools.iter().find(|listed| listed.name == tool) else { return };
+    let schema = listed.output_schema.as_ref().unwrap_or_else(|| panic!("{tool} has no outputSchema"));
+    let schema = Value::Object(schema.as_ref().clone());
+    if let Err(err) = crate::mcp_schema::validate(&schema, content) {
+        panic!(
+            "{tool}: the result does not fit its outputSchema: {err}\nresult: {content}\nschema: {schema}"
+        );
+    }
 }
 
 /// Call a tool that must succeed; returns its structured content.

@@ -1,0 +1,43 @@
+//! The hub's MCP prompts reach the real Claude Code: in a project `swarm connect` set up, its
+//! stream-json `init` message lists the `agent-swarm` server connected and each prompt as the
+//! slash command `/mcp__agent-swarm__<prompt>`, beside the command files `swarm connect` wrote.
+//! (Codex has no MCP prompts; it gets the same texts from the runner.)
+
+use std::process::Command;
+
+use serde_json::Value;
+use swarm_scripted_model::{Script, clis};
+
+use super::{Cli, World};
+
+const PROMPTS: [&str; 6] =
+    ["work-on-task", "review-offered-task", "task-result", "swarm-chat", "start-worker", "start-leader"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_lists_the_hubs_prompts_as_slash_commands() {
+    let world = World::new(Cli::Claude, Script::new().reply("Hello.")).await;
+    let program = clis::claude_bin().unwrap_or_else(|message| panic!("{message}"));
+    let mut command = Command::new(program);
+    command.env_clear().current_dir(&world.project).envs(world.runner_env());
+    command.env("AGENT_ID", uuid::Uuid::new_v4().to_string());
+    command.args(["--verbose", "--output-format", "stream-json", "--dangerously-skip-permissions"]);
+    command.args(["--permission-mode", "bypassPermissions", "-p", "Say hello."]);
+    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("claude runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let init: Value = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|message| message["type"] == "system" && message["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init message:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    let servers = init["mcp_servers"].as_array().expect("mcp_servers");
+    assert!(
+        servers.iter().any(|server| server["name"] == "agent-swarm" && server["status"] == "connected"),
+        "{init}"
+    );
+    let commands: Vec<&str> =
+        init["slash_commands"].as_array().expect("slash_commands").iter().filter_map(Value::as_str).collect();
+    for prompt in PROMPTS {
+        let name = format!("mcp__agent-swarm__{prompt}");
+        assert!(commands.contains(&name.as_str()), "{name} is not among {commands:?}");
+    }
+}
