@@ -362,7 +362,6 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
     let item = if json["pull_request"].is_object() { &json["pull_request"] } else { &json["issue"] };
     let number = item["number"].as_i64();
     let url = item["html_url"].as_str().map(str::to_string);
-    let title = item["title"].as_str().unwrap_or_default();
     let what =
         if event == "pull_request" || item.get("pull_request").is_some() { "pull request" } else { "issue" };
     let association =
@@ -375,13 +374,19 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
     };
     match (event, action) {
         ("issues" | "pull_request", "assigned") if is_bot(&json["assignee"]["login"]) => found(
-            format!("You were assigned {what} #{}: {title}", number.unwrap_or_default()),
+            format!(
+                "You were assigned {what} #{} (its title and text are in the event below)",
+                number.unwrap_or_default()
+            ),
             None,
             None,
             url,
         ),
         ("pull_request", "review_requested") if is_bot(&json["requested_reviewer"]["login"]) => found(
-            format!("Your review was requested on pull request #{}: {title}", number.unwrap_or_default()),
+            format!(
+                "Your review was requested on pull request #{} (its title and text are in the event below)",
+                number.unwrap_or_default()
+            ),
             None,
             None,
             url,
@@ -391,14 +396,20 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
         {
             let comment = &json["comment"];
             found(
-                format!("You were mentioned on {what} #{}: {title}", number.unwrap_or_default()),
+                format!(
+                    "You were mentioned on {what} #{} (the comment is in the event below)",
+                    number.unwrap_or_default()
+                ),
                 association(comment),
                 comment["id"].as_i64(),
                 comment["html_url"].as_str().map(str::to_string).or(url),
             )
         }
         ("issues" | "pull_request", "opened") if mentions_bot(&item["body"]) => found(
-            format!("You were mentioned in a new {what} #{}: {title}", number.unwrap_or_default()),
+            format!(
+                "You were mentioned in a new {what} #{} (its title and text are in the event below)",
+                number.unwrap_or_default()
+            ),
             association(item),
             None,
             url,

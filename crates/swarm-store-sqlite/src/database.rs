@@ -284,6 +284,11 @@ enum Role {
     Checkpointer,
 }
 
+/// A reader's page cache, in KiB (a negative `cache_size` is KiB).
+const READER_CACHE_KIB: i64 = -512;
+/// The checkpointer copies WAL pages into the file: it needs hardly any cache.
+const CHECKPOINTER_CACHE_KIB: i64 = -128;
+
 fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
     let connection = Connection::open(path)?;
     connection.busy_timeout(BUSY_TIMEOUT)?;
@@ -300,8 +305,14 @@ fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
             // Checkpoints are the checkpointer's job, off the commit path.
             connection.pragma_update(None, "wal_autocheckpoint", 0)?;
         }
-        Role::Reader => connection.pragma_update(None, "query_only", true)?,
-        Role::Checkpointer => {}
+        Role::Reader => {
+            connection.pragma_update(None, "query_only", true)?;
+            // SQLite's default page cache (2 MB) on each of up to ten connections filled
+            // as the database grew, and the hub's memory with it (BENCHMARKS.md, the
+            // soak). Readers find pages the writer just wrote in the OS's file cache.
+            connection.pragma_update(None, "cache_size", READER_CACHE_KIB)?;
+        }
+        Role::Checkpointer => connection.pragma_update(None, "cache_size", CHECKPOINTER_CACHE_KIB)?,
     }
     Ok(connection)
 }

@@ -276,7 +276,11 @@ async fn inbox_triggers_keep_their_channel_name_their_webhook_url_and_expand_onc
     assert_eq!(task["source"], "email", "{task}");
     let text = task["task"].as_str().unwrap();
     assert!(text.contains("on email: "), "{text}");
-    assert!(text.ends_with("write {{channel}} and {{trigger_name}} literally"), "expanded once: {text}");
+    // The payload arrives verbatim, fenced as outside text (untrusted_input.rs).
+    assert!(
+        text.contains("\nwrite {{channel}} and {{trigger_name}} literally\n</untrusted-input>"),
+        "expanded once: {text}"
+    );
 
     // get_next_task hands out tasks only: urgent mail is no task and stays unread.
     let colleague = new_agent_id();

@@ -179,7 +179,7 @@ async fn the_operator_key_administers_but_cannot_act_as_an_agent() {
 #[tokio::test]
 async fn header_mode_takes_no_tokens_and_token_mode_needs_a_key() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let hub = Hub::start_with(&sqlite_file(dir.path()), Some(KEY), &["--agent-auth", "header"]);
     let (status, agent) = hub.post("/api/agents", None, json!({"name": "w"})).await;
     assert_eq!(status, 201, "{agent}");
     assert!(agent.get("token").is_none(), "header mode issues no token: {agent}");

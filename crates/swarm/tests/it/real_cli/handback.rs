@@ -63,7 +63,8 @@ mod claude {
         let b = world.runner("worker", &[]);
         world.registered(&b).await;
         let told = within("the lead to be told", || async {
-            let (status, body) = world.hub.get("/api/poll?wait=1", Some(&lead)).await;
+            // As a runner of ours polls (`tasks_handed_back` is our kind: see compatibility.md).
+            let (status, body) = world.hub.poll_as_runner(&lead, 1).await;
             assert_eq!(status, 200, "{body}");
             (body["trigger"]["type"] == "tasks_handed_back").then_some(body["trigger"].clone())
         })

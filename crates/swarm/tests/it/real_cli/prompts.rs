@@ -19,7 +19,14 @@ async fn claude_lists_the_hubs_prompts_as_slash_commands() {
     let program = clis::claude_bin().unwrap_or_else(|message| panic!("{message}"));
     let mut command = Command::new(program);
     command.env_clear().current_dir(&world.project).envs(world.runner_env());
-    command.env("AGENT_ID", uuid::Uuid::new_v4().to_string());
+    let agent = uuid::Uuid::new_v4().to_string();
+    command.env("AGENT_ID", &agent);
+    // What a runner would give it: the agent's token (token mode), else the hub's key.
+    if let Some(bearer) =
+        world.hub.register_for_token(&agent, "prompt-reader", false, 1).or(world.hub.api_key.clone())
+    {
+        command.env("API_KEY", bearer);
+    }
     command.args(["--verbose", "--output-format", "stream-json", "--dangerously-skip-permissions"]);
     command.args(["--permission-mode", "bypassPermissions", "-p", "Say hello."]);
     let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("claude runs");
