@@ -13,6 +13,7 @@ pub mod lease;
 pub mod mail;
 pub mod poll;
 pub mod prompts;
+pub mod retention;
 pub mod session;
 pub mod stats;
 pub mod task;

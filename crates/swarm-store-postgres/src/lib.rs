@@ -22,6 +22,7 @@ mod inbox;
 mod mail;
 mod poll;
 mod rescue;
+mod retention;
 mod rows;
 mod sessions;
 mod stats;
@@ -48,6 +49,7 @@ use swarm_domain::{
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
+    retention::Expiring,
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
@@ -523,6 +525,10 @@ impl Store for PgStore {
 
     async fn stats(&self) -> StoreResult<Stats> {
         stats::stats(&self.pool).await
+    }
+
+    async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64> {
+        retention::remove(&self.pool, kind, older_than, limit).await
     }
 }
 

@@ -22,6 +22,7 @@ pub mod lists;
 pub mod mail;
 pub mod poll;
 pub mod race;
+pub mod retention;
 pub mod run_claims;
 pub mod tasks;
 pub mod tokens;
@@ -259,6 +260,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_poll!($fresh);
             $crate::__store_conformance_handback!($fresh);
             $crate::__store_conformance_race!($fresh);
+            $crate::__store_conformance_retention!($fresh);
             $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_tokens!($fresh);

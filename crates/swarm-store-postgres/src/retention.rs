@@ -1,0 +1,83 @@
+//! Retention: removing the record of finished work in small batches.
+//!
+//! Each batch is one statement (its own transaction) of at most `limit` rows found
+//! through an index on the row's age (`0016_retention.sql`). A row is old enough when
+//! both it and, if it belongs to a task, that task's end are older than the cutoff: a
+//! running task's rows stay, whatever their age. The space goes back to PostgreSQL's free
+//! space map through autovacuum and is reused; nothing here shrinks the files.
+
+use sqlx::PgPool;
+use swarm_domain::{retention::Expiring, time::Timestamp};
+use swarm_store::StoreResult;
+
+use crate::error::db;
+
+/// `$table`'s rows (alias `x`, key `$key`) older than the cutoff (`$1`) whose task, if
+/// any, was over before the cutoff; at most `$2`. A literal, as sqlx wants its SQL.
+macro_rules! old_rows_of_finished_tasks {
+    ($table:literal, $key:literal) => {
+        concat!(
+            "DELETE FROM ",
+            $table,
+            " WHERE ",
+            $key,
+            " IN (
+                 SELECT x.",
+            $key,
+            " FROM ",
+            $table,
+            " x LEFT JOIN tasks t ON t.id = x.task_id
+                 WHERE x.created_at < $1
+                   AND (x.task_id IS NULL OR (t.status IN ('completed', 'failed', 'cancelled')
+                        AND t.finished_at IS NOT NULL AND t.finished_at < $1))
+                 ORDER BY x.created_at LIMIT $2)"
+        )
+    };
+}
+
+pub(crate) async fn remove(
+    pool: &PgPool,
+    kind: Expiring,
+    older_than: Timestamp,
+    limit: u32,
+) -> StoreResult<u64> {
+    let statements: &[&'static str] = match kind {
+        Expiring::SessionLogs => &[old_rows_of_finished_tasks!("session_logs", "id")],
+        Expiring::Events => &[old_rows_of_finished_tasks!("events", "id")],
+        Expiring::DeliveredTriggers => &[
+            "DELETE FROM task_awaits WHERE task_id IN (
+                 SELECT task_id FROM task_awaits WHERE delivered_at < $1 LIMIT $2)",
+            "DELETE FROM task_handoffs WHERE id IN (
+                 SELECT id FROM task_handoffs WHERE notified_at < $1 ORDER BY id LIMIT $2)",
+            "DELETE FROM webhook_deliveries WHERE ctid IN (
+                 SELECT ctid FROM webhook_deliveries WHERE expires_at < $1 LIMIT $2)",
+        ],
+        Expiring::ReadMail => &[
+            // A read message that a kept reply points at stays until the reply goes.
+            "DELETE FROM mail WHERE id IN (
+                 SELECT m.id FROM mail m
+                 WHERE m.status = 'read' AND m.read_at < $1
+                   AND (NOT m.awaiting_response OR m.answered_at IS NOT NULL)
+                   AND NOT EXISTS (SELECT 1 FROM mail r WHERE r.in_reply_to = m.id)
+                 ORDER BY m.read_at LIMIT $2)",
+            "DELETE FROM inbox_messages WHERE id IN (
+                 SELECT id FROM inbox_messages
+                 WHERE status IN ('read', 'responded', 'delegated') AND last_updated_at < $1
+                 ORDER BY last_updated_at LIMIT $2)",
+        ],
+    };
+    let mut tx = pool.begin().await.map_err(db)?;
+    let mut removed = 0;
+    for statement in statements {
+        let statement: &'static str = statement;
+        removed += sqlx::query(statement)
+            .bind(older_than.datetime())
+            .bind(i64::from(limit))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?
+            .rows_affected();
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(removed)
+}
