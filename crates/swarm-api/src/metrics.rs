@@ -172,6 +172,23 @@ impl Metrics {
             activity.lead_claims_returned,
         );
 
+        counter(&mut registry, "retention_passes", "Retention passes finished", activity.retention_passes);
+        let removed = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        for (kind, rows) in activity.retention_removed {
+            removed.get_or_create(&[("kind", kind)]).inc_by(rows);
+        }
+        registry.register(
+            "retention_removed_rows",
+            "Rows of finished work that retention removed, by kind",
+            removed,
+        );
+        counter(
+            &mut registry,
+            "retention_reclaimed_pages",
+            "Database pages retention gave back to the file system (SQLite)",
+            activity.pages_reclaimed,
+        );
+
         let tasks = Family::<[(&'static str, &'static str); 1], Gauge>::default();
         let counts = &stats.tasks;
         for (status, n) in [

@@ -21,7 +21,7 @@ use swarm_service::{Background, Service, clock::Clock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use args::{DatabaseArgs, LimitArgs, ServeArgs, SlackArgs};
+pub use args::{DatabaseArgs, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
 pub use logging::{init_logging, shutdown_signal};
 pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
 
@@ -56,11 +56,17 @@ pub struct HubOptions {
     pub scheduler_tick: Duration,
     /// Where the scheduler reads the time (tests move it forward without waiting).
     pub clock: Option<Arc<dyn Clock>>,
+    /// How often retention runs.
+    pub retention_every: Duration,
 }
 
 impl Default for HubOptions {
     fn default() -> Self {
-        HubOptions { scheduler_tick: swarm_service::SCHEDULER_TICK, clock: None }
+        HubOptions {
+            scheduler_tick: swarm_service::SCHEDULER_TICK,
+            clock: None,
+            retention_every: swarm_service::RETENTION_EVERY,
+        }
     }
 }
 
@@ -73,6 +79,7 @@ pub struct Hub {
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     _background: Background,
     _scheduler: Background,
+    _retention: Background,
     _slack: Option<swarm_slack::SlackBridge>,
 }
 
@@ -112,6 +119,7 @@ impl Hub {
         };
         let background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
         let scheduler = service.start_scheduler(options.scheduler_tick);
+        let retention = service.start_retention(args.retention.policy(), options.retention_every);
 
         let address = format!("{}:{}", args.host, args.port);
         let listener =
@@ -152,6 +160,7 @@ impl Hub {
             server,
             _background: background,
             _scheduler: scheduler,
+            _retention: retention,
             _slack: slack,
         })
     }

@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use swarm_domain::{lease::RescueReport, poll::Trigger};
+use swarm_domain::{lease::RescueReport, poll::Trigger, retention::Expiring};
 
 /// Every trigger type a poll can hand out, as `Trigger::type_name` spells it: a fixed
 /// list, so that metrics show a zero for a kind never handed out instead of no series.
@@ -35,6 +35,9 @@ pub(crate) struct Activity {
     leases_expired: AtomicU64,
     agents_silenced: AtomicU64,
     lead_claims_returned: AtomicU64,
+    retention_passes: AtomicU64,
+    retention_removed: [AtomicU64; Expiring::ALL.len()],
+    pages_reclaimed: AtomicU64,
 }
 
 /// The counters at one moment.
@@ -59,12 +62,23 @@ pub struct ActivitySnapshot {
     /// Lead-side claims (inbox messages, mentions, urgent mail, task results) that the
     /// rescuer made available again or handed to the lead.
     pub lead_claims_returned: u64,
+    /// Retention passes finished since the process started.
+    pub retention_passes: u64,
+    /// Rows retention removed, by kind (in [`Expiring::ALL`] order).
+    pub retention_removed: [(&'static str, u64); Expiring::ALL.len()],
+    /// Database pages retention gave back to the file system (SQLite).
+    pub pages_reclaimed: u64,
 }
 
 impl ActivitySnapshot {
     /// How many triggers of this type (`Trigger::type_name`) polls handed out.
     pub fn triggers_handed(&self, type_name: &str) -> u64 {
         self.triggers_handed.iter().find(|(name, _)| *name == type_name).map_or(0, |(_, n)| *n)
+    }
+
+    /// How many rows of this kind retention removed.
+    pub fn retention_removed(&self, kind: Expiring) -> u64 {
+        self.retention_removed[kind.index()].1
     }
 }
 
@@ -82,6 +96,11 @@ impl Activity {
             leases_expired: self.leases_expired.load(Ordering::Relaxed),
             agents_silenced: self.agents_silenced.load(Ordering::Relaxed),
             lead_claims_returned: self.lead_claims_returned.load(Ordering::Relaxed),
+            retention_passes: self.retention_passes.load(Ordering::Relaxed),
+            retention_removed: std::array::from_fn(|index| {
+                (Expiring::ALL[index].name(), self.retention_removed[index].load(Ordering::Relaxed))
+            }),
+            pages_reclaimed: self.pages_reclaimed.load(Ordering::Relaxed),
         }
     }
 
@@ -115,6 +134,18 @@ impl Activity {
             + report.results_returned_to.len()
             + report.results_handed_to.len();
         self.lead_claims_returned.fetch_add(count(returned), Ordering::Relaxed);
+    }
+
+    pub(crate) fn retention_removed(&self, kind: Expiring, rows: u64) {
+        self.retention_removed[kind.index()].fetch_add(rows, Ordering::Relaxed);
+    }
+
+    pub(crate) fn retention_passed(&self) {
+        self.retention_passes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pages_reclaimed(&self, pages: u64) {
+        self.pages_reclaimed.fetch_add(pages, Ordering::Relaxed);
     }
 
     pub(crate) fn slack_swept(&self) {

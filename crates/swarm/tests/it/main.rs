@@ -25,6 +25,7 @@ mod mcp_stdio;
 mod metrics;
 mod poll;
 mod real_cli;
+mod retention;
 mod runner;
 mod runner_env;
 mod runner_worktree;

@@ -21,7 +21,7 @@ struct Sample {
 /// sample belongs to a family declared by `# TYPE` before it, names and label names are
 /// valid, label values are properly quoted and escaped, no series appears twice, and
 /// each histogram's buckets are cumulative up to `+Inf`, which equals its `_count`.
-struct Exposition {
+pub(crate) struct Exposition {
     samples: Vec<Sample>,
 }
 
@@ -150,13 +150,13 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
 
 impl Exposition {
     /// The value of the one series with exactly these labels.
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let wanted: BTreeMap<String, String> =
             labels.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
         self.samples.iter().find(|sample| sample.name == name && sample.labels == wanted).map(|s| s.value)
     }
 
-    fn get(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+    pub(crate) fn get(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         self.value(name, labels).unwrap_or_else(|| panic!("no series {name}{labels:?}"))
     }
 
@@ -181,7 +181,7 @@ impl Exposition {
     }
 }
 
-async fn scrape(hub: &Hub) -> Exposition {
+pub(crate) async fn scrape(hub: &Hub) -> Exposition {
     let response = hub.request(reqwest::Method::GET, "/metrics", None).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_string();
