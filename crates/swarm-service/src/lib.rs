@@ -22,6 +22,7 @@ mod retention;
 mod sessions;
 pub mod slack_api;
 mod tasks;
+pub mod timings;
 mod triggers;
 mod waiting;
 mod wake;
@@ -179,6 +180,11 @@ impl Service {
         self.lease
     }
 
+    /// The store's connection pool as `(open, idle)`, on PostgreSQL.
+    pub fn store_pool_usage(&self) -> Option<(u32, u32)> {
+        self.store.pool_usage()
+    }
+
     pub fn backend_name(&self) -> &'static str {
         self.store.backend_name()
     }
@@ -246,6 +252,20 @@ impl Service {
             // not lost. Say so; do not fail a change that committed.
             tracing::warn!(%error, "could not tell other processes about a change");
         }
+    }
+
+    /// Runs a store call and times it for `/metrics` (named in `timings::STORE_CALLS`).
+    async fn timed<T>(&self, call: &'static str, work: impl std::future::Future<Output = T>) -> T {
+        let started = std::time::Instant::now();
+        let result = work.await;
+        self.activity.store_call(call, started.elapsed());
+        result
+    }
+
+    /// A delivery from outside reached the hub (`source`: `slack` or `webhook`) and was
+    /// `received`, `rejected` (bad signature) or a `duplicate`; counted for `/metrics`.
+    pub fn note_inbound(&self, source: &str, outcome: &str) {
+        self.activity.inbound(source, outcome);
     }
 
     /// When a claim taken now runs out without a heartbeat.

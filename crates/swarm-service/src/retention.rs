@@ -40,7 +40,9 @@ impl Service {
         for kind in Expiring::ALL {
             let Some(cutoff) = policy.cutoff(kind, now) else { continue };
             loop {
-                let removed = self.store.retention_remove(kind, cutoff, RETENTION_BATCH).await?;
+                let removed = self
+                    .timed("retention_remove", self.store.retention_remove(kind, cutoff, RETENTION_BATCH))
+                    .await?;
                 report.removed[kind.index()] += removed;
                 self.activity.retention_removed(kind, removed);
                 if removed < u64::from(RETENTION_BATCH) {

@@ -530,6 +530,10 @@ impl Store for PgStore {
     async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64> {
         retention::remove(&self.pool, kind, older_than, limit).await
     }
+
+    fn pool_usage(&self) -> Option<(u32, u32)> {
+        Some((self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX)))
+    }
 }
 
 #[cfg(test)]

@@ -580,4 +580,10 @@ pub trait Store: Send + Sync + 'static {
     async fn reclaim_space(&self) -> StoreResult<u64> {
         Ok(0)
     }
+
+    /// A connection pool's `(open, idle)` connections, for metrics; `None` without one
+    /// (SQLite's one writer and its readers are not a pool worth watching).
+    fn pool_usage(&self) -> Option<(u32, u32)> {
+        None
+    }
 }
