@@ -149,6 +149,11 @@ fn help_lists_every_command_and_flag() {
         "DATABASE_URL",
         "--api-key",
         "API_KEY",
+        "--retain-session-logs-days",
+        "RETAIN_SESSION_LOGS_DAYS",
+        "--retain-events-days",
+        "--retain-delivered-triggers-days",
+        "--retain-read-mail-days",
     ] {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
@@ -159,7 +164,7 @@ fn help_lists_every_command_and_flag() {
     );
     // Tests set their clock and scheduler tick through `HubOptions`, never a flag: the
     // binary users run has no hidden test-only option.
-    for hidden in ["--test-clock-file", "--scheduler-tick-ms"] {
+    for hidden in ["--test-clock-file", "--scheduler-tick-ms", "--retention-every-ms"] {
         let refused = Command::new(SWARM).args(["serve", hidden, "1", "--port", "0"]).output().unwrap();
         assert!(!refused.status.success(), "swarm serve has no {hidden}");
         assert!(String::from_utf8_lossy(&refused.stderr).contains("unexpected argument"));
