@@ -17,7 +17,8 @@ pub enum Expiring {
     /// Events of finished tasks (and events about no task, such as an agent's status).
     Events,
     /// Trigger hand-outs that are over: task results delivered to their awaiting
-    /// session, handed-back tasks the lead was told about, expired webhook delivery marks.
+    /// session, handed-back tasks the lead was told about, expired webhook delivery marks,
+    /// Slack's once-only marks (events handled, outcomes posted).
     DeliveredTriggers,
     /// Agent mail that was read (and answered, when its sender awaited an answer), and
     /// inbox messages the lead read, answered or delegated.

@@ -123,8 +123,8 @@ pub struct RetentionArgs {
     #[arg(long, env = "RETAIN_EVENTS_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub retain_events_days: u32,
     /// Days delivered trigger hand-outs are kept: task results delivered to their awaiting
-    /// session, handed-back tasks the lead was told about, expired webhook replay marks.
-    /// 0 = for good.
+    /// session, handed-back tasks the lead was told about, expired webhook replay marks,
+    /// Slack's once-only marks. 0 = for good.
     #[arg(long, env = "RETAIN_DELIVERED_TRIGGERS_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub retain_delivered_triggers_days: u32,
     /// Days read agent mail (answered, if its sender awaited an answer) and handled inbox

@@ -3,5 +3,6 @@
 CREATE INDEX session_logs_created_idx ON session_logs (created_at);
 CREATE INDEX mail_read_idx ON mail (read_at) WHERE status = 'read';
 CREATE INDEX mail_replies_idx ON mail (in_reply_to) WHERE in_reply_to IS NOT NULL;
+CREATE INDEX slack_marks_created_idx ON slack_marks (created_at);
 CREATE INDEX inbox_messages_handled_idx ON inbox_messages (last_updated_at)
     WHERE status IN ('read', 'responded', 'delegated');

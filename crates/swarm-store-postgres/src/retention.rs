@@ -51,6 +51,10 @@ pub(crate) async fn remove(
                  SELECT id FROM task_handoffs WHERE notified_at < $1 ORDER BY id LIMIT $2)",
             "DELETE FROM webhook_deliveries WHERE ctid IN (
                  SELECT ctid FROM webhook_deliveries WHERE expires_at < $1 LIMIT $2)",
+            // Slack's once-only marks: its retries come within hours, and the bridge
+            // announces outcomes of tasks finished within a day.
+            "DELETE FROM slack_marks WHERE ctid IN (
+                 SELECT ctid FROM slack_marks WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
         ],
         Expiring::ReadMail => &[
             // A read message that a kept reply points at stays until the reply goes.

@@ -5,6 +5,8 @@ CREATE INDEX session_logs_created ON session_logs (created_at);
 -- Read mail by when it was read, and the replies that keep a read message.
 CREATE INDEX mail_read ON mail (read_at) WHERE status = 'read';
 CREATE INDEX mail_replies ON mail (in_reply_to) WHERE in_reply_to IS NOT NULL;
+-- Slack's once-only marks by age.
+CREATE INDEX slack_marks_created ON slack_marks (created_at);
 -- Handled inbox messages by age.
 CREATE INDEX inbox_messages_handled ON inbox_messages (last_updated_at)
     WHERE status IN ('read', 'responded', 'delegated');

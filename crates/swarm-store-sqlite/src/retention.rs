@@ -58,7 +58,15 @@ pub(crate) fn remove(tx: &Connection, kind: Expiring, older_than: Timestamp, lim
                      SELECT rowid FROM webhook_deliveries WHERE expires_at < ?1 LIMIT ?2)",
                 params![cutoff, limit],
             )?;
-            results + handoffs + marks
+            // Slack's once-only marks: its retries come within hours, and the bridge
+            // announces outcomes of tasks finished within a day.
+            let slack = sql::execute(
+                tx,
+                "DELETE FROM slack_marks WHERE rowid IN (
+                     SELECT rowid FROM slack_marks WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+                params![cutoff, limit],
+            )?;
+            results + handoffs + marks + slack
         }
         Expiring::ReadMail => {
             // A read message that a kept reply points at stays until the reply goes.

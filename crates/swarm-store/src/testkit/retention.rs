@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::{NewTaskAwait, Store};
 use swarm_domain::{
     id::{AgentId, MailId, TaskId},
-    inbox::{InboxChange, InboxStatus, NewInboxMessage, SlackContext},
+    inbox::{InboxChange, InboxStatus, NewInboxMessage, SlackContext, SlackMark},
     mail::{Mail, MailDelivery, MailDraft, MailPriority, MailQuery, MailType, NewMail},
     retention::Expiring,
     session::NewSessionLogs,
@@ -30,7 +30,7 @@ macro_rules! __store_conformance_retention {
                 retention_removes_old_logs_and_events_of_finished_work_only,
                 retention_works_in_batches_of_the_limit,
                 retention_removes_read_mail_and_handled_inbox_messages_only,
-                retention_removes_delivered_task_results_only,
+                retention_removes_delivered_task_results_and_old_slack_marks_only,
             ],
             multi_thread: []
         );
@@ -199,7 +199,7 @@ pub async fn retention_removes_read_mail_and_handled_inbox_messages_only(store: 
     assert!(listed.unwrap().iter().all(|mail| mail.id != old_read.id), "gone from the mailbox too");
 }
 
-pub async fn retention_removes_delivered_task_results_only(store: Arc<dyn Store>) {
+pub async fn retention_removes_delivered_task_results_and_old_slack_marks_only(store: Arc<dyn Store>) {
     let fx = Fixture::new(store);
     let triage = fx.worker("triage").await;
     let worker = fx.register("worker", false, 5).await.id;
@@ -220,9 +220,13 @@ pub async fn retention_removes_delivered_task_results_only(store: Arc<dyn Store>
         awaited.push(child.id);
     }
     assert!(fx.store.task_await_deliver(awaited[0], triage, fx.now()).await.unwrap());
+    assert!(fx.store.slack_mark_once(SlackMark::Event, "Ev-old", fx.now()).await.unwrap());
     let cutoff = fx.now();
+    assert!(fx.store.slack_mark_once(SlackMark::Event, "Ev-new", fx.now()).await.unwrap());
 
-    assert_eq!(remove(&fx, Expiring::DeliveredTriggers, cutoff).await, 1);
+    assert_eq!(remove(&fx, Expiring::DeliveredTriggers, cutoff).await, 2, "a result and a Slack mark");
+    assert!(fx.store.slack_mark_once(SlackMark::Event, "Ev-old", fx.now()).await.unwrap(), "forgotten");
+    assert!(!fx.store.slack_mark_once(SlackMark::Event, "Ev-new", fx.now()).await.unwrap(), "kept");
     assert_eq!(fx.store.task_await_get(awaited[0]).await.unwrap(), None);
     assert!(fx.store.task_await_get(awaited[1]).await.unwrap().is_some(), "not delivered yet");
     assert_eq!(fx.task(awaited[0]).await.id, awaited[0], "the task itself stays");
