@@ -80,6 +80,7 @@ pub struct Hub {
     _background: Background,
     _scheduler: Background,
     _retention: Background,
+    _history: Background,
     _slack: Option<swarm_slack::SlackBridge>,
 }
 
@@ -120,6 +121,7 @@ impl Hub {
         let background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
         let scheduler = service.start_scheduler(options.scheduler_tick);
         let retention = service.start_retention(args.retention.policy(), options.retention_every);
+        let history = service.start_history(swarm_service::HISTORY_EVERY);
 
         let address = format!("{}:{}", args.host, args.port);
         let listener =
@@ -161,6 +163,7 @@ impl Hub {
             _background: background,
             _scheduler: scheduler,
             _retention: retention,
+            _history: history,
             _slack: slack,
         })
     }

@@ -13,6 +13,7 @@ pub mod clock;
 mod delegation;
 mod error;
 mod handback;
+mod history;
 mod inbox;
 mod mail;
 mod poll;
@@ -49,6 +50,7 @@ pub use chat::{CreateChannel, MESSAGES_PAGE_MAX, PostMessage, ReadMessages};
 pub use claims::ReleaseRequest;
 pub use delegation::SendTask;
 pub use error::{ServiceError, ServiceResult};
+pub use history::HISTORY_EVERY;
 pub use inbox::{Delegate, Delegated, ReplyTarget};
 pub use mail::{DeliverMail, ListMail, MAIL_PAGE_MAX, ReplyMail, SendMail};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
@@ -128,6 +130,8 @@ pub struct Service {
     changes: broadcast::Sender<Change>,
     waiters: Arc<Waiters>,
     activity: Arc<activity::Activity>,
+    /// The dashboard's last hour.
+    history: Arc<history::History>,
     lease: LeasePolicy,
     /// Slack's Web API, when the hub has Slack credentials.
     slack: Option<Arc<dyn slack_api::SlackApi>>,
@@ -152,6 +156,7 @@ impl Service {
             changes,
             waiters: Arc::default(),
             activity: Arc::default(),
+            history: Arc::default(),
             lease,
             slack: None,
             clock: Arc::new(clock::SystemClock),

@@ -345,6 +345,16 @@ async fn metrics_count_trigger_waits_store_calls_webhooks_and_run_reports() {
     assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "session_ok")]), 1.0);
     assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "failed")]), 0.0);
     assert_eq!(after.value("swarm_store_pool_connections", &[]), None, "SQLite has no pool");
+
+    // The dashboard's last hour: a point taken at start-up, in camelCase.
+    let (status, history) = hub.get("/api/stats/history", None).await;
+    assert_eq!(status, 200, "{history}");
+    let first = &history["points"][0];
+    assert!(
+        first["queueDepth"].is_i64() && first["runsFinished"].is_u64() && first["at"].is_string(),
+        "{history}"
+    );
+    assert!(first.get("triggerWaitP95Ms").is_some(), "{history}");
 }
 
 #[test]
