@@ -23,11 +23,21 @@ pub enum Expiring {
     /// Agent mail that was read (and answered, when its sender awaited an answer), and
     /// inbox messages the lead read, answered or delegated.
     ReadMail,
+    /// Finished tasks themselves, with everything of theirs (tags, logs, events, costs):
+    /// those the lead was told about (`tasks_finished`; cancelled ones and a lead's own
+    /// need no telling), that no task depends on, no trigger session awaits and no inbox
+    /// message was delegated to. Off unless asked for.
+    FinishedTasks,
 }
 
 impl Expiring {
-    pub const ALL: [Expiring; 4] =
-        [Expiring::SessionLogs, Expiring::Events, Expiring::DeliveredTriggers, Expiring::ReadMail];
+    pub const ALL: [Expiring; 5] = [
+        Expiring::SessionLogs,
+        Expiring::Events,
+        Expiring::DeliveredTriggers,
+        Expiring::ReadMail,
+        Expiring::FinishedTasks,
+    ];
 
     /// The name in metrics and logs.
     pub fn name(self) -> &'static str {
@@ -36,6 +46,7 @@ impl Expiring {
             Expiring::Events => "events",
             Expiring::DeliveredTriggers => "delivered_triggers",
             Expiring::ReadMail => "read_mail",
+            Expiring::FinishedTasks => "finished_tasks",
         }
     }
 
@@ -46,6 +57,7 @@ impl Expiring {
             Expiring::Events => 1,
             Expiring::DeliveredTriggers => 2,
             Expiring::ReadMail => 3,
+            Expiring::FinishedTasks => 4,
         }
     }
 }
@@ -57,14 +69,16 @@ pub struct RetentionPolicy {
     pub events: Option<Duration>,
     pub delivered_triggers: Option<Duration>,
     pub read_mail: Option<Duration>,
+    pub finished_tasks: Option<Duration>,
 }
 
 const DAY: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Default for RetentionPolicy {
     /// Bounded for a busy hub: logs are the bulk and the least read after a fortnight.
+    /// Finished tasks themselves are kept: they are the swarm's record of its work.
     fn default() -> Self {
-        RetentionPolicy::from_days(14, 30, 30, 90)
+        RetentionPolicy::from_days(14, 30, 30, 90).with_finished_tasks_days(0)
     }
 }
 
@@ -77,12 +91,24 @@ impl RetentionPolicy {
             events: window(events),
             delivered_triggers: window(delivered_triggers),
             read_mail: window(read_mail),
+            finished_tasks: None,
         }
+    }
+
+    /// The same, also removing finished tasks `days` after they ended; 0 keeps them.
+    pub fn with_finished_tasks_days(self, days: u32) -> Self {
+        RetentionPolicy { finished_tasks: (days > 0).then(|| DAY * days), ..self }
     }
 
     /// Keeps everything.
     pub fn keep_all() -> Self {
-        RetentionPolicy { session_logs: None, events: None, delivered_triggers: None, read_mail: None }
+        RetentionPolicy {
+            session_logs: None,
+            events: None,
+            delivered_triggers: None,
+            read_mail: None,
+            finished_tasks: None,
+        }
     }
 
     pub fn window(&self, kind: Expiring) -> Option<Duration> {
@@ -91,6 +117,7 @@ impl RetentionPolicy {
             Expiring::Events => self.events,
             Expiring::DeliveredTriggers => self.delivered_triggers,
             Expiring::ReadMail => self.read_mail,
+            Expiring::FinishedTasks => self.finished_tasks,
         }
     }
 

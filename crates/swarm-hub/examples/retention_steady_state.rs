@@ -8,7 +8,7 @@
 //! retention. The bytes a task takes do not depend on the build profile; the time does.
 //!
 //! ```sh
-//! cargo run -p swarm-hub --example retention_steady_state -- 60000 [agents] [lines]
+//! cargo run -p swarm-hub --example retention_steady_state -- 60000 [agents] [lines] [task hours]
 //! ```
 
 use std::{
@@ -23,6 +23,7 @@ use std::{
 use swarm_domain::{
     agent::NewAgent,
     id::AgentId,
+    poll::TriggerKind,
     retention::RetentionPolicy,
     session::NewSessionLogs,
     task::{FinishOutcome, NewTask, TaskAction, TaskDraft},
@@ -61,6 +62,9 @@ async fn run(cycles: u64, agents: usize, lines: usize, policy: Option<RetentionP
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.expect("open"));
     let clock = Arc::new(SimulatedClock(AtomicI64::new(1_767_225_600_000)));
     let service = Service::new(store.clone()).with_clock(clock.clone());
+    let lead = NewAgent::parse(AgentId::new_v7(), "lead", true, None, None, None, Some(1)).expect("a lead");
+    store.agent_register(&lead, clock.now()).await.expect("register the lead");
+    let lead = lead.id;
     let mut workers = Vec::new();
     for n in 0..agents {
         let agent =
@@ -121,6 +125,10 @@ async fn run(cycles: u64, agents: usize, lines: usize, policy: Option<RetentionP
             if let Some(policy) = &policy
                 && done % passes_every == 0
             {
+                // The lead hears of finished tasks, as a lead's runner polls for them.
+                let kinds = [TriggerKind::TasksFinished];
+                let lease = clock.now().plus_millis(60_000);
+                while store.poll_claim(lead, &kinds, clock.now(), lease).await.expect("poll").is_some() {}
                 service.retention_pass(policy).await.expect("a retention pass");
             }
             if done % report_every == 0 || done == cycles {
@@ -144,12 +152,15 @@ async fn main() {
     let cycles = args.next().unwrap_or(60_000);
     let agents = args.next().unwrap_or(16) as usize;
     let lines = args.next().unwrap_or(10) as usize;
+    // Finished tasks themselves go after this many simulated hours (0: kept, the default).
+    let finished_tasks_hours = args.next().filter(|hours| *hours > 0).map(|hours| hours as u32);
     // Windows in simulated hours: logs 4 h, events and hand-outs 8 h, mail 24 h.
     let policy = RetentionPolicy {
         session_logs: Some(HOUR * 4),
         events: Some(HOUR * 8),
         delivered_triggers: Some(HOUR * 8),
         read_mail: Some(HOUR * 24),
+        finished_tasks: finished_tasks_hours.map(|hours| HOUR * hours),
     };
     let (empty, without) = run(cycles, agents, lines, None).await;
     let (_, with) = run(cycles, agents, lines, Some(policy)).await;

@@ -131,6 +131,11 @@ pub struct RetentionArgs {
     /// messages (read, responded, delegated) are kept. 0 = for good.
     #[arg(long, env = "RETAIN_READ_MAIL_DAYS", default_value_t = 90, value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub retain_read_mail_days: u32,
+    /// Days a finished task itself is kept, with everything of it (tags, logs, events,
+    /// costs), once the lead was told about it and no task, trigger session or inbox
+    /// message refers to it. 0 (the default) = for good: tasks are the swarm's record.
+    #[arg(long, env = "RETAIN_FINISHED_TASKS_DAYS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retain_finished_tasks_days: u32,
 }
 
 impl RetentionArgs {
@@ -141,6 +146,7 @@ impl RetentionArgs {
             self.retain_delivered_triggers_days,
             self.retain_read_mail_days,
         )
+        .with_finished_tasks_days(self.retain_finished_tasks_days)
     }
 }
 
@@ -152,6 +158,7 @@ impl Default for RetentionArgs {
             retain_events_days: 30,
             retain_delivered_triggers_days: 30,
             retain_read_mail_days: 90,
+            retain_finished_tasks_days: 0,
         }
     }
 }

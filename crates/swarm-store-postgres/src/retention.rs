@@ -41,6 +41,9 @@ pub(crate) async fn remove(
     older_than: Timestamp,
     limit: u32,
 ) -> StoreResult<u64> {
+    if kind == Expiring::FinishedTasks {
+        return remove_finished_tasks(pool, older_than, limit).await;
+    }
     let statements: &[&'static str] = match kind {
         Expiring::SessionLogs => &[old_rows_of_finished_tasks!("session_logs", "id")],
         Expiring::Events => &[old_rows_of_finished_tasks!("events", "id")],
@@ -69,6 +72,7 @@ pub(crate) async fn remove(
                  WHERE status IN ('read', 'responded', 'delegated') AND last_updated_at < $1
                  ORDER BY last_updated_at LIMIT $2)",
         ],
+        Expiring::FinishedTasks => &[],
     };
     let mut tx = pool.begin().await.map_err(db)?;
     let mut removed = 0;
@@ -84,4 +88,43 @@ pub(crate) async fn remove(
     }
     tx.commit().await.map_err(db)?;
     Ok(removed)
+}
+
+/// Finished tasks that nothing refers to any more, with everything of theirs. A task
+/// that another depends on waits until that one goes (a later batch). The rows are
+/// locked (`FOR UPDATE SKIP LOCKED`): two replicas' batches take different tasks.
+async fn remove_finished_tasks(pool: &PgPool, older_than: Timestamp, limit: u32) -> StoreResult<u64> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT t.id FROM tasks t
+         WHERE t.finished_at IS NOT NULL AND t.finished_at < $1
+           AND t.status IN ('completed', 'failed', 'cancelled')
+           AND (t.notified_at IS NOT NULL OR t.status = 'cancelled'
+                OR EXISTS (SELECT 1 FROM agents l WHERE l.id = t.agent_id AND l.is_lead))
+           AND NOT EXISTS (SELECT 1 FROM task_dependencies d WHERE d.depends_on_task_id = t.id)
+           AND NOT EXISTS (SELECT 1 FROM task_awaits a WHERE a.task_id = t.id)
+           AND NOT EXISTS (SELECT 1 FROM task_awaits a WHERE a.parent_task_id = t.id)
+           AND NOT EXISTS (SELECT 1 FROM inbox_messages m WHERE m.delegated_to_task_id = t.id)
+         ORDER BY t.finished_at LIMIT $2
+         FOR UPDATE OF t SKIP LOCKED",
+    )
+    .bind(older_than.datetime())
+    .bind(i64::from(limit))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?;
+    for statement in [
+        "DELETE FROM task_tags WHERE task_id = ANY($1)",
+        "DELETE FROM task_dependencies WHERE task_id = ANY($1)",
+        "DELETE FROM task_handoffs WHERE task_id = ANY($1)",
+        "DELETE FROM session_logs WHERE task_id = ANY($1)",
+        "DELETE FROM session_costs WHERE task_id = ANY($1)",
+        "DELETE FROM events WHERE task_id = ANY($1)",
+    ] {
+        sqlx::query(statement).bind(&ids).execute(&mut *tx).await.map_err(db)?;
+    }
+    let removed =
+        sqlx::query("DELETE FROM tasks WHERE id = ANY($1)").bind(&ids).execute(&mut *tx).await.map_err(db)?;
+    tx.commit().await.map_err(db)?;
+    Ok(removed.rows_affected())
 }

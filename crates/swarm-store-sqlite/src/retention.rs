@@ -90,8 +90,51 @@ pub(crate) fn remove(tx: &Connection, kind: Expiring, older_than: Timestamp, lim
             )?;
             mail + inbox
         }
+        Expiring::FinishedTasks => remove_finished_tasks(tx, cutoff, limit)?,
     };
     Ok(u64::try_from(removed).unwrap_or(0))
+}
+
+/// Finished tasks that nothing refers to any more, with everything of theirs. A task
+/// that another depends on waits until that one goes (a later batch).
+fn remove_finished_tasks(tx: &Connection, cutoff: i64, limit: i64) -> StoreResult<usize> {
+    let ids: Vec<String> = sql::all(
+        tx,
+        "SELECT t.id FROM tasks t
+         WHERE t.finished_at IS NOT NULL AND t.finished_at < ?1
+           AND t.status IN ('completed', 'failed', 'cancelled')
+           AND (t.notified_at IS NOT NULL OR t.status = 'cancelled'
+                OR EXISTS (SELECT 1 FROM agents l WHERE l.id = t.agent_id AND l.is_lead = 1))
+           AND NOT EXISTS (SELECT 1 FROM task_dependencies d WHERE d.depends_on_task_id = t.id)
+           AND NOT EXISTS (SELECT 1 FROM task_awaits a WHERE a.task_id = t.id)
+           AND NOT EXISTS (SELECT 1 FROM task_awaits a WHERE a.parent_task_id = t.id)
+           AND NOT EXISTS (SELECT 1 FROM inbox_messages m WHERE m.delegated_to_task_id = t.id)
+         ORDER BY t.finished_at LIMIT ?2",
+        params![cutoff, limit],
+        |row| row.get::<_, String>(0).map_err(db),
+    )?;
+    for id in &ids {
+        for statement in [
+            "DELETE FROM task_tags WHERE task_id = ?1",
+            "DELETE FROM task_dependencies WHERE task_id = ?1",
+            "DELETE FROM task_handoffs WHERE task_id = ?1",
+            "DELETE FROM session_logs WHERE task_id = ?1",
+            "DELETE FROM session_costs WHERE task_id = ?1",
+        ] {
+            sql::execute(tx, statement, [id])?;
+        }
+        let events: Vec<(i64, Option<String>, i64)> = {
+            let mut statement = tx
+                .prepare_cached("DELETE FROM events WHERE task_id = ?1 RETURNING seq, agent_id, created_at")
+                .map_err(db)?;
+            let rows =
+                statement.query_map([id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))).map_err(db)?;
+            rows.collect::<Result<_, _>>().map_err(db)?
+        };
+        unindex_events(tx, &events)?;
+        sql::execute(tx, "DELETE FROM tasks WHERE id = ?1", [id])?;
+    }
+    Ok(ids.len())
 }
 
 /// Events go with their entries in the index by agent (`agent_events`); events the
@@ -112,15 +155,20 @@ fn remove_events(tx: &Connection, cutoff: i64, limit: i64) -> StoreResult<usize>
             .map_err(db)?;
         rows.collect::<Result<_, _>>().map_err(db)?
     };
+    unindex_events(tx, &removed)?;
+    Ok(removed.len())
+}
+
+fn unindex_events(tx: &Connection, removed: &[(i64, Option<String>, i64)]) -> StoreResult<()> {
     let mut unindex = tx
         .prepare_cached("DELETE FROM agent_events WHERE agent_id = ?1 AND created_at = ?2 AND event_seq = ?3")
         .map_err(db)?;
-    for (seq, agent, created_at) in &removed {
+    for (seq, agent, created_at) in removed {
         if let Some(agent) = agent {
             unindex.execute(params![agent, created_at, seq]).map_err(db)?;
         }
     }
-    Ok(removed.len())
+    Ok(())
 }
 
 /// One bounded step of `incremental_vacuum` when more than [`FREE_PAGES_KEPT`] pages are

@@ -16,7 +16,7 @@ use swarm_domain::{
     time::Timestamp,
 };
 
-use super::{Fixture, complete, draft};
+use super::{Fixture, cancel, complete, draft};
 
 /// The tests of this module, for [`crate::store_conformance!`].
 #[doc(hidden)]
@@ -31,6 +31,7 @@ macro_rules! __store_conformance_retention {
                 retention_works_in_batches_of_the_limit,
                 retention_removes_read_mail_and_handled_inbox_messages_only,
                 retention_removes_delivered_task_results_and_old_slack_marks_only,
+                retention_removes_finished_tasks_nothing_refers_to,
             ],
             multi_thread: []
         );
@@ -230,4 +231,39 @@ pub async fn retention_removes_delivered_task_results_and_old_slack_marks_only(s
     assert_eq!(fx.store.task_await_get(awaited[0]).await.unwrap(), None);
     assert!(fx.store.task_await_get(awaited[1]).await.unwrap().is_some(), "not delivered yet");
     assert_eq!(fx.task(awaited[0]).await.id, awaited[0], "the task itself stays");
+}
+
+pub async fn retention_removes_finished_tasks_nothing_refers_to(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let agent = fx.worker("worker-1").await;
+    let tagged = TaskDraft { tags: vec!["ops".into()], ..draft("old and cancelled") };
+    let old = fx.create(tagged, None).await;
+    log(&fx, "s-old", Some(old.id), &["a line"], fx.now()).await;
+    fx.must_change(old.id, cancel()).await;
+    let needed = fx.pool_task("cancelled, but a waiting task depends on it").await;
+    fx.must_change(needed.id, cancel()).await;
+    let dependent = fx.create(TaskDraft { depends_on: vec![needed.id], ..draft("waits") }, None).await;
+    let unreported = fx.started_task("completed, the lead not told yet", agent).await;
+    fx.must_change(unreported.id, complete(agent)).await;
+    let running = fx.assigned_task("still pending", fx.register("worker-2", false, 1).await.id).await;
+    let cutoff = fx.now();
+    let recent = fx.pool_task("cancelled after the cutoff").await;
+    fx.must_change(recent.id, cancel()).await;
+
+    assert_eq!(remove(&fx, Expiring::FinishedTasks, cutoff).await, 1);
+    assert_eq!(fx.store.task_get(old.id).await.unwrap(), None);
+    assert!(fx.task_events(old.id).await.is_empty(), "its events went with it");
+    assert_eq!(lines_of(&fx, old.id).await, 0, "and its logs");
+    for kept in [&needed, &dependent, &unreported, &running, &recent] {
+        assert!(fx.store.task_get(kept.id).await.unwrap().is_some(), "{} stays", kept.task);
+    }
+    let listed = fx.store.task_list(&crate::TaskFilter { limit: 100, ..crate::TaskFilter::default() }).await;
+    assert_eq!(listed.unwrap().1, 5, "the listing counts what is left");
+
+    // Once the task that depended on it is over and gone, the other goes too.
+    fx.must_change(dependent.id, cancel()).await;
+    let later = fx.now();
+    assert_eq!(remove(&fx, Expiring::FinishedTasks, later).await, 2, "the dependent, and the recent one");
+    assert_eq!(remove(&fx, Expiring::FinishedTasks, later).await, 1, "then the one it depended on");
+    assert_eq!(fx.store.task_get(needed.id).await.unwrap(), None);
 }

@@ -154,6 +154,7 @@ fn help_lists_every_command_and_flag() {
         "--retain-events-days",
         "--retain-delivered-triggers-days",
         "--retain-read-mail-days",
+        "--retain-finished-tasks-days",
     ] {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
