@@ -19,11 +19,13 @@ use axum::{
     routing::get,
 };
 use prometheus_client::{
-    encoding::{EncodeLabelSet, prometheus_text},
+    encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder, NoLabelSet, prometheus_text},
+    metrics::MetricType,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
 use swarm_domain::stats::Stats;
+use swarm_service::timings::HistogramSnapshot;
 
 use crate::{AppState, error::ApiError};
 
@@ -105,6 +107,7 @@ impl Metrics {
         activity: &swarm_service::ActivitySnapshot,
         stats: &Stats,
         backend: &'static str,
+        pool: Option<(u32, u32)>,
     ) -> String {
         let mut registry = Registry::with_prefix("swarm");
         registry.register(
@@ -172,6 +175,66 @@ impl Metrics {
             activity.lead_claims_returned,
         );
 
+        counter(&mut registry, "retention_passes", "Retention passes finished", activity.retention_passes);
+        let removed = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        for (kind, rows) in activity.retention_removed {
+            removed.get_or_create(&[("kind", kind)]).inc_by(rows);
+        }
+        registry.register(
+            "retention_removed_rows",
+            "Rows of finished work that retention removed, by kind",
+            removed,
+        );
+        counter(
+            &mut registry,
+            "retention_reclaimed_pages",
+            "Database pages retention gave back to the file system (SQLite)",
+            activity.pages_reclaimed,
+        );
+
+        registry.register(
+            "trigger_wait_seconds",
+            "Time from a trigger's creation (its task, message or mail) to its hand-out by a poll, by kind",
+            Histograms { label: "kind", series: activity.trigger_age.clone() },
+        );
+        registry.register(
+            "store_call_duration_seconds",
+            "Duration of the service's main store calls, by call",
+            Histograms { label: "call", series: activity.store_calls.clone() },
+        );
+        let inbound = Family::<[(&'static str, &'static str); 2], Counter>::default();
+        for (source, outcome, count) in &activity.inbound {
+            inbound.get_or_create(&[("source", source), ("outcome", outcome)]).inc_by(*count);
+        }
+        registry.register(
+            "inbound_events",
+            "Slack events and webhook deliveries: received, rejected (bad signature or body), duplicate",
+            inbound,
+        );
+        let runs = Family::<[(&'static str, &'static str); 1], Counter>::default();
+        for (outcome, count) in &activity.run_reports {
+            runs.get_or_create(&[("outcome", outcome)]).inc_by(*count);
+        }
+        registry.register(
+            "run_reports",
+            "What agents and runners reported: tasks finished (completed, failed), sessions ended (session_ok, session_error)",
+            runs,
+        );
+        if let Some((open, idle)) = pool {
+            gauge(
+                &mut registry,
+                "store_pool_connections",
+                "Open connections of the PostgreSQL pool",
+                i64::from(open),
+            );
+            gauge(
+                &mut registry,
+                "store_pool_idle_connections",
+                "Idle connections of the PostgreSQL pool",
+                i64::from(idle),
+            );
+        }
+
         let tasks = Family::<[(&'static str, &'static str); 1], Gauge>::default();
         let counts = &stats.tasks;
         for (status, n) in [
@@ -213,6 +276,32 @@ impl Metrics {
     }
 }
 
+/// Histograms the service counted itself (lock-free buckets), one series per label value.
+#[derive(Debug)]
+struct Histograms {
+    label: &'static str,
+    series: Vec<(&'static str, HistogramSnapshot)>,
+}
+
+impl EncodeMetric for Histograms {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (value, histogram) in &self.series {
+            let labels = [(self.label, *value)];
+            encoder.encode_family(&labels)?.encode_histogram::<NoLabelSet>(
+                histogram.sum_seconds,
+                histogram.count,
+                &histogram.buckets,
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
 pub(crate) struct RequestStart {
     method: &'static str,
     route: Arc<str>,
@@ -244,7 +333,12 @@ pub(crate) fn router() -> Router<AppState> {
 async fn scrape(State(state): State<AppState>) -> Result<Response, ApiError> {
     let activity = state.service.activity();
     let stats = state.service.stats().await?;
-    let text = state.metrics.render(&activity, &stats, state.service.backend_name());
+    let text = state.metrics.render(
+        &activity,
+        &stats,
+        state.service.backend_name(),
+        state.service.store_pool_usage(),
+    );
     let mut response = text.into_response();
     response
         .headers_mut()

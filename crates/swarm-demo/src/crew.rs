@@ -10,7 +10,7 @@ use std::{
 
 use anyhow::Context;
 use swarm_domain::{id::AgentId, lease::LeasePolicy};
-use swarm_hub::{DatabaseArgs, Hub, HubOptions, LimitArgs, ServeArgs, SlackArgs};
+use swarm_hub::{DatabaseArgs, Hub, HubOptions, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
 use swarm_runner::{Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown};
 use swarm_service::Service;
 use tokio::task::JoinSet;
@@ -56,6 +56,7 @@ impl DemoHub {
             metrics_public: false,
             github_allowed_associations: "OWNER,MEMBER,COLLABORATOR".into(),
             limits: LimitArgs::default(),
+            retention: RetentionArgs::default(),
             slack: SlackArgs {
                 slack_bot_token: None,
                 slack_app_token: None,

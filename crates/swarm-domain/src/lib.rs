@@ -16,6 +16,7 @@ pub mod mail;
 pub mod poll;
 pub mod prompts;
 pub mod registry;
+pub mod retention;
 pub mod session;
 pub mod stats;
 pub mod task;

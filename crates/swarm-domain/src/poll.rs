@@ -262,6 +262,25 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// Since when what it hands out was there to take: a task's creation, the oldest
+    /// message's or mail's, the first finished task's end, the first hand-back. `None`
+    /// for the pool's count, which has no one moment.
+    pub fn available_since(&self) -> Option<crate::time::Timestamp> {
+        match self {
+            Trigger::TaskOffered { task, .. } | Trigger::TaskAssigned { task, .. } => Some(task.created_at),
+            Trigger::UrgentMail { mail, .. } => mail.iter().map(|piece| piece.created_at).min(),
+            Trigger::SlackInboxMessage { messages, .. } => messages.iter().map(|m| m.created_at).min(),
+            Trigger::UnreadMentions { messages, .. } => messages.iter().map(|m| m.created_at).min(),
+            Trigger::TasksFinished { tasks, .. } => tasks.iter().filter_map(|task| task.finished_at).min(),
+            Trigger::TasksHandedBack { handoffs, .. } => handoffs.iter().map(|h| h.handed_back_at).min(),
+            Trigger::EpicProgressChanged { epics, .. } => {
+                epics.iter().flat_map(|epic| &epic.finished_tasks).filter_map(|task| task.finished_at).min()
+            }
+            Trigger::TaskResult { task, .. } => task.finished_at,
+            Trigger::PoolTasksAvailable { .. } => None,
+        }
+    }
+
     pub fn type_name(&self) -> &'static str {
         match self {
             Trigger::TaskOffered { .. } => "task_offered",

@@ -38,3 +38,18 @@ pub struct WorkCounts {
     pub pool: i64,
     pub in_progress: i64,
 }
+
+/// One minute of the hub, for the dashboard's charts (`GET /api/stats/history`).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsPoint {
+    /// When the minute ended.
+    pub at: crate::time::Timestamp,
+    /// Tasks waiting to be taken up: in the pool, offered, or assigned and not started.
+    pub queue_depth: i64,
+    /// 95 % of the triggers handed out in the minute waited at most this long after their
+    /// creation (a histogram bucket's bound, in milliseconds); null when none was.
+    pub trigger_wait_p95_ms: Option<f64>,
+    /// Tasks finished by their agents in the minute (completed or failed).
+    pub runs_finished: u64,
+}

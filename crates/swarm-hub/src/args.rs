@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use swarm_domain::retention::RetentionPolicy;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -89,6 +90,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
+    pub retention: RetentionArgs,
+    #[command(flatten)]
     pub slack: SlackArgs,
 }
 
@@ -125,6 +128,58 @@ impl Default for LimitArgs {
             header_read_timeout_seconds: 10,
             max_streams_per_agent: 16,
             max_polls_per_agent: 8,
+        }
+    }
+}
+
+/// How long the record of finished work is kept. The hub removes what is older in small
+/// batches in the background; a task itself, and anything still in play, stays.
+#[derive(Debug, Clone, Args)]
+pub struct RetentionArgs {
+    /// Days a finished task's session logs are kept (and log lines of no task). 0 = for good.
+    #[arg(long, env = "RETAIN_SESSION_LOGS_DAYS", default_value_t = 14, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retain_session_logs_days: u32,
+    /// Days a finished task's events are kept (and events of no task, such as an agent's
+    /// status changes). 0 = for good.
+    #[arg(long, env = "RETAIN_EVENTS_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retain_events_days: u32,
+    /// Days delivered trigger hand-outs are kept: task results delivered to their awaiting
+    /// session, handed-back tasks the lead was told about, expired webhook replay marks,
+    /// Slack's once-only marks. 0 = for good.
+    #[arg(long, env = "RETAIN_DELIVERED_TRIGGERS_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retain_delivered_triggers_days: u32,
+    /// Days read agent mail (answered, if its sender awaited an answer) and handled inbox
+    /// messages (read, responded, delegated) are kept. 0 = for good.
+    #[arg(long, env = "RETAIN_READ_MAIL_DAYS", default_value_t = 90, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retain_read_mail_days: u32,
+    /// Days a finished task itself is kept, with everything of it (tags, logs, events,
+    /// costs), once the lead was told about it and no task, trigger session or inbox
+    /// message refers to it. 0 (the default) = for good: tasks are the swarm's record.
+    #[arg(long, env = "RETAIN_FINISHED_TASKS_DAYS", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retain_finished_tasks_days: u32,
+}
+
+impl RetentionArgs {
+    pub fn policy(&self) -> RetentionPolicy {
+        RetentionPolicy::from_days(
+            self.retain_session_logs_days,
+            self.retain_events_days,
+            self.retain_delivered_triggers_days,
+            self.retain_read_mail_days,
+        )
+        .with_finished_tasks_days(self.retain_finished_tasks_days)
+    }
+}
+
+impl Default for RetentionArgs {
+    /// The flags' defaults, for embedders that build `ServeArgs` field by field.
+    fn default() -> Self {
+        RetentionArgs {
+            retain_session_logs_days: 14,
+            retain_events_days: 30,
+            retain_delivered_triggers_days: 30,
+            retain_read_mail_days: 90,
+            retain_finished_tasks_days: 0,
         }
     }
 }

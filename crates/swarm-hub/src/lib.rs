@@ -23,7 +23,7 @@ use swarm_service::{Background, Service, clock::Clock};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use args::{DatabaseArgs, LimitArgs, ServeArgs, SlackArgs};
+pub use args::{DatabaseArgs, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
 pub use key::{HubKey, default_key_file};
 pub use logging::{init_logging, shutdown_signal};
 pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
@@ -77,11 +77,17 @@ pub struct HubOptions {
     pub scheduler_tick: Duration,
     /// Where the scheduler reads the time (tests move it forward without waiting).
     pub clock: Option<Arc<dyn Clock>>,
+    /// How often retention runs.
+    pub retention_every: Duration,
 }
 
 impl Default for HubOptions {
     fn default() -> Self {
-        HubOptions { scheduler_tick: swarm_service::SCHEDULER_TICK, clock: None }
+        HubOptions {
+            scheduler_tick: swarm_service::SCHEDULER_TICK,
+            clock: None,
+            retention_every: swarm_service::RETENTION_EVERY,
+        }
     }
 }
 
@@ -95,6 +101,8 @@ pub struct Hub {
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     _background: Background,
     _scheduler: Background,
+    _retention: Background,
+    _history: Background,
     _slack: Option<swarm_slack::SlackBridge>,
 }
 
@@ -142,6 +150,8 @@ impl Hub {
         };
         let background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
         let scheduler = service.start_scheduler(options.scheduler_tick);
+        let retention = service.start_retention(args.retention.policy(), options.retention_every);
+        let history = service.start_history(swarm_service::HISTORY_EVERY);
 
         let address = format!("{}:{}", args.host, args.port);
         let listener =
@@ -192,6 +202,8 @@ impl Hub {
             server,
             _background: background,
             _scheduler: scheduler,
+            _retention: retention,
+            _history: history,
             _slack: slack,
         })
     }

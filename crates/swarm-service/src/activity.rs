@@ -7,9 +7,14 @@
 //! passed and fired nothing) by waiting for an event instead of sleeping; an operator's
 //! metrics read the same numbers.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::{
+    sync::atomic::{AtomicI64, AtomicU64, Ordering},
+    time::Duration,
+};
 
-use swarm_domain::{lease::RescueReport, poll::Trigger};
+use swarm_domain::{lease::RescueReport, poll::Trigger, retention::Expiring, time::Timestamp};
+
+use crate::timings::{Histogram, HistogramSnapshot, STORE_CALLS};
 
 /// Every trigger type a poll can hand out, as `Trigger::type_name` spells it: a fixed
 /// list, so that metrics show a zero for a kind never handed out instead of no series.
@@ -24,6 +29,14 @@ pub const TRIGGER_TYPES: [&str; 8] = [
     "pool_tasks_available",
 ];
 
+/// Where work comes in from outside, and what became of each delivery.
+pub const INBOUND_SOURCES: [&str; 2] = ["slack", "webhook"];
+pub const INBOUND_OUTCOMES: [&str; 3] = ["received", "rejected", "duplicate"];
+
+/// What agents and runners report at the end of a run: a task finished (`completed`,
+/// `failed`) or a session's cost (a run of the agent CLI ended, with or without an error).
+pub const RUN_REPORTS: [&str; 4] = ["completed", "failed", "session_ok", "session_error"];
+
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
     parked_polls: AtomicI64,
@@ -35,10 +48,17 @@ pub(crate) struct Activity {
     leases_expired: AtomicU64,
     agents_silenced: AtomicU64,
     lead_claims_returned: AtomicU64,
+    retention_passes: AtomicU64,
+    retention_removed: [AtomicU64; Expiring::ALL.len()],
+    pages_reclaimed: AtomicU64,
+    trigger_age: [Histogram; TRIGGER_TYPES.len()],
+    store_calls: [Histogram; STORE_CALLS.len()],
+    inbound: [[AtomicU64; INBOUND_OUTCOMES.len()]; INBOUND_SOURCES.len()],
+    run_reports: [AtomicU64; RUN_REPORTS.len()],
 }
 
 /// The counters at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ActivitySnapshot {
     /// Polls waiting for a trigger right now.
     pub parked_polls: i64,
@@ -59,12 +79,32 @@ pub struct ActivitySnapshot {
     /// Lead-side claims (inbox messages, mentions, urgent mail, task results) that the
     /// rescuer made available again or handed to the lead.
     pub lead_claims_returned: u64,
+    /// Retention passes finished since the process started.
+    pub retention_passes: u64,
+    /// Rows retention removed, by kind (in [`Expiring::ALL`] order).
+    pub retention_removed: [(&'static str, u64); Expiring::ALL.len()],
+    /// Database pages retention gave back to the file system (SQLite).
+    pub pages_reclaimed: u64,
+    /// Time from a trigger's creation to its hand-out, by type ([`TRIGGER_TYPES`] order;
+    /// `pool_tasks_available` carries no creation time and stays empty).
+    pub trigger_age: Vec<(&'static str, HistogramSnapshot)>,
+    /// Duration of the service's main store calls, by call.
+    pub store_calls: Vec<(&'static str, HistogramSnapshot)>,
+    /// Deliveries from Slack and webhooks: `(source, outcome, count)`.
+    pub inbound: Vec<(&'static str, &'static str, u64)>,
+    /// Run outcomes reported by runners, by [`RUN_REPORTS`] name.
+    pub run_reports: Vec<(&'static str, u64)>,
 }
 
 impl ActivitySnapshot {
     /// How many triggers of this type (`Trigger::type_name`) polls handed out.
     pub fn triggers_handed(&self, type_name: &str) -> u64 {
         self.triggers_handed.iter().find(|(name, _)| *name == type_name).map_or(0, |(_, n)| *n)
+    }
+
+    /// How many rows of this kind retention removed.
+    pub fn retention_removed(&self, kind: Expiring) -> u64 {
+        self.retention_removed[kind.index()].1
     }
 }
 
@@ -82,6 +122,36 @@ impl Activity {
             leases_expired: self.leases_expired.load(Ordering::Relaxed),
             agents_silenced: self.agents_silenced.load(Ordering::Relaxed),
             lead_claims_returned: self.lead_claims_returned.load(Ordering::Relaxed),
+            retention_passes: self.retention_passes.load(Ordering::Relaxed),
+            retention_removed: std::array::from_fn(|index| {
+                (Expiring::ALL[index].name(), self.retention_removed[index].load(Ordering::Relaxed))
+            }),
+            pages_reclaimed: self.pages_reclaimed.load(Ordering::Relaxed),
+            trigger_age: TRIGGER_TYPES
+                .iter()
+                .copied()
+                .zip(self.trigger_age.iter().map(Histogram::snapshot))
+                .collect(),
+            store_calls: STORE_CALLS
+                .iter()
+                .copied()
+                .zip(self.store_calls.iter().map(Histogram::snapshot))
+                .collect(),
+            inbound: INBOUND_SOURCES
+                .iter()
+                .zip(&self.inbound)
+                .flat_map(|(source, counts)| {
+                    INBOUND_OUTCOMES
+                        .iter()
+                        .zip(counts)
+                        .map(move |(outcome, count)| (*source, *outcome, count.load(Ordering::Relaxed)))
+                })
+                .collect(),
+            run_reports: RUN_REPORTS
+                .iter()
+                .copied()
+                .zip(self.run_reports.iter().map(|count| count.load(Ordering::Relaxed)))
+                .collect(),
         }
     }
 
@@ -100,7 +170,31 @@ impl Activity {
             // worth a panic in production.
             if let Some(index) = TRIGGER_TYPES.iter().position(|known| *known == name) {
                 self.triggers_handed[index].fetch_add(1, Ordering::Relaxed);
+                if let Some(since) = trigger.available_since() {
+                    let waited = Timestamp::now().unix_millis().saturating_sub(since.unix_millis()).max(0);
+                    self.trigger_age[index].observe(Duration::from_millis(waited.unsigned_abs()));
+                }
             }
+        }
+    }
+
+    pub(crate) fn store_call(&self, call: &str, elapsed: Duration) {
+        if let Some(index) = STORE_CALLS.iter().position(|known| *known == call) {
+            self.store_calls[index].observe(elapsed);
+        }
+    }
+
+    pub(crate) fn inbound(&self, source: &str, outcome: &str) {
+        let source = INBOUND_SOURCES.iter().position(|known| *known == source);
+        let outcome = INBOUND_OUTCOMES.iter().position(|known| *known == outcome);
+        if let (Some(source), Some(outcome)) = (source, outcome) {
+            self.inbound[source][outcome].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn run_reported(&self, report: &str) {
+        if let Some(index) = RUN_REPORTS.iter().position(|known| *known == report) {
+            self.run_reports[index].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -115,6 +209,18 @@ impl Activity {
             + report.results_returned_to.len()
             + report.results_handed_to.len();
         self.lead_claims_returned.fetch_add(count(returned), Ordering::Relaxed);
+    }
+
+    pub(crate) fn retention_removed(&self, kind: Expiring, rows: u64) {
+        self.retention_removed[kind.index()].fetch_add(rows, Ordering::Relaxed);
+    }
+
+    pub(crate) fn retention_passed(&self) {
+        self.retention_passes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn pages_reclaimed(&self, pages: u64) {
+        self.pages_reclaimed.fetch_add(pages, Ordering::Relaxed);
     }
 
     pub(crate) fn slack_swept(&self) {

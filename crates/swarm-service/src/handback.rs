@@ -59,7 +59,10 @@ impl Service {
                 }
             },
         };
-        match self.store.task_apply_with_waiters(task.id, &change, caller.agent_id(), now).await? {
+        match self
+            .timed("task_apply", self.store.task_apply_with_waiters(task.id, &change, caller.agent_id(), now))
+            .await?
+        {
             (Applied::Changed { before, after }, waiters) => {
                 self.task_changed_with(&after, before.agent_id, waiters).await;
                 Ok(ActionOutcome { task: after, already_finished: false })

@@ -14,6 +14,7 @@ mod delegation;
 mod epics;
 mod error;
 mod handback;
+mod history;
 mod inbox;
 mod mail;
 mod poll;
@@ -21,10 +22,12 @@ mod registry;
 mod reporting;
 mod rescue;
 mod schedules;
+mod retention;
 mod sessions;
 pub mod slack_api;
 mod slack_files;
 mod tasks;
+pub mod timings;
 mod triggers;
 mod waiting;
 mod wake;
@@ -52,12 +55,14 @@ pub use claims::ReleaseRequest;
 pub use delegation::SendTask;
 pub use epics::{EPIC_PAGE_MAX, EpicDetail, EpicQuery, EpicTask};
 pub use error::{ServiceError, ServiceResult};
+pub use history::HISTORY_EVERY;
 pub use inbox::{Delegate, Delegated, ReplyTarget};
 pub use mail::{DeliverMail, ListMail, MAIL_PAGE_MAX, ReplyMail, SendMail};
 pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use registry::ServiceRef;
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
+pub use retention::{RETENTION_BATCH, RETENTION_EVERY, RetentionReport};
 pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
 pub use swarm_store::{HeldItems, Released, ServiceFilter};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
@@ -141,6 +146,8 @@ pub struct Service {
     changes: broadcast::Sender<Change>,
     waiters: Arc<Waiters>,
     activity: Arc<activity::Activity>,
+    /// The dashboard's last hour.
+    history: Arc<history::History>,
     lease: LeasePolicy,
     /// Slack's Web API, when the hub has Slack credentials.
     slack: Option<Arc<dyn slack_api::SlackApi>>,
@@ -167,6 +174,7 @@ impl Service {
             changes,
             waiters: Arc::default(),
             activity: Arc::default(),
+            history: Arc::default(),
             lease,
             slack: None,
             clock: Arc::new(clock::SystemClock),
@@ -196,6 +204,11 @@ impl Service {
 
     pub fn lease_policy(&self) -> LeasePolicy {
         self.lease
+    }
+
+    /// The store's connection pool as `(open, idle)`, on PostgreSQL.
+    pub fn store_pool_usage(&self) -> Option<(u32, u32)> {
+        self.store.pool_usage()
     }
 
     pub fn backend_name(&self) -> &'static str {
@@ -265,6 +278,20 @@ impl Service {
             // not lost. Say so; do not fail a change that committed.
             tracing::warn!(%error, "could not tell other processes about a change");
         }
+    }
+
+    /// Runs a store call and times it for `/metrics` (named in `timings::STORE_CALLS`).
+    async fn timed<T>(&self, call: &'static str, work: impl std::future::Future<Output = T>) -> T {
+        let started = std::time::Instant::now();
+        let result = work.await;
+        self.activity.store_call(call, started.elapsed());
+        result
+    }
+
+    /// A delivery from outside reached the hub (`source`: `slack` or `webhook`) and was
+    /// `received`, `rejected` (bad signature) or a `duplicate`; counted for `/metrics`.
+    pub fn note_inbound(&self, source: &str, outcome: &str) {
+        self.activity.inbound(source, outcome);
     }
 
     /// When a claim taken now runs out without a heartbeat.

@@ -113,7 +113,7 @@ impl Service {
     }
 
     async fn poll_view(&self, agent: AgentId) -> ServiceResult<PollView> {
-        self.store.poll_view(agent).await?.ok_or_else(|| unknown_agent(agent))
+        self.timed("poll_view", self.store.poll_view(agent)).await?.ok_or_else(|| unknown_agent(agent))
     }
 
     /// How often a poll refreshes the agent's presence: well within a lease period.
@@ -162,7 +162,11 @@ impl Service {
                 None
             } else {
                 let now = Timestamp::now();
-                self.store.poll_claim_for_runner(agent, &kinds, now, self.lease_until(now), runner).await?
+                self.timed(
+                    "poll_claim",
+                    self.store.poll_claim_for_runner(agent, &kinds, now, self.lease_until(now), runner),
+                )
+                .await?
             };
             let took_pool_task = matches!(claimed, Some((TriggerKind::PoolTask, _)));
             if view.waiting.contains(&TriggerKind::PoolTask) && !took_pool_task {

@@ -31,7 +31,7 @@ impl Service {
     /// after too many losses), silent agents go `offline`; each is logged and wakes the
     /// polls that can now take the work.
     pub async fn rescue(&self) -> ServiceResult<RescueReport> {
-        let report = self.store.rescue(&self.lease, Timestamp::now()).await?;
+        let report = self.timed("rescue", self.store.rescue(&self.lease, Timestamp::now())).await?;
         let mut wakes = Vec::new();
         for claim in &report.expired {
             tracing::warn!(

@@ -37,7 +37,9 @@ impl Service {
         if let Some(task_id) = logs.task_id {
             self.task_get(task_id).await?;
         }
-        let stored = self.store.session_logs_append(&logs, Timestamp::now()).await?;
+        let stored = self
+            .timed("session_logs_append", self.store.session_logs_append(&logs, Timestamp::now()))
+            .await?;
         if let Some(task_id) = logs.task_id {
             self.publish(Change::SessionOutput { task_id });
         }
@@ -56,6 +58,7 @@ impl Service {
             self.task_get(task_id).await?;
         }
         let recorded = self.store.session_cost_insert(&cost, Timestamp::now()).await?;
+        self.activity.run_reported(if recorded.is_error { "session_error" } else { "session_ok" });
         if let Some(task_id) = cost.task_id {
             self.publish(Change::SessionOutput { task_id });
         }

@@ -93,7 +93,7 @@ impl Service {
     pub async fn task_create(&self, caller: Caller, draft: TaskDraft) -> ServiceResult<Task> {
         let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
         let new_task = NewTask::parse(draft, creator)?;
-        let task = self.store.task_create(&new_task, Timestamp::now()).await?;
+        let task = self.timed("task_create", self.store.task_create(&new_task, Timestamp::now())).await?;
         self.task_changed(&task, None).await;
         Ok(task)
     }
@@ -298,11 +298,15 @@ impl Service {
         let now = Timestamp::now();
         let action = TaskAction::Finish { assignee: Some(agent), outcome };
         let change = action.change().with_lease(self.lease_until(now));
-        match self.store.task_apply_with_waiters(id, &change, Some(agent), now).await? {
+        match self
+            .timed("task_apply", self.store.task_apply_with_waiters(id, &change, Some(agent), now))
+            .await?
+        {
             (Applied::Changed { before, after }, waiters) => {
                 self.task_changed_with(&after, before.agent_id, waiters).await;
                 // Its work is done: whoever delegated it hears of mail it left pending.
                 self.stopped_after_finish(agent).await;
+                self.activity.run_reported(after.status.as_str());
                 Ok(Some(ActionOutcome { task: after, already_finished: false }))
             }
             (Applied::NotFound | Applied::Refused { .. }, _) => Ok(None),
@@ -317,7 +321,10 @@ impl Service {
     ) -> ServiceResult<ActionOutcome> {
         let now = Timestamp::now();
         let change = action.change().with_lease(self.lease_until(now));
-        match self.store.task_apply_with_waiters(id, &change, caller.agent_id(), now).await? {
+        match self
+            .timed("task_apply", self.store.task_apply_with_waiters(id, &change, caller.agent_id(), now))
+            .await?
+        {
             (Applied::Changed { before, after }, waiters) => {
                 self.task_changed_with(&after, before.agent_id, waiters).await;
                 Ok(ActionOutcome { task: after, already_finished: false })

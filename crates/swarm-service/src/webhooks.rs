@@ -94,6 +94,25 @@ impl Service {
         name: &str,
         request: WebhookRequest,
     ) -> ServiceResult<WebhookOutcome> {
+        self.activity.inbound("webhook", "received");
+        let outcome = self.webhook_verify_and_fire(name, request).await;
+        match &outcome {
+            Err(ServiceError::Unauthorized(_) | ServiceError::Invalid(_)) => {
+                self.activity.inbound("webhook", "rejected")
+            }
+            Ok(WebhookOutcome::Ignored(reason)) if reason == ALREADY_RECEIVED => {
+                self.activity.inbound("webhook", "duplicate")
+            }
+            _ => {}
+        }
+        outcome
+    }
+
+    async fn webhook_verify_and_fire(
+        &self,
+        name: &str,
+        request: WebhookRequest,
+    ) -> ServiceResult<WebhookOutcome> {
         let trigger = match self.trigger_get(name).await {
             Ok(trigger) if trigger.kind.is_webhook() => trigger,
             Ok(_) | Err(ServiceError::NotFound(_)) => return Err(unauthorized()),
@@ -126,9 +145,7 @@ impl Service {
         let guard = FireGuard::Event { require_enabled: true };
         match self.fire(&trigger, &firing, guard, mark.as_ref()).await? {
             FireOutcome::Fired(task) => Ok(WebhookOutcome::Fired(task)),
-            FireOutcome::Duplicate => {
-                Ok(WebhookOutcome::Ignored("this delivery was already received".into()))
-            }
+            FireOutcome::Duplicate => Ok(WebhookOutcome::Ignored(ALREADY_RECEIVED.into())),
             FireOutcome::Disabled | FireOutcome::NotDue => {
                 Ok(WebhookOutcome::Ignored(format!("trigger {} is disabled", trigger.name)))
             }
@@ -136,6 +153,8 @@ impl Service {
         }
     }
 }
+
+const ALREADY_RECEIVED: &str = "this delivery was already received";
 
 fn unauthorized() -> ServiceError {
     ServiceError::Unauthorized("bad or missing webhook signature".into())

@@ -48,6 +48,7 @@ impl Bridge {
     /// `payload`). Errors are logged: Slack has been answered already.
     pub async fn handle_callback(&self, payload: &Value) {
         let Some(event) = payload.get("event") else { return };
+        self.service.note_inbound("slack", "received");
         let event_id = payload.get("event_id").and_then(Value::as_str);
         if let Err(error) = self.handle_event(event_id, event).await {
             tracing::error!(%error, event_id, "a Slack event could not be handled");
@@ -84,6 +85,7 @@ impl Bridge {
         if let Some(event_id) = event_id
             && !self.service.slack_mark_once(SlackMark::Event, event_id).await.map_err(|e| e.to_string())?
         {
+            self.service.note_inbound("slack", "duplicate");
             tracing::debug!(event_id, "duplicate Slack event ignored");
             return Ok(());
         }

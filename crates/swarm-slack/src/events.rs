@@ -36,7 +36,11 @@ async fn slack_events(State(bridge): State<Arc<Bridge>>, headers: HeaderMap, bod
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX));
-    match verify(secret, header("x-slack-request-timestamp"), header("x-slack-signature"), &body, now) {
+    let check = verify(secret, header("x-slack-request-timestamp"), header("x-slack-signature"), &body, now);
+    if check != SignatureCheck::Valid {
+        bridge.service.note_inbound("slack", "rejected");
+    }
+    match check {
         SignatureCheck::Valid => {}
         SignatureCheck::Bad => return refuse(StatusCode::UNAUTHORIZED, "invalid Slack signature"),
         SignatureCheck::Stale => {

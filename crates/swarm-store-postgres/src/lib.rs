@@ -23,6 +23,7 @@ mod inbox;
 mod mail;
 mod poll;
 mod rescue;
+mod retention;
 mod rows;
 mod services;
 mod sessions;
@@ -50,6 +51,7 @@ use swarm_domain::{
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
+    retention::Expiring,
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
@@ -525,6 +527,14 @@ impl Store for PgStore {
 
     async fn stats(&self) -> StoreResult<Stats> {
         stats::stats(&self.pool).await
+    }
+
+    async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64> {
+        retention::remove(&self.pool, kind, older_than, limit).await
+    }
+
+    fn pool_usage(&self) -> Option<(u32, u32)> {
+        Some((self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX)))
     }
 }
 

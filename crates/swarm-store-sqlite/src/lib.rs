@@ -25,6 +25,7 @@ mod inbox;
 mod mail;
 mod poll;
 mod rescue;
+mod retention;
 mod rows;
 mod services;
 mod sessions;
@@ -38,7 +39,7 @@ use std::{path::Path, sync::Arc};
 use async_trait::async_trait;
 use sqlx::{
     Connection as _, SqliteConnection,
-    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
+    sqlite::{SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
 };
 use swarm_domain::agent::Registration;
 use swarm_domain::{
@@ -52,6 +53,7 @@ use swarm_domain::{
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
+    retention::Expiring,
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange},
@@ -109,9 +111,13 @@ impl SqliteStore {
 /// wait and then find the work done.
 async fn migrate(path: &Path) -> StoreResult<()> {
     let backend = |error: sqlx::Error| StoreError::Backend(Box::new(error));
+    // `auto_vacuum` takes effect only in a file without tables (sqlx sets it before the
+    // journal mode, as it must be): a new file can give the pages that retention frees
+    // back in small steps (`retention::reclaim`); an older one reuses them.
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
+        .auto_vacuum(SqliteAutoVacuum::Incremental)
         .journal_mode(SqliteJournalMode::Wal)
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
@@ -595,5 +601,13 @@ impl Store for SqliteStore {
 
     async fn stats(&self) -> StoreResult<Stats> {
         self.database.read_snapshot(sessions::stats).await
+    }
+
+    async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64> {
+        self.database.write(move |tx| retention::remove(tx, kind, older_than, limit)).await
+    }
+
+    async fn reclaim_space(&self) -> StoreResult<u64> {
+        self.database.on_writer(retention::reclaim).await
     }
 }

@@ -518,3 +518,71 @@ async fn a_backlog_of_events_goes_into_the_index_by_agent_batch_after_batch() {
     assert_eq!(page[0].id, newest[0].id);
     store.close().await;
 }
+
+async fn pragma(connection: &mut sqlx::SqliteConnection, name: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!("PRAGMA {name}"))).fetch_one(connection).await.unwrap()
+}
+
+/// A new file is made with `auto_vacuum = INCREMENTAL`: what retention removes is given
+/// back to the file system in bounded steps, down to a reserve kept for reuse.
+#[tokio::test]
+async fn the_space_retention_frees_goes_back_to_the_file_system() {
+    use swarm_domain::{retention::Expiring, session::NewSessionLogs};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let now = Timestamp::now();
+    let agent = worker("chatty", 1);
+    store.agent_register(&agent, now).await.unwrap();
+    let draft = TaskDraft { task: "log a lot".into(), agent_id: Some(agent.id), ..TaskDraft::default() };
+    let task = store.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap();
+    for change in [TaskAction::Start { agent: agent.id }, finish_completed(agent.id)] {
+        assert!(matches!(
+            store.task_apply(task.id, &change.change(), Some(agent.id), now).await,
+            Ok(Applied::Changed { .. })
+        ));
+    }
+    let line = "x".repeat(1000);
+    for _ in 0..120 {
+        let lines = vec![line.clone(); 100];
+        let logs = NewSessionLogs::parse("s".into(), 0, Some(task.id), None, lines).unwrap();
+        store.session_logs_append(&logs, now).await.unwrap();
+    }
+    let mut raw = raw_connection(&path).await;
+    assert_eq!(pragma(&mut raw, "auto_vacuum").await, 2, "INCREMENTAL");
+    let full = pragma(&mut raw, "page_count").await;
+
+    let later = now.plus_millis(1);
+    let mut removed = 0;
+    loop {
+        let batch = store.retention_remove(Expiring::SessionLogs, later, 500).await.unwrap();
+        removed += batch;
+        if batch < 500 {
+            break;
+        }
+    }
+    assert_eq!(removed, 12_000);
+    let mut returned = 0;
+    loop {
+        let step = store.reclaim_space().await.unwrap();
+        assert!(step <= 1024, "one step gives back at most 1024 pages, not {step}");
+        if step == 0 {
+            break;
+        }
+        returned += step;
+    }
+    let free = pragma(&mut raw, "freelist_count").await;
+    let left = pragma(&mut raw, "page_count").await;
+    assert!(free <= 1024, "{free} free pages kept");
+    assert!(returned > 1000, "gave back {returned} pages");
+    assert!(left < full / 2, "{full} pages before, {left} after");
+    sqlx::Connection::close(raw).await.unwrap();
+    store.close().await;
+}
+
+fn finish_completed(agent: AgentId) -> TaskAction {
+    TaskAction::Finish {
+        assignee: Some(agent),
+        outcome: swarm_domain::task::FinishOutcome::Completed { output: None },
+    }
+}

@@ -30,6 +30,7 @@ use swarm_domain::{
     lease::{LeasePolicy, RescueReport},
     mail::{Mail, MailCounts, MailDelivery, MailQuery, NewMail},
     poll::{Trigger, TriggerKind, Wake},
+    retention::Expiring,
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
     task::{NewTask, Task, TaskChange, TaskStatus},
@@ -570,4 +571,24 @@ pub trait Store: EpicStore + ServiceRegistry + Send + Sync + 'static {
     /// Newest first.
     async fn session_cost_list(&self, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>>;
     async fn stats(&self) -> StoreResult<Stats>;
+
+    // ----- retention -----
+
+    /// Removes at most `limit` rows of `kind` that are older than `older_than` and belong
+    /// to no unfinished work (see [`Expiring`]), in one short transaction; returns how many
+    /// it removed. The caller repeats it while it returns `limit`, so that no write waits
+    /// long behind it.
+    async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64>;
+    /// Gives back to the file system some of the space that removed rows freed (SQLite's
+    /// `incremental_vacuum`, a bounded step); returns the pages given back. A store whose
+    /// database reuses and returns space by itself (PostgreSQL's autovacuum) does nothing.
+    async fn reclaim_space(&self) -> StoreResult<u64> {
+        Ok(0)
+    }
+
+    /// A connection pool's `(open, idle)` connections, for metrics; `None` without one
+    /// (SQLite's one writer and its readers are not a pool worth watching).
+    fn pool_usage(&self) -> Option<(u32, u32)> {
+        None
+    }
 }

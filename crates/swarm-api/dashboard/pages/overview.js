@@ -1,30 +1,65 @@
 // Overview: who is up and what each is doing, tasks by status, the latest events.
-// Four small requests, none of which grows with the number of tasks in the hub.
+// Four small requests, none of which grows with the number of tasks in the hub, and the
+// last hour's points (a minute each, kept by the hub) drawn as three small charts.
 
 import { api } from '../api.js';
 import { agentLink, agentsById, ago, badge, clip, errorBox, fill, h, table, TASK_STATUSES, taskLink } from '../ui.js';
 
 const WORKING_LIMIT = 100;
 const EVENTS_LIMIT = 25;
+const CHARTS = [
+  { key: 'queueDepth', id: 'chart-queue', title: 'Queue depth', unit: '' },
+  { key: 'triggerWaitP95Ms', id: 'chart-trigger-wait', title: 'Trigger wait p95', unit: ' ms' },
+  { key: 'runsFinished', id: 'chart-runs', title: 'Runs per minute', unit: '' },
+];
+const SVG = 'http://www.w3.org/2000/svg';
+
+// A sparkline of one series: the last value in figures, the hour as a line.
+function chart({ id, title, unit }, values) {
+  const width = 240;
+  const height = 48;
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', `${title}, the last hour`);
+  const known = values.filter((value) => value !== null && value !== undefined);
+  const top = Math.max(1, ...known);
+  const step = values.length > 1 ? width / (values.length - 1) : 0;
+  const points = values
+    .map((value, index) => (value === null || value === undefined ? null : `${(index * step).toFixed(1)},${(height - 2 - (value / top) * (height - 4)).toFixed(1)}`))
+    .filter(Boolean);
+  if (points.length === 1) points.push(`${width},${points[0].split(',')[1]}`);
+  const line = document.createElementNS(SVG, 'polyline');
+  line.setAttribute('points', points.join(' '));
+  svg.append(line);
+  const last = known.length ? known[known.length - 1] : null;
+  const figure = last === null ? '–' : `${Math.round(last * 10) / 10}${unit}`;
+  return h('div', { class: 'chart', id, dataset: { points: String(values.length) } },
+    h('span', {}, title), h('strong', {}, figure), svg);
+}
 
 export function mount(root) {
   const counts = h('div', { class: 'counts', id: 'task-counts' });
+  const charts = h('div', { class: 'charts', id: 'overview-charts' });
   const agents = h('div', { id: 'overview-agents' });
   const events = h('div', { id: 'overview-events' });
   fill(root,
     h('h1', {}, 'Overview'),
     h('h2', {}, 'Tasks'), counts,
+    h('h2', {}, 'The last hour'), charts,
     h('h2', {}, 'Agents'), agents,
     h('h2', {}, 'Recent events'), events);
 
   async function load() {
     try {
-      const [stats, agentList, working, logs] = await Promise.all([
+      const [stats, agentList, working, logs, history] = await Promise.all([
         api('/api/stats'),
         api('/api/agents'),
         api(`/api/tasks?status=in_progress&limit=${WORKING_LIMIT}`),
         api(`/api/logs?limit=${EVENTS_LIMIT}`),
+        api('/api/stats/history'),
       ]);
+      fill(charts, CHARTS.map((spec) => chart(spec, history.points.map((point) => point[spec.key]))));
       const byId = agentsById(agentList.agents);
       fill(counts,
         h('a', { class: 'count total', href: '#/tasks' }, h('strong', {}, stats.tasks.total), 'all'),

@@ -7,7 +7,11 @@ use axum::{
     routing::get,
 };
 use serde::{Deserialize, Serialize};
-use swarm_domain::{event::Event, id::AgentId, stats::Stats};
+use swarm_domain::{
+    event::Event,
+    id::AgentId,
+    stats::{Stats, StatsPoint},
+};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -19,7 +23,11 @@ use crate::{
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health)).routes(routes!(stats_get)).routes(routes!(logs_list))
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(stats_get))
+        .routes(routes!(stats_history))
+        .routes(routes!(logs_list))
 }
 
 /// `/openapi.json` and the `/docs` page that renders it.
@@ -73,6 +81,19 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
 #[utoipa::path(get, path = "/api/stats", tag = "system", responses((status = 200, body = Stats), ErrorResponses))]
 async fn stats_get(State(state): State<AppState>) -> Result<Json<Stats>, ApiError> {
     Ok(Json(state.service.stats().await?))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatsHistoryResponse {
+    /// One point a minute over the last hour, oldest first; a restarted hub starts over.
+    points: Vec<StatsPoint>,
+}
+
+/// The last hour, a point a minute: queue depth, trigger wait (p95), runs finished. What
+/// the dashboard's overview charts.
+#[utoipa::path(get, path = "/api/stats/history", tag = "system", responses((status = 200, body = StatsHistoryResponse), ErrorResponses))]
+async fn stats_history(State(state): State<AppState>) -> Json<StatsHistoryResponse> {
+    Json(StatsHistoryResponse { points: state.service.stats_history() })
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -23,6 +23,7 @@ pub mod lists;
 pub mod mail;
 pub mod poll;
 pub mod race;
+pub mod retention;
 pub mod run_claims;
 pub mod services;
 pub mod tasks;
@@ -262,6 +263,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_poll!($fresh);
             $crate::__store_conformance_handback!($fresh);
             $crate::__store_conformance_race!($fresh);
+            $crate::__store_conformance_retention!($fresh);
             $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_services!($fresh);
             $crate::__store_conformance_tasks!($fresh);

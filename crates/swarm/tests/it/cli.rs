@@ -157,6 +157,12 @@ fn help_lists_every_command_and_flag() {
         "--api-key-file",
         "API_KEY_FILE",
         "--insecure-no-auth",
+        "--retain-session-logs-days",
+        "RETAIN_SESSION_LOGS_DAYS",
+        "--retain-events-days",
+        "--retain-delivered-triggers-days",
+        "--retain-read-mail-days",
+        "--retain-finished-tasks-days",
     ] {
         assert!(text.contains(flag), "serve --help mentions {flag}");
     }
@@ -167,7 +173,7 @@ fn help_lists_every_command_and_flag() {
     );
     // Tests set their clock and scheduler tick through `HubOptions`, never a flag: the
     // binary users run has no hidden test-only option.
-    for hidden in ["--test-clock-file", "--scheduler-tick-ms"] {
+    for hidden in ["--test-clock-file", "--scheduler-tick-ms", "--retention-every-ms"] {
         let refused = Command::new(SWARM).args(["serve", hidden, "1", "--port", "0"]).output().unwrap();
         assert!(!refused.status.success(), "swarm serve has no {hidden}");
         assert!(String::from_utf8_lossy(&refused.stderr).contains("unexpected argument"));

@@ -62,6 +62,19 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
             "return document.querySelector('#overview-agents')?.textContent.includes('ada')",
         )
         .await;
+    // The last hour as three small charts, from the hub's points (one at start-up).
+    let charts = browser
+        .wait_for(
+            "the overview's charts",
+            "const charts = [...document.querySelectorAll('#overview-charts .chart')];
+             return charts.length === 3 && charts.every((c) => c.querySelector('svg polyline') && c.dataset.points !== '0')
+                 ? charts.map((c) => c.id + ':' + c.querySelector('strong').textContent) : null",
+        )
+        .await;
+    let charts = charts.to_string();
+    for id in ["chart-queue", "chart-trigger-wait", "chart-runs"] {
+        assert!(charts.contains(id), "{charts}");
+    }
     browser.screenshot(&shots, "overview").await;
 
     // A task created from the page is picked up and completed by the runner, and the list

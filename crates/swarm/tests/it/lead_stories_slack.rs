@@ -36,6 +36,7 @@ async fn lead_stories_a_cron_session_files_a_task_with_task_create_and_is_resume
     let options = HubOptions {
         scheduler_tick: Duration::from_millis(50),
         clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.clone()))),
+        ..HubOptions::default()
     };
     let database = sqlite_file(dir.path());
     let hub = Hub::start_with_options(&database, None, &[], options);

@@ -21,7 +21,7 @@ struct Sample {
 /// sample belongs to a family declared by `# TYPE` before it, names and label names are
 /// valid, label values are properly quoted and escaped, no series appears twice, and
 /// each histogram's buckets are cumulative up to `+Inf`, which equals its `_count`.
-struct Exposition {
+pub(crate) struct Exposition {
     samples: Vec<Sample>,
 }
 
@@ -150,13 +150,13 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
 
 impl Exposition {
     /// The value of the one series with exactly these labels.
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let wanted: BTreeMap<String, String> =
             labels.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
         self.samples.iter().find(|sample| sample.name == name && sample.labels == wanted).map(|s| s.value)
     }
 
-    fn get(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+    pub(crate) fn get(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         self.value(name, labels).unwrap_or_else(|| panic!("no series {name}{labels:?}"))
     }
 
@@ -181,7 +181,7 @@ impl Exposition {
     }
 }
 
-async fn scrape(hub: &Hub) -> Exposition {
+pub(crate) async fn scrape(hub: &Hub) -> Exposition {
     let response = hub.request(reqwest::Method::GET, "/metrics", None).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_string();
@@ -281,6 +281,80 @@ async fn metrics_need_the_key_unless_made_public() {
     // Only the metrics are public: the API still wants the key.
     let status = anonymous.get(public.url("/api/stats")).send().await.unwrap().status();
     assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn metrics_count_trigger_waits_store_calls_webhooks_and_run_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let before = scrape(&hub).await;
+    let delta = |after: &Exposition, name: &str, labels: &[(&str, &str)]| {
+        after.get(name, labels) - before.value(name, labels).unwrap_or(0.0)
+    };
+
+    let trigger = json!({"name": "alerts", "type": "webhook", "webhookSecret": "s3cret", "target": "pool"});
+    let (status, created) = hub.post("/api/triggers", None, trigger).await;
+    assert_eq!(status, 201, "{created}");
+    let body = br#"{"alert":"disk full"}"#;
+    let signature = swarm_service::sign_body("s3cret", body);
+    let webhook = |signature: String| {
+        let request = reqwest::Client::new()
+            .post(hub.url("/api/webhooks/alerts"))
+            .header("content-type", "application/json")
+            .header("x-hub-signature-256", signature)
+            .body(body.to_vec());
+        crate::hub::send(request)
+    };
+    assert_eq!(webhook(signature.clone()).await.0, 202, "fired");
+    assert_eq!(webhook(signature).await.0, 202, "a replay is accepted and ignored");
+    assert_eq!(webhook("sha256=00".into()).await.0, 401);
+
+    let worker = uuid::Uuid::new_v4().to_string();
+    let (status, body) = hub.post("/api/agents", Some(&worker), json!({"name": "w", "maxTasks": 1})).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, task) = hub.post("/api/tasks", None, json!({"task": "assigned", "agentId": worker})).await;
+    assert_eq!(status, 201, "{task}");
+    let (status, polled) = hub.get("/api/poll", Some(&worker)).await;
+    assert_eq!((status, polled["trigger"]["type"].as_str()), (200, Some("task_assigned")), "{polled}");
+    let task_id = polled["trigger"]["taskId"].as_str().unwrap().to_string();
+    let cost = json!({"sessionId": "s-1", "agentId": worker, "totalCostUsd": 0.01, "taskId": task_id});
+    let (status, body) = hub.post("/api/session-costs", Some(&worker), cost).await;
+    assert_eq!(status, 201, "{body}");
+    let finish = json!({"status": "completed", "output": "done"});
+    let (status, body) = hub.post(&format!("/api/tasks/{task_id}/finish"), Some(&worker), finish).await;
+    assert_eq!(status, 200, "{body}");
+
+    let after = scrape(&hub).await;
+    let inbound = |outcome| [("source", "webhook"), ("outcome", outcome)];
+    assert_eq!(delta(&after, "swarm_inbound_events_total", &inbound("received")), 3.0);
+    assert_eq!(delta(&after, "swarm_inbound_events_total", &inbound("duplicate")), 1.0);
+    assert_eq!(delta(&after, "swarm_inbound_events_total", &inbound("rejected")), 1.0);
+    let slack = [("source", "slack"), ("outcome", "received")];
+    assert_eq!(delta(&after, "swarm_inbound_events_total", &slack), 0.0);
+    let assigned = [("kind", "task_assigned")];
+    assert_eq!(delta(&after, "swarm_trigger_wait_seconds_count", &assigned), 1.0);
+    let waited = delta(&after, "swarm_trigger_wait_seconds_sum", &assigned);
+    assert!((0.0..30.0).contains(&waited), "created and handed out within the test: {waited} s");
+    for (call, at_least) in
+        [("poll_claim", 1.0), ("poll_view", 1.0), ("task_create", 1.0), ("task_apply", 1.0)]
+    {
+        let calls = delta(&after, "swarm_store_call_duration_seconds_count", &[("call", call)]);
+        assert!(calls >= at_least, "{call}: {calls} timed");
+    }
+    assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "completed")]), 1.0);
+    assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "session_ok")]), 1.0);
+    assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "failed")]), 0.0);
+    assert_eq!(after.value("swarm_store_pool_connections", &[]), None, "SQLite has no pool");
+
+    // The dashboard's last hour: a point taken at start-up, in camelCase.
+    let (status, history) = hub.get("/api/stats/history", None).await;
+    assert_eq!(status, 200, "{history}");
+    let first = &history["points"][0];
+    assert!(
+        first["queueDepth"].is_i64() && first["runsFinished"].is_u64() && first["at"].is_string(),
+        "{history}"
+    );
+    assert!(first.get("triggerWaitP95Ms").is_some(), "{history}");
 }
 
 #[test]

@@ -26,6 +26,7 @@ fn clocked_hub(database: &Database, clock: &Path) -> Hub {
     let options = HubOptions {
         scheduler_tick: TICK,
         clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.to_path_buf()))),
+        ..HubOptions::default()
     };
     Hub::start_with_options(database, None, &[], options)
 }

@@ -123,6 +123,7 @@ async fn lead_stories_claude_a_cron_session_files_a_task_and_is_resumed_with_its
     let options = HubOptions {
         scheduler_tick: Duration::from_millis(50),
         clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.clone()))),
+        ..HubOptions::default()
     };
     let model = ScriptedModel::start(script).await;
     let base_url = model.openai_base_url();
