@@ -106,8 +106,8 @@ pub struct TriggerBody {
     /// schedules count them.
     #[schema(minimum = 1000, maximum = 31622400000_i64)]
     interval_ms: Option<i64>,
-    /// `interval`: seconds between firings (ours, kept for older clients; `intervalMs`
-    /// wins when both are given).
+    /// `interval`: seconds between firings (ours, kept for older clients; not together
+    /// with `intervalMs`).
     #[schema(minimum = 1, maximum = 31622400)]
     interval_seconds: Option<i64>,
     /// `once`: when it fires.
@@ -141,16 +141,27 @@ pub struct TriggerBody {
 }
 
 impl TriggerBody {
-    fn into_draft(self) -> TriggerDraft {
-        TriggerDraft {
+    fn into_draft(self) -> Result<TriggerDraft, ApiError> {
+        let interval_seconds = match (self.interval_ms, self.interval_seconds) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::BadRequest(
+                    "give the interval once: intervalMs (milliseconds) or intervalSeconds, not both".into(),
+                ));
+            }
+            (None, Some(seconds)) if !(1..=31_622_400).contains(&seconds) => {
+                return Err(ApiError::BadRequest(format!(
+                    "intervalSeconds must be between 1 and 31622400 (a year); got {seconds}"
+                )));
+            }
+            (_, seconds) => seconds,
+        };
+        Ok(TriggerDraft {
             name: self.name.unwrap_or_default(),
             kind: self.kind.unwrap_or_default(),
             description: self.description,
             schedule: self.schedule,
             timezone: self.timezone,
-            interval_ms: self
-                .interval_ms
-                .or(self.interval_seconds.map(|seconds| seconds.saturating_mul(1000))),
+            interval_ms: self.interval_ms.or(interval_seconds.map(|seconds| seconds * 1000)),
             run_at: self.run_at,
             webhook_secret: self.webhook_secret,
             webhook_public: self.webhook_public,
@@ -163,7 +174,7 @@ impl TriggerBody {
             priority: self.priority,
             session_mode: self.session_mode,
             enabled: self.enabled,
-        }
+        })
     }
 }
 
@@ -192,7 +203,7 @@ async fn triggers_create(
     AppJson(body): AppJson<JsonObject>,
 ) -> Result<(StatusCode, Json<TriggerResponse>), ApiError> {
     let body: TriggerBody = from_object(body)?;
-    let trigger = state.service.trigger_create(caller, body.into_draft()).await?;
+    let trigger = state.service.trigger_create(caller, body.into_draft()?).await?;
     Ok((StatusCode::CREATED, Json(TriggerResponse { trigger: trigger.into() })))
 }
 
@@ -225,7 +236,7 @@ async fn triggers_update(
     if let Some(given) = &body.kind {
         TriggerType::parse(given)?;
     }
-    let trigger = state.service.trigger_update(caller, &name, body.into_draft()).await?;
+    let trigger = state.service.trigger_update(caller, &name, body.into_draft()?).await?;
     Ok(Json(TriggerResponse { trigger: trigger.into() }))
 }
 

@@ -307,6 +307,8 @@ async fn triggers_are_managed_over_rest_with_json_errors() {
     let refused = [
         json!({"name": "Bad Name", "type": "manual"}),
         json!({"name": "c", "type": "cron"}),
+        json!({"name": "i", "type": "interval", "intervalSeconds": 0}),
+        json!({"name": "i", "type": "interval", "intervalMs": 1000, "intervalSeconds": 1}),
         json!({"name": "c", "type": "cron", "schedule": "every day"}),
         json!({"name": "c", "type": "cron", "schedule": "0 9 * * *", "timezone": "Mars/Olympus"}),
         json!({"name": "i", "type": "interval", "intervalMs": 999}),
