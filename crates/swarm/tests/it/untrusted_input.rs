@@ -146,7 +146,10 @@ async fn github_comments_count_only_from_the_repositorys_people_and_arrive_fence
     assert_eq!(status, 202, "{fired}");
     let (_, task) = hub.get(&format!("/api/tasks/{}", fired["taskId"].as_str().unwrap()), None).await;
     let text = task["task"].as_str().unwrap();
-    assert!(text.contains("\n\nYou were mentioned on issue #7 (the comment is in the event below)\n"), "{text}");
+    assert!(
+        text.contains("\n\nYou were mentioned on issue #7 (the comment is in the event below)\n"),
+        "{text}"
+    );
     assert!(fenced_body(text).contains("Crash on start"), "the title is outside text too: {text}");
     assert_eq!(text.matches("Crash on start").count(), 1, "{text}");
     assert!(text.contains("source=\"github\" from=\"someone\""), "{text}");
