@@ -220,6 +220,15 @@ impl Metrics {
             "What agents and runners reported: tasks finished (completed, failed), sessions ended (session_ok, session_error)",
             runs,
         );
+        let spawns = Family::<[(&'static str, &'static str); 2], Counter>::default();
+        for (cli, outcome, count) in &activity.runner_spawns {
+            spawns.get_or_create(&[("cli", cli), ("outcome", outcome)]).inc_by(*count);
+        }
+        registry.register(
+            "runner_spawns",
+            "Agent CLI starts reported by runners, by CLI (claude, codex, other) and outcome (started, not_started)",
+            spawns,
+        );
         if let Some((open, idle)) = pool {
             gauge(
                 &mut registry,

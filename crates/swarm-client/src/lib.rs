@@ -15,7 +15,7 @@ use std::time::Duration;
 pub use poll::Trigger;
 use reqwest::{Method, StatusCode};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
-pub use sessions::{SessionCostRequest, SessionLogsRequest};
+pub use sessions::{SessionCostRequest, SessionLogsRequest, SessionStartRequest};
 use swarm_domain::{
     agent::Agent,
     event::Event,

@@ -50,6 +50,16 @@ pub struct SessionCostRequest {
     pub is_error: bool,
 }
 
+/// `POST /api/session-starts`: whether the runner could start the agent CLI (ours).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionStartRequest<'a> {
+    pub cli: &'a str,
+    pub started: bool,
+}
+
+#[derive(Deserialize)]
+struct StartRecorded {}
+
 #[derive(Deserialize)]
 struct LogsCreated {
     count: u64,
@@ -64,6 +74,11 @@ impl Client {
     /// Append output lines of an agent run; answers how many lines the hub stored.
     pub async fn append_session_logs(&self, request: &SessionLogsRequest) -> Result<u64, ClientError> {
         Ok(self.post_json::<_, LogsCreated>("/api/session-logs", request).await?.count)
+    }
+
+    /// Tell the hub whether the agent CLI started (counted in its metrics).
+    pub async fn report_session_start(&self, request: &SessionStartRequest<'_>) -> Result<(), ClientError> {
+        self.post_json::<_, StartRecorded>("/api/session-starts", request).await.map(|_| ())
     }
 
     /// Record what an agent run cost.

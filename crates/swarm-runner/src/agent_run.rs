@@ -245,6 +245,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
         (Err(err), _) => Err(format!("{err:#}")),
         (_, Err(reason)) => Err(reason),
     };
+    context.shipper.start(spawned.is_ok());
     let (log, child, worktree) = match spawned {
         Ok(spawned) => spawned,
         Err(reason) => {
@@ -287,6 +288,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
             Ok(log) => spawn_agent(&context, &work, &prompt, None, cwd.as_deref()).map(|child| (log, child)),
             Err(err) => Err(format!("{err:#}")),
         };
+        context.shipper.start(retried.is_ok());
         if let Ok((log, child)) = retried {
             supervised = supervise(&context, child, log, &key, &stop).await;
         }

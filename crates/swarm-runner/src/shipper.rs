@@ -1,5 +1,6 @@
-//! Sends agent output and costs to the hub (`POST /api/session-logs`,
-//! `POST /api/session-costs`) in the background, in batches.
+//! Sends agent output, costs and whether the agent CLI started to the hub
+//! (`POST /api/session-logs`, `POST /api/session-costs`, `POST /api/session-starts`) in
+//! the background, logs in batches.
 //!
 //! Reading an agent's output never waits for the hub: lines go into a bounded queue with
 //! `try_send`, and when the queue is full (the hub is slow or down) the line is dropped
@@ -14,7 +15,7 @@ use std::{
     time::Duration,
 };
 
-use swarm_client::{Client, SessionCostRequest, SessionLogsRequest};
+use swarm_client::{Client, ClientError, SessionCostRequest, SessionLogsRequest, SessionStartRequest};
 use swarm_domain::id::TaskId;
 use tokio::{sync::mpsc, task::JoinHandle, time::Instant};
 
@@ -37,6 +38,7 @@ pub(crate) struct RunKey {
 enum Shipment {
     Line { run: RunKey, line: String },
     Cost(Box<SessionCostRequest>),
+    Start { started: bool },
 }
 
 /// The sending half, one per runner; cheap to clone.
@@ -70,6 +72,12 @@ impl Shipper {
         }
         self.dropped.fetch_add(1, Ordering::Relaxed);
         false
+    }
+
+    /// Queues whether a run's agent CLI started, for the hub's metrics; false when the
+    /// queue is full.
+    pub fn start(&self, started: bool) -> bool {
+        self.queue.try_send(Shipment::Start { started }).is_ok()
     }
 
     /// Queues a run's cost; false when the queue is full.
@@ -118,6 +126,7 @@ impl Sender {
                         self.send_lines(&mut batch).await;
                         self.send_cost(&cost).await;
                     }
+                    Shipment::Start { started } => self.send_start(started).await,
                 }
                 if batch.len() >= BATCH_LINES {
                     break;
@@ -163,6 +172,16 @@ impl Sender {
     async fn send_cost(&mut self, cost: &SessionCostRequest) {
         if let Err(err) = self.client.record_session_cost(cost).await {
             self.warn_once(&format!("a run's cost was not sent to the hub ({err})"));
+        }
+    }
+
+    async fn send_start(&mut self, started: bool) {
+        let request = SessionStartRequest { cli: &self.cli, started };
+        // A hub without this endpoint (the reference's) answers 404: only a count is lost.
+        if let Err(err) = self.client.report_session_start(&request).await
+            && !matches!(&err, ClientError::Status { status, .. } if status.as_u16() == 404)
+        {
+            self.warn_once(&format!("a run's start was not reported to the hub ({err})"));
         }
     }
 

@@ -37,6 +37,12 @@ pub const INBOUND_OUTCOMES: [&str; 3] = ["received", "rejected", "duplicate"];
 /// `failed`) or a session's cost (a run of the agent CLI ended, with or without an error).
 pub const RUN_REPORTS: [&str; 4] = ["completed", "failed", "session_ok", "session_error"];
 
+/// Which agent CLI a runner started, as a metric label: the two harnesses swarm knows by
+/// name, and `other` for any command (`--harness cmd`), so a label never grows unbounded.
+pub const RUNNER_CLIS: [&str; 3] = ["claude", "codex", "other"];
+/// Whether the runner's attempt to start the agent CLI succeeded.
+pub const SPAWN_OUTCOMES: [&str; 2] = ["started", "not_started"];
+
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
     parked_polls: AtomicI64,
@@ -55,6 +61,7 @@ pub(crate) struct Activity {
     store_calls: [Histogram; STORE_CALLS.len()],
     inbound: [[AtomicU64; INBOUND_OUTCOMES.len()]; INBOUND_SOURCES.len()],
     run_reports: [AtomicU64; RUN_REPORTS.len()],
+    runner_spawns: [[AtomicU64; SPAWN_OUTCOMES.len()]; RUNNER_CLIS.len()],
 }
 
 /// The counters at one moment.
@@ -94,6 +101,8 @@ pub struct ActivitySnapshot {
     pub inbound: Vec<(&'static str, &'static str, u64)>,
     /// Run outcomes reported by runners, by [`RUN_REPORTS`] name.
     pub run_reports: Vec<(&'static str, u64)>,
+    /// Agent CLI starts reported by runners: `(cli, outcome, count)`.
+    pub runner_spawns: Vec<(&'static str, &'static str, u64)>,
 }
 
 impl ActivitySnapshot {
@@ -152,6 +161,16 @@ impl Activity {
                 .copied()
                 .zip(self.run_reports.iter().map(|count| count.load(Ordering::Relaxed)))
                 .collect(),
+            runner_spawns: RUNNER_CLIS
+                .iter()
+                .zip(&self.runner_spawns)
+                .flat_map(|(cli, counts)| {
+                    SPAWN_OUTCOMES
+                        .iter()
+                        .zip(counts)
+                        .map(move |(outcome, count)| (*cli, *outcome, count.load(Ordering::Relaxed)))
+                })
+                .collect(),
         }
     }
 
@@ -196,6 +215,12 @@ impl Activity {
         if let Some(index) = RUN_REPORTS.iter().position(|known| *known == report) {
             self.run_reports[index].fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// `cli` is whatever the runner named; anything but a known harness counts as `other`.
+    pub(crate) fn runner_spawned(&self, cli: &str, started: bool) {
+        let cli = RUNNER_CLIS.iter().position(|known| *known == cli).unwrap_or(RUNNER_CLIS.len() - 1);
+        self.runner_spawns[cli][usize::from(!started)].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn rescued(&self, report: &RescueReport) {

@@ -9,7 +9,7 @@ use swarm_domain::{
 };
 use swarm_store::{EventFilter, SessionCostFilter};
 
-use crate::{Change, Service, ServiceError, ServiceResult};
+use crate::{Caller, Change, Service, ServiceError, ServiceResult};
 
 pub const LIST_LIMIT_DEFAULT: i64 = 100;
 pub const LIST_LIMIT_MAX: i64 = 1000;
@@ -63,6 +63,20 @@ impl Service {
             self.publish(Change::SessionOutput { task_id });
         }
         Ok(recorded)
+    }
+
+    /// A runner tells whether it could start the agent CLI for a run (ours: the
+    /// reference's runners do not report it). Counted for `/metrics`, nothing stored: a
+    /// run that did start reports its end through `session_cost_record`, and one that did
+    /// not gives its task back with the reason as a progress note.
+    pub async fn session_start_report(&self, caller: Caller, cli: &str, started: bool) -> ServiceResult<()> {
+        let agent_id = caller.require_agent()?;
+        if cli.is_empty() || cli.chars().count() > 200 {
+            return Err(ServiceError::Invalid("cli must name the agent CLI in 1 to 200 characters".into()));
+        }
+        self.agent_get(agent_id).await?;
+        self.activity.runner_spawned(cli, started);
+        Ok(())
     }
 
     pub async fn session_cost_list(

@@ -17,7 +17,7 @@ use crate::Json;
 use crate::{
     AppState, SESSION_LOGS_BODY_LIMIT_BYTES,
     error::{ApiError, ErrorResponses},
-    extract::{AppJson, optional_id},
+    extract::{AppJson, CallerHeader, optional_id},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -25,6 +25,24 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(session_logs_create).layer(DefaultBodyLimit::max(SESSION_LOGS_BODY_LIMIT_BYTES)))
         .routes(routes!(session_logs_for_task))
         .routes(routes!(session_costs_create, session_costs_list))
+        .routes(routes!(session_starts_create))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStartBody {
+    /// The agent CLI the runner started or tried to start: `claude`, `codex`, or the
+    /// command's name (counted as `other`).
+    #[schema(min_length = 1, max_length = 200)]
+    cli: String,
+    /// Whether the CLI started; `false` when the runner could not start it (missing
+    /// program, no working directory), in which case it gives the work back.
+    started: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionStartRecorded {
+    success: bool,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -149,6 +167,20 @@ async fn session_costs_create(
     };
     let cost = state.service.session_cost_record(cost).await?;
     Ok((StatusCode::CREATED, Json(SessionCostCreated { success: true, cost })))
+}
+
+/// A runner reports that it started the agent CLI for a run, or could not (ours, for
+/// `swarm_runner_spawns_total` in `/metrics`; nothing is stored). The caller is the
+/// agent (`X-Agent-ID`).
+#[utoipa::path(post, path = "/api/session-starts", tag = "sessions", request_body = SessionStartBody,
+    responses((status = 202, body = SessionStartRecorded), ErrorResponses))]
+async fn session_starts_create(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    AppJson(body): AppJson<SessionStartBody>,
+) -> Result<(StatusCode, Json<SessionStartRecorded>), ApiError> {
+    state.service.session_start_report(caller, &body.cli, body.started).await?;
+    Ok((StatusCode::ACCEPTED, Json(SessionStartRecorded { success: true })))
 }
 
 /// Session costs, newest first.

@@ -236,3 +236,41 @@ async fn cancelling_a_task_stops_the_cli_process_tree_within_seconds() {
     assert_eq!(task(&hub, &id).await["status"], "cancelled");
     assert_eq!(task(&hub, &next).await["status"], "in_progress");
 }
+
+/// Runners tell the hub whether they could start the agent CLI, and `/metrics` counts it
+/// (`swarm_runner_spawns_total`): a run that started, then a CLI gone from the disk
+/// between two tasks, whose task goes back to the queue with the reason.
+#[tokio::test]
+async fn the_hub_counts_the_agent_cli_starts_and_failed_starts_runners_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let spawns = |outcome: &'static str| {
+        let hub = &hub;
+        async move {
+            let labels = [("cli", "other"), ("outcome", outcome)];
+            crate::metrics::scrape(hub).await.value("swarm_runner_spawns_total", &labels).unwrap_or(0.0)
+        }
+    };
+    let cli = script(dir.path(), "agent.sh", &format!("exec '{SWARM}' \"$@\""));
+    let setup = RunnerSetup { harness_cmd: Some(cli.clone()), ..RunnerSetup::worker(dir.path()) };
+    let runner = Runner::start(&hub, setup);
+    registered(&hub, &runner).await;
+
+    let id = create(&hub, json!({"task": "Say hello", "agentId": runner.agent_id})).await;
+    let done = task_in(&hub, &id, &["completed", "failed"]).await;
+    assert_eq!(done["status"], "completed", "{done}\n{}", runner.output());
+    eventually("one start counted", || async { (spawns("started").await == 1.0).then_some(()) }).await;
+    assert_eq!(spawns("not_started").await, 0.0);
+
+    std::fs::remove_file(&cli).unwrap();
+    let id = create(&hub, json!({"task": "Say it again", "agentId": runner.agent_id})).await;
+    eventually("a failed start counted", || async { (spawns("not_started").await >= 1.0).then_some(()) })
+        .await;
+    let given_back = eventually("the task given back", || async {
+        let seen = task(&hub, &id).await;
+        (seen["status"] == "unassigned").then_some(seen)
+    })
+    .await;
+    assert!(given_back["progress"].as_str().unwrap_or("").contains("agent.sh"), "{given_back}");
+    assert_eq!(spawns("started").await, 1.0, "a CLI that cannot start is not counted as started");
+}
