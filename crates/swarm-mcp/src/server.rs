@@ -13,11 +13,11 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
         CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        CompletionInfo, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject,
-        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+        MetaObject, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, Reference, ResourceContents, ServerCapabilities, ServerConfig,
+        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
     },
     service::{RequestContext, SubscriptionContext},
 };
@@ -159,6 +159,42 @@ impl McpServer {
         }));
     }
 
+    /// The `slack-inbox` prompt: the caller's open inbox messages (or the one asked for) in
+    /// the text the runner sends the lead.
+    async fn inbox_prompt(
+        &self,
+        arguments: Option<&serde_json::Map<String, Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let wanted = prompts::inbox_message_id(arguments)
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let caller = self.caller(context).await.map_err(CallerError::into_error)?;
+        if caller.agent.is_none() {
+            return Err(ErrorData::invalid_params(
+                "slack-inbox shows a registered agent's inbox: join the swarm (join-swarm), then send your \
+                 agent id as the X-Agent-ID header (swarm mcp: --agent-id or AGENT_ID)",
+                None,
+            ));
+        }
+        let service_caller = caller.service_caller();
+        let messages = match wanted {
+            Some(id) => self.service.inbox_get(service_caller, id).await.map(|message| vec![message]),
+            None => {
+                let open = swarm_domain::inbox::InboxStatus::OPEN.to_vec();
+                let limit = Some(swarm_domain::inbox::INBOX_TRIGGER_MAX);
+                self.service.inbox_list(service_caller, None, open, limit).await
+            }
+        };
+        match messages {
+            Ok(messages) => Ok(prompts::inbox_result(messages)),
+            Err(ServiceError::Internal(cause)) => {
+                tracing::error!(error = %cause, "cannot read the inbox for a prompt");
+                Err(ErrorData::internal_error("the hub could not read the inbox", None))
+            }
+            Err(refused) => Err(ErrorData::invalid_params(refused.to_string(), None)),
+        }
+    }
+
     /// Task ids of `caller` starting with `prefix`, for completion.
     async fn complete_task_ids(&self, caller: CallerInfo, prefix: &str) -> Vec<String> {
         let arguments = json!({"limit": 100});
@@ -293,8 +329,12 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let mut result = prompts::get(&request.name, request.arguments.as_ref())
-            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let mut result = if request.name == swarm_domain::prompts::inbox::PROMPT_NAME {
+            self.inbox_prompt(request.arguments.as_ref(), &context).await?
+        } else {
+            prompts::get(&request.name, request.arguments.as_ref())
+                .map_err(|message| ErrorData::invalid_params(message, None))?
+        };
         result.meta = result_meta(&context);
         Ok(result.into())
     }

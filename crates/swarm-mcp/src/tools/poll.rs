@@ -17,14 +17,29 @@ use crate::{
 const POLL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 
 pub fn group() -> Vec<ToolSpec> {
-    vec![ToolSpec::new(
-        "poll-task",
-        "Wait for work (workers): returns the next task offered to you (accept or reject it with \
+    vec![
+        ToolSpec::new(
+            "poll-task",
+            "Wait for work (workers): returns the next task offered to you (accept or reject it with \
          task-action) or assigned to you and now started (a ready pool task is claimed for you), \
          or nothing after waitSeconds (default 30, at most 60). Call it again to keep waiting.",
-        Audience::WorkerOnly,
-        poll_task,
-    )]
+            Audience::WorkerOnly,
+            poll_task,
+        )
+        .output::<PollTaskOutput>(),
+    ]
+}
+
+/// The result fields of `poll-task`: the REST poll's trigger, and its task at the top.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct PollTaskOutput {
+    /// `null` when no work arrived; else what `GET /api/poll` hands out.
+    trigger: Option<Trigger>,
+    /// The offered or assigned task, when there is one.
+    task: Option<swarm_domain::task::Task>,
+    waited_for_seconds: u64,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -29,8 +29,15 @@ use crate::{
 };
 
 const KEY: &str = "mcp-features-key";
-const PROMPTS: [&str; 6] =
-    ["work-on-task", "review-offered-task", "task-result", "swarm-chat", "start-worker", "start-leader"];
+const PROMPTS: [&str; 7] = [
+    "work-on-task",
+    "review-offered-task",
+    "task-result",
+    "swarm-chat",
+    "start-worker",
+    "start-leader",
+    "slack-inbox",
+];
 
 fn error_code(err: ServiceError) -> (i32, Option<Value>) {
     match err {
@@ -93,6 +100,17 @@ async fn mcp_prompts_resources_and_completion_over_http() {
         assert_eq!(error_code(missing).0, ErrorCode::INVALID_PARAMS.0);
         let unknown = client.get_prompt(GetPromptRequestParams::new("no-such-prompt")).await.unwrap_err();
         assert_eq!(error_code(unknown).0, ErrorCode::INVALID_PARAMS.0);
+        // The inbox prompt renders the caller's open inbox: this worker's is empty (the Slack
+        // tests render a lead's with its messages).
+        let inbox = client.get_prompt(GetPromptRequestParams::new("slack-inbox")).await.expect("slack-inbox");
+        let text = serde_json::to_value(&inbox.messages[0]).unwrap()["content"]["text"].clone();
+        assert!(text.as_str().unwrap().starts_with("You have 0 inbox message(s) from Slack:\n"), "{text}");
+        let arguments = json!({"inboxMessageId": "not-an-id"}).as_object().unwrap().clone();
+        let bad = client.get_prompt(GetPromptRequestParams::new("slack-inbox").with_arguments(arguments));
+        assert_eq!(error_code(bad.await.unwrap_err()).0, ErrorCode::INVALID_PARAMS.0);
+        let arguments = json!({"inboxMessageId": uuid::Uuid::new_v4()}).as_object().unwrap().clone();
+        let none = client.get_prompt(GetPromptRequestParams::new("slack-inbox").with_arguments(arguments));
+        assert_eq!(error_code(none.await.unwrap_err()).0, ErrorCode::INVALID_PARAMS.0);
 
         // Resources: the caller's own view, read through the same tools.
         let resources = client.list_all_resources().await.expect("resources/list");
@@ -154,6 +172,8 @@ async fn mcp_prompts_resources_and_completion_over_http() {
     let resources = anonymous.list_all_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|resource| resource.uri.as_str()).collect();
     assert_eq!(uris, ["swarm://agents"]);
+    let unregistered = anonymous.get_prompt(GetPromptRequestParams::new("slack-inbox")).await.unwrap_err();
+    assert_eq!(error_code(unregistered).0, ErrorCode::INVALID_PARAMS.0);
     let (code, _) = error_code(
         anonymous.read_resource(ReadResourceRequestParams::new("swarm://mail")).await.unwrap_err(),
     );
