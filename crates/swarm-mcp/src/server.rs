@@ -12,12 +12,13 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-        MetaObject, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Reference, ResourceContents, ServerCapabilities, ServerConfig,
-        SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+        CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+        GetTaskParams, GetTaskResult as TaskResult, Implementation, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{RequestContext, SubscriptionContext},
 };
@@ -32,6 +33,7 @@ use crate::{
     reply::Reply,
     resources,
     subscriptions::Subscriptions,
+    tasks_ext,
 };
 
 /// The one tool that changes who the caller is.
@@ -69,6 +71,14 @@ impl McpServer {
             subscriptions: Subscriptions::default(),
             log_level: Arc::default(),
         }
+    }
+
+    pub(crate) fn service(&self) -> &Service {
+        &self.service
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<CallerInfo, CallerError> {
@@ -113,7 +123,7 @@ impl CallerError {
 impl McpServer {
     /// Run the tool `name` for `caller` as `tools/call` would: the audience rule, then
     /// the handler. Returns the reply and the id it answers for.
-    async fn run_tool(
+    pub(crate) async fn run_tool(
         &self,
         name: &str,
         caller: CallerInfo,
@@ -244,6 +254,7 @@ impl ServerHandler for McpServer {
                 .enable_resources()
                 .enable_completions()
                 .enable_logging()
+                .enable_tasks()
                 .build()
         } else {
             // A stdio process's tools change when it joins the swarm, and it can say so;
@@ -256,6 +267,7 @@ impl ServerHandler for McpServer {
                 .enable_resources_subscribe()
                 .enable_completions()
                 .enable_logging()
+                .enable_tasks()
                 .build()
         };
         ServerConfig::new(capabilities).with_server_info(server_info()).with_instructions(INSTRUCTIONS)
@@ -293,6 +305,13 @@ impl ServerHandler for McpServer {
             Err(CallerError::Service(err)) => return Ok(Reply::from(err).into_result(None).into()),
         };
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let declared = tasks_ext::declared(&context);
+        if let Some(CallToolResponse::Task(mut task)) =
+            self.start_task(&request.name, &caller, &arguments, declared).await?
+        {
+            task.meta = result_meta(&context);
+            return Ok(CallToolResponse::Task(task));
+        }
         let Some((reply, caller_id)) = self.run_tool(&request.name, caller, arguments).await else {
             return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
         };
@@ -449,6 +468,35 @@ impl ServerHandler for McpServer {
         let mut result = CompleteResult::new(completion);
         result.meta = result_meta(&context);
         Ok(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<TaskResult, ErrorData> {
+        let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        let mut result = self.task_state(caller, &request.task_id).await?;
+        result.meta = result_meta(&context);
+        Ok(result)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        self.task_cancel(caller, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        self.task_update(caller, &request.task_id).await
     }
 
     async fn set_level(

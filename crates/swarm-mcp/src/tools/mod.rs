@@ -6,7 +6,7 @@ mod chat;
 mod epics;
 mod inbox;
 mod mail;
-mod poll;
+pub mod poll;
 mod services;
 mod slack;
 mod slack_files;

@@ -16,6 +16,20 @@ use crate::{
 
 const POLL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 
+/// The wait a `poll-task` call with valid `arguments` asks for: what the Tasks extension
+/// runs as a task. `None` for arguments the call would refuse.
+pub fn requested_wait(arguments: &serde_json::Value) -> Option<Duration> {
+    let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments.clone() };
+    let args: PollTaskArguments = serde_json::from_value(arguments).ok()?;
+    let wait = args.wait_seconds.map_or(POLL_WAIT_DEFAULT, Duration::from_secs);
+    (wait <= POLL_WAIT_MAX).then_some(wait)
+}
+
+/// One step of a `poll-task` run as a task: a poll that answers at once.
+pub fn step_arguments() -> serde_json::Value {
+    serde_json::json!({"waitSeconds": 0})
+}
+
 pub fn group() -> Vec<ToolSpec> {
     vec![
         ToolSpec::new(
