@@ -223,7 +223,7 @@ fn has_revision_metadata(value: &Value) -> bool {
 }
 
 /// The requests a client may send, by the revisions swarm speaks.
-const KNOWN_METHODS: [&str; 16] = [
+const KNOWN_METHODS: [&str; 18] = [
     "initialize",
     "ping",
     "server/discover",
@@ -240,6 +240,8 @@ const KNOWN_METHODS: [&str; 16] = [
     "logging/setLevel",
     "subscriptions/listen",
     "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
 ];
 
 fn rpc_error(id: Value, code: ErrorCode, message: &str) -> Response {

@@ -149,15 +149,14 @@ fn service_error(err: ServiceError) -> ErrorData {
 }
 
 fn wire(task: &McpTask) -> Task {
-    let task = Task::new(
+    Task::new(
         task.id.to_string(),
         status(task.status),
         task.created_at.to_string(),
         task.updated_at.to_string(),
     )
     .with_ttl_ms(MCP_TASK_TTL_MS.unsigned_abs())
-    .with_poll_interval_ms(MCP_TASK_POLL_INTERVAL_MS);
-    task
+    .with_poll_interval_ms(MCP_TASK_POLL_INTERVAL_MS)
 }
 
 fn status(status: McpTaskStatus) -> TaskStatus {
