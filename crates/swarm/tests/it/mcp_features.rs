@@ -393,6 +393,38 @@ async fn mcp_http_answers_malformed_requests_with_json_rpc_errors() {
     )
     .await;
     assert_eq!((status, &body["result"]), (200, &json!({})), "{body}");
+    // A 2025 client gets a session id with `initialize`: one that names nothing on the hub
+    // (no replica looks it up), and requests that carry it are answered as any other.
+    let response = hub
+        .request(reqwest::Method::POST, "/mcp", None)
+        .header("content-type", "application/json")
+        .header("accept", both)
+        .body(initialize)
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let session = session.expect("initialize answers an Mcp-Session-Id");
+    assert_eq!(session.len(), 32, "a random UUID: {session}");
+    let with_session = |method: reqwest::Method, body: &'static str| {
+        hub.request(method, "/mcp", None)
+            .header("content-type", "application/json")
+            .header("accept", both)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session.as_str())
+            .body(body)
+            .send()
+    };
+    let listed = with_session(reqwest::Method::POST, r#"{"jsonrpc":"2.0","id":12,"method":"tools/list"}"#);
+    let listed = listed.await.unwrap();
+    assert_eq!(listed.status(), 200);
+    assert!(listed.headers().get("mcp-session-id").is_none(), "only initialize hands one out");
+    let listed: Value = listed.json().await.unwrap();
+    assert!(listed["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
+    // No standalone stream to open and no session to end: 405 both, as the revision allows.
+    assert_eq!(with_session(reqwest::Method::GET, "").await.unwrap().status(), 405);
+    assert_eq!(with_session(reqwest::Method::DELETE, "").await.unwrap().status(), 405);
+
     // rmcp's own refusals come first: a foreign Host, a body that does not say it is JSON.
     let foreign = hub
         .request(reqwest::Method::POST, "/mcp", None)
