@@ -223,6 +223,25 @@ impl McpServer {
     }
 }
 
+impl McpServer {
+    /// The caller's open inbox message ids starting with `prefix`, for `slack-inbox`.
+    async fn complete_inbox_ids(&self, caller: CallerInfo, prefix: &str) -> Vec<String> {
+        if caller.agent.is_none() {
+            return Vec::new();
+        }
+        let open = swarm_domain::inbox::InboxStatus::OPEN.to_vec();
+        let limit = Some(swarm_domain::inbox::INBOX_TRIGGER_MAX);
+        let messages = self.service.inbox_list(caller.service_caller(), None, open, limit).await;
+        messages
+            .unwrap_or_default()
+            .iter()
+            .map(|message| message.id.to_string())
+            .filter(|id| id.starts_with(prefix))
+            .take(COMPLETIONS_MAX)
+            .collect()
+    }
+}
+
 fn server_info() -> Implementation {
     Implementation::new("swarm", env!("CARGO_PKG_VERSION"))
         .with_title("swarm: a coordination hub for crews of AI coding agents")
@@ -457,9 +476,15 @@ impl ServerHandler for McpServer {
             }
             _ => false,
         };
+        let names_inbox_message = matches!(&request.r#ref,
+            Reference::Prompt(prompt) if prompt.name == swarm_domain::prompts::inbox::PROMPT_NAME)
+            && request.argument.name == prompts::INBOX_MESSAGE_ARGUMENT;
         let values = if names_task {
             let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
             self.complete_task_ids(caller, &request.argument.value).await
+        } else if names_inbox_message {
+            let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+            self.complete_inbox_ids(caller, &request.argument.value).await
         } else {
             Vec::new()
         };

@@ -119,6 +119,13 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
         "{text}"
     );
     assert!(text.contains("what is the release status?") && text.contains("inbox-delegate"), "{text}");
+    let reference = rmcp::model::Reference::for_prompt("slack-inbox");
+    let argument = rmcp::model::ArgumentInfo::new("inboxMessageId", &message_id[..6]);
+    let completion = lead_client
+        .complete(rmcp::model::CompleteRequestParams::new(reference, argument))
+        .await
+        .expect("completion/complete");
+    assert_eq!(completion.completion.values, [message_id.as_str()], "the lead's open message completes");
 
     // slack-reply posts in that thread under the lead's persona.
     ok(&lead_client, "slack-reply", json!({"inboxMessageId": message_id, "message": "Shipping Friday."}))
