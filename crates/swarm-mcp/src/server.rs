@@ -221,9 +221,7 @@ impl McpServer {
             .map(str::to_string)
             .collect()
     }
-}
 
-impl McpServer {
     /// The caller's open inbox message ids starting with `prefix`, for `slack-inbox`.
     async fn complete_inbox_ids(&self, caller: CallerInfo, prefix: &str) -> Vec<String> {
         if caller.agent.is_none() {
