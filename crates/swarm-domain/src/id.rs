@@ -117,6 +117,12 @@ uuid_id!(
 );
 
 uuid_id!(
+    /// A tool call the MCP Tasks extension runs as a pollable task (SEP-2663's `taskId`).
+    McpTaskId,
+    "MCP task id"
+);
+
+uuid_id!(
     /// One runner process (`swarm worker`/`swarm lead`), new at each start: the holder
     /// of the lead-side claims (inbox messages, mentions, urgent mail) it polled, so that
     /// its heartbeats keep those alive, and a crashed runner's claims run out even while

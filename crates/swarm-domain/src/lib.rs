@@ -13,6 +13,7 @@ pub mod inbox;
 pub mod lease;
 pub mod local_key;
 pub mod mail;
+pub mod mcp_task;
 pub mod poll;
 pub mod prompts;
 pub mod registry;

@@ -203,51 +203,41 @@ impl PoolMode {
     }
 }
 
-/// What a poll hands an agent: serialized as CONTRACT.md's `{type, ...}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+/// What a poll hands an agent: serialized as CONTRACT.md's `{type, ...}`. Each variant
+/// names its fields in camelCase itself (not `rename_all_fields`, which utoipa does not
+/// read), so the schema documented for `GET /api/poll` and `poll-task` is the wire's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Trigger {
-    TaskOffered {
-        task_id: TaskId,
-        task: Task,
-    },
-    TaskAssigned {
-        task_id: TaskId,
-        task: Task,
-    },
+    #[serde(rename_all = "camelCase")]
+    TaskOffered { task_id: TaskId, task: Task },
+    #[serde(rename_all = "camelCase")]
+    TaskAssigned { task_id: TaskId, task: Task },
     /// Urgent mail for me, oldest first.
-    UrgentMail {
-        count: usize,
-        mail: Vec<Mail>,
-    },
-    SlackInboxMessage {
-        count: usize,
-        messages: Vec<InboxMessage>,
-    },
+    #[serde(rename_all = "camelCase")]
+    UrgentMail { count: usize, mail: Vec<Mail> },
+    #[serde(rename_all = "camelCase")]
+    SlackInboxMessage { count: usize, messages: Vec<InboxMessage> },
     /// CONTRACT.md's `{mentionsCount, claimedChannels}`, and (ours) the unread messages
     /// that mention the agent, oldest first, across the channels claimed.
+    #[serde(rename_all = "camelCase")]
     UnreadMentions {
         mentions_count: usize,
         claimed_channels: Vec<crate::id::ChannelId>,
         messages: Vec<ChatMessage>,
     },
-    TasksFinished {
-        count: usize,
-        tasks: Vec<Task>,
-    },
+    #[serde(rename_all = "camelCase")]
+    TasksFinished { count: usize, tasks: Vec<Task> },
     /// Tasks taken from agents that stayed offline (ours), oldest move first.
-    TasksHandedBack {
-        count: usize,
-        handoffs: Vec<crate::handback::Handoff>,
-    },
+    #[serde(rename_all = "camelCase")]
+    TasksHandedBack { count: usize, handoffs: Vec<crate::handback::Handoff> },
     /// Active epics whose tasks finished since the lead was last told (the reference's
     /// shape: each entry is `{epic, finishedTasks}`).
-    EpicProgressChanged {
-        count: usize,
-        epics: Vec<crate::epic::EpicProgress>,
-    },
+    #[serde(rename_all = "camelCase")]
+    EpicProgressChanged { count: usize, epics: Vec<crate::epic::EpicProgress> },
     /// A task my trigger session created has finished (ours): resume that session
     /// (`sessionId`, when one was recorded) with the result.
+    #[serde(rename_all = "camelCase")]
     TaskResult {
         task_id: TaskId,
         task: Task,
@@ -256,9 +246,8 @@ pub enum Trigger {
         session_key: String,
         session_id: Option<String>,
     },
-    PoolTasksAvailable {
-        count: i64,
-    },
+    #[serde(rename_all = "camelCase")]
+    PoolTasksAvailable { count: i64 },
 }
 
 impl Trigger {

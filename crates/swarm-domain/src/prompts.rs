@@ -5,6 +5,8 @@
 //! The runner's prompts start with a command line (`/work-on-task <id>`), then details of
 //! their own (the task's text, a result). [`expand`] turns such a prompt into plain text.
 
+pub mod inbox;
+
 use std::collections::HashMap;
 
 use crate::{
@@ -133,6 +135,14 @@ pub fn mail_delivery(mail: &[Mail], names: &HashMap<AgentId, String>) -> String 
     }
     text.push_str("Answer mail with reply-mail (mailId); list-mail shows your history.");
     text
+}
+
+/// `text` cut to `max_chars` characters, with `...` when cut (the runner's summaries).
+pub fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 /// `text` on one line, cut to `max_chars` with an ellipsis.

@@ -1,6 +1,7 @@
 //! MCP over Streamable HTTP, for `swarm serve` to mount at `/mcp`.
 //!
-//! Stateless: no transport session is kept (rmcp's legacy session mode is off), every
+//! Stateless: no transport session is kept (rmcp's legacy session mode is off; the
+//! `Mcp-Session-Id` a 2025 client gets names no state, see [`issue_session_id`]), every
 //! reply is plain JSON when the tool sends nothing before its result, and the caller is
 //! read from each request's `X-Agent-ID`. So any replica answers any request. Clients of
 //! the 2025 revisions (`initialize` first) and of the 2026-07-28 stateless revision
@@ -106,11 +107,43 @@ async fn front(State(inner): State<Inner>, request: Request) -> Response {
     }
     let says_json = is_json(&parts.headers);
     let refusal = refusal(&bytes);
-    let response = forward(inner, Request::from_parts(parts, Body::from(bytes))).await;
+    let initialize = is_initialize(&bytes);
+    let mut response = forward(inner, Request::from_parts(parts, Body::from(bytes))).await;
+    if initialize && response.status() == StatusCode::OK {
+        issue_session_id(&mut response);
+    }
     match refusal {
         Some(refusal) if says_json && !RMCP_REFUSALS.contains(&response.status()) => refusal,
         _ => response,
     }
+}
+
+/// A 2025-revision client gets an `Mcp-Session-Id` with its `initialize` result, as
+/// clients that key their state (streams, reconnection) on it expect. The id names no
+/// state on the hub: it is a random UUID that no replica records or looks up, so any
+/// replica answers a request that carries it (rmcp, stateless, reads no session header);
+/// the caller is still each request's `X-Agent-ID`. With nothing to end, a `DELETE` of
+/// the session is answered 405 and a standalone `GET` stream 405, as the revision allows.
+fn issue_session_id(response: &mut Response) {
+    if response.headers().contains_key(HEADER_SESSION_ID) {
+        return;
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(HEADER_SESSION_ID, value);
+    }
+}
+
+const HEADER_SESSION_ID: &str = "mcp-session-id";
+
+fn is_initialize(bytes: &Bytes) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(bytes)
+        .is_ok_and(|message| message.method.as_deref() == Some("initialize"))
 }
 
 /// rmcp's answers about the request itself rather than its JSON-RPC content: they stand.
@@ -190,7 +223,7 @@ fn has_revision_metadata(value: &Value) -> bool {
 }
 
 /// The requests a client may send, by the revisions swarm speaks.
-const KNOWN_METHODS: [&str; 16] = [
+const KNOWN_METHODS: [&str; 18] = [
     "initialize",
     "ping",
     "server/discover",
@@ -207,6 +240,8 @@ const KNOWN_METHODS: [&str; 16] = [
     "logging/setLevel",
     "subscriptions/listen",
     "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
 ];
 
 fn rpc_error(id: Value, code: ErrorCode, message: &str) -> Response {

@@ -19,6 +19,7 @@ mod resources;
 mod server;
 mod stdio;
 mod subscriptions;
+mod tasks_ext;
 mod tools;
 
 pub use context::AGENT_ID_HEADER;

@@ -1,10 +1,15 @@
 //! MCP prompts: the commands of `swarm_domain::prompts` (the runner's and the lead's slash
-//! commands), so every MCP client lists them (`/mcp__agent-swarm__work-on-task` in Claude
+//! commands) and the lead's inbox prompt (`slack-inbox`, rendered from the caller's open
+//! inbox), so every MCP client lists them (`/mcp__agent-swarm__work-on-task` in Claude
 //! Code) without files written into the project. The text is the domain's, one source
 //! for the runner, `swarm connect` and this list.
 
 use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role as PromptMessageRole};
-use swarm_domain::prompts::{COMMANDS, Command};
+use swarm_domain::{
+    id::InboxMessageId,
+    inbox::InboxMessage,
+    prompts::{COMMANDS, Command, inbox},
+};
 
 /// The one argument a command takes, from its `argument-hint`: `<task-id>` is a required
 /// `taskId`, `[what to say]` an optional `request`.
@@ -39,8 +44,20 @@ pub fn argument(command: &Command) -> Option<Argument> {
     }
 }
 
-/// Every prompt, in the order `swarm connect` lists the commands.
+/// The `slack-inbox` prompt's one argument: which message (all open ones without it).
+pub const INBOX_MESSAGE_ARGUMENT: &str = "inboxMessageId";
+
+/// Every prompt: the commands in the order `swarm connect` lists them, then the inbox's.
 pub fn list() -> Vec<Prompt> {
+    let inbox = Prompt::new(
+        inbox::PROMPT_NAME,
+        Some(inbox::PROMPT_DESCRIPTION),
+        Some(vec![
+            PromptArgument::new(INBOX_MESSAGE_ARGUMENT)
+                .with_description("one inbox message's id (a UUID); all your open messages when left out")
+                .with_required(false),
+        ]),
+    );
     COMMANDS
         .iter()
         .map(|command| {
@@ -53,7 +70,35 @@ pub fn list() -> Vec<Prompt> {
             });
             Prompt::new(command.name, front_matter(command, "description"), arguments)
         })
+        .chain([inbox])
         .collect()
+}
+
+/// The message the `slack-inbox` prompt was asked for, if one; `Err` says why the
+/// argument is not an id.
+pub fn inbox_message_id(
+    arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Result<Option<InboxMessageId>, String> {
+    match arguments.and_then(|arguments| arguments.get(INBOX_MESSAGE_ARGUMENT)) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(text)) if text.trim().is_empty() => Ok(None),
+        Some(serde_json::Value::String(text)) => {
+            text.trim().parse::<uuid::Uuid>().map(|id| Some(InboxMessageId::from_uuid(id))).map_err(|_| {
+                format!("{INBOX_MESSAGE_ARGUMENT} must be an inbox message's id (a UUID), got {text:?}")
+            })
+        }
+        Some(other) => Err(format!("{INBOX_MESSAGE_ARGUMENT} must be a string, got {other}")),
+    }
+}
+
+/// The `slack-inbox` prompt for `messages`: the runner's text for the same messages.
+pub fn inbox_result(messages: Vec<InboxMessage>) -> GetPromptResult {
+    let owned: Vec<inbox::Owned> = messages.into_iter().map(inbox::Owned::new).collect();
+    let entries: Vec<inbox::Entry<'_>> = owned.iter().map(inbox::Owned::entry).collect();
+    let mut result =
+        GetPromptResult::new(vec![PromptMessage::new_text(PromptMessageRole::User, inbox::prompt(&entries))]);
+    result.description = Some(inbox::PROMPT_DESCRIPTION.to_string());
+    result
 }
 
 /// The prompt `name` rendered with `arguments`; `Err` says what is wrong (an unknown
@@ -94,7 +139,10 @@ mod tests {
     #[test]
     fn every_command_is_a_prompt_with_its_description_and_argument() {
         let prompts = list();
-        assert_eq!(prompts.len(), COMMANDS.len());
+        assert_eq!(prompts.len(), COMMANDS.len() + 1);
+        let inbox = prompts.iter().find(|prompt| prompt.name == inbox::PROMPT_NAME).unwrap();
+        let argument = &inbox.arguments.as_ref().unwrap()[0];
+        assert_eq!((argument.name.as_str(), argument.required), (INBOX_MESSAGE_ARGUMENT, Some(false)));
         let work = prompts.iter().find(|prompt| prompt.name == "work-on-task").unwrap();
         assert!(work.description.as_deref().unwrap().starts_with("Work on a swarm task"));
         let arguments = work.arguments.as_ref().unwrap();
@@ -113,5 +161,15 @@ mod tests {
         assert!(get("work-on-task", None).unwrap_err().contains("taskId"));
         assert!(get("nope", None).is_err());
         assert!(get("start-worker", None).is_ok());
+    }
+
+    #[test]
+    fn the_inbox_argument_is_an_id_or_nothing() {
+        let id = uuid::Uuid::now_v7();
+        let given = serde_json::json!({INBOX_MESSAGE_ARGUMENT: id.to_string()});
+        assert_eq!(inbox_message_id(given.as_object()), Ok(Some(InboxMessageId::from_uuid(id))));
+        assert_eq!(inbox_message_id(serde_json::json!({INBOX_MESSAGE_ARGUMENT: " "}).as_object()), Ok(None));
+        assert_eq!(inbox_message_id(None), Ok(None));
+        assert!(inbox_message_id(serde_json::json!({INBOX_MESSAGE_ARGUMENT: "nope"}).as_object()).is_err());
     }
 }

@@ -105,8 +105,14 @@ impl ToolSpec {
     /// `O` is a struct with one field per `Reply::with` key, documented with utoipa as the
     /// REST API's types are (`#[derive(utoipa::ToSchema)]`, the domain types inside it
     /// included). The fields are listed, not required: a refusal carries none of them.
+    ///
+    /// A declared result is closed (`additionalProperties: false`): a field the handler adds
+    /// without declaring it fails the schema checks of the tests, so the schema cannot drift
+    /// from what the tool sends.
     pub fn output<O: utoipa::ToSchema>(mut self) -> Self {
-        self.tool.output_schema = Some(Arc::new(output_schema(Some(own_fields::<O>(self.name())))));
+        let mut schema = output_schema(Some(own_fields::<O>(self.name())));
+        schema.insert("additionalProperties".into(), Value::Bool(false));
+        self.tool.output_schema = Some(Arc::new(schema));
         self
     }
 

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-        CompletionInfo, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+        CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+        CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+        GetTaskParams, GetTaskResult as TaskResult, Implementation, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject,
         PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
         Reference, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
     },
     service::{RequestContext, SubscriptionContext},
 };
@@ -32,6 +33,7 @@ use crate::{
     reply::Reply,
     resources,
     subscriptions::Subscriptions,
+    tasks_ext,
 };
 
 /// The one tool that changes who the caller is.
@@ -69,6 +71,14 @@ impl McpServer {
             subscriptions: Subscriptions::default(),
             log_level: Arc::default(),
         }
+    }
+
+    pub(crate) fn service(&self) -> &Service {
+        &self.service
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<CallerInfo, CallerError> {
@@ -113,7 +123,7 @@ impl CallerError {
 impl McpServer {
     /// Run the tool `name` for `caller` as `tools/call` would: the audience rule, then
     /// the handler. Returns the reply and the id it answers for.
-    async fn run_tool(
+    pub(crate) async fn run_tool(
         &self,
         name: &str,
         caller: CallerInfo,
@@ -159,6 +169,42 @@ impl McpServer {
         }));
     }
 
+    /// The `slack-inbox` prompt: the caller's open inbox messages (or the one asked for) in
+    /// the text the runner sends the lead.
+    async fn inbox_prompt(
+        &self,
+        arguments: Option<&serde_json::Map<String, Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let wanted = prompts::inbox_message_id(arguments)
+            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let caller = self.caller(context).await.map_err(CallerError::into_error)?;
+        if caller.agent.is_none() {
+            return Err(ErrorData::invalid_params(
+                "slack-inbox shows a registered agent's inbox: join the swarm (join-swarm), then send your \
+                 agent id as the X-Agent-ID header (swarm mcp: --agent-id or AGENT_ID)",
+                None,
+            ));
+        }
+        let service_caller = caller.service_caller();
+        let messages = match wanted {
+            Some(id) => self.service.inbox_get(service_caller, id).await.map(|message| vec![message]),
+            None => {
+                let open = swarm_domain::inbox::InboxStatus::OPEN.to_vec();
+                let limit = Some(swarm_domain::inbox::INBOX_TRIGGER_MAX);
+                self.service.inbox_list(service_caller, None, open, limit).await
+            }
+        };
+        match messages {
+            Ok(messages) => Ok(prompts::inbox_result(messages)),
+            Err(ServiceError::Internal(cause)) => {
+                tracing::error!(error = %cause, "cannot read the inbox for a prompt");
+                Err(ErrorData::internal_error("the hub could not read the inbox", None))
+            }
+            Err(refused) => Err(ErrorData::invalid_params(refused.to_string(), None)),
+        }
+    }
+
     /// Task ids of `caller` starting with `prefix`, for completion.
     async fn complete_task_ids(&self, caller: CallerInfo, prefix: &str) -> Vec<String> {
         let arguments = json!({"limit": 100});
@@ -173,6 +219,23 @@ impl McpServer {
             .filter(|id| id.starts_with(prefix))
             .take(COMPLETIONS_MAX)
             .map(str::to_string)
+            .collect()
+    }
+
+    /// The caller's open inbox message ids starting with `prefix`, for `slack-inbox`.
+    async fn complete_inbox_ids(&self, caller: CallerInfo, prefix: &str) -> Vec<String> {
+        if caller.agent.is_none() {
+            return Vec::new();
+        }
+        let open = swarm_domain::inbox::InboxStatus::OPEN.to_vec();
+        let limit = Some(swarm_domain::inbox::INBOX_TRIGGER_MAX);
+        let messages = self.service.inbox_list(caller.service_caller(), None, open, limit).await;
+        messages
+            .unwrap_or_default()
+            .iter()
+            .map(|message| message.id.to_string())
+            .filter(|id| id.starts_with(prefix))
+            .take(COMPLETIONS_MAX)
             .collect()
     }
 }
@@ -208,6 +271,7 @@ impl ServerHandler for McpServer {
                 .enable_resources()
                 .enable_completions()
                 .enable_logging()
+                .enable_tasks()
                 .build()
         } else {
             // A stdio process's tools change when it joins the swarm, and it can say so;
@@ -220,6 +284,7 @@ impl ServerHandler for McpServer {
                 .enable_resources_subscribe()
                 .enable_completions()
                 .enable_logging()
+                .enable_tasks()
                 .build()
         };
         ServerConfig::new(capabilities).with_server_info(server_info()).with_instructions(INSTRUCTIONS)
@@ -257,6 +322,13 @@ impl ServerHandler for McpServer {
             Err(CallerError::Service(err)) => return Ok(Reply::from(err).into_result(None).into()),
         };
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let declared = tasks_ext::declared(&context);
+        if let Some(CallToolResponse::Task(mut task)) =
+            self.start_task(&request.name, &caller, &arguments, declared).await?
+        {
+            task.meta = result_meta(&context);
+            return Ok(CallToolResponse::Task(task));
+        }
         let Some((reply, caller_id)) = self.run_tool(&request.name, caller, arguments).await else {
             return Err(ErrorData::invalid_params(format!("unknown tool: {}", request.name), None));
         };
@@ -293,8 +365,12 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let mut result = prompts::get(&request.name, request.arguments.as_ref())
-            .map_err(|message| ErrorData::invalid_params(message, None))?;
+        let mut result = if request.name == swarm_domain::prompts::inbox::PROMPT_NAME {
+            self.inbox_prompt(request.arguments.as_ref(), &context).await?
+        } else {
+            prompts::get(&request.name, request.arguments.as_ref())
+                .map_err(|message| ErrorData::invalid_params(message, None))?
+        };
         result.meta = result_meta(&context);
         Ok(result.into())
     }
@@ -398,9 +474,15 @@ impl ServerHandler for McpServer {
             }
             _ => false,
         };
+        let names_inbox_message = matches!(&request.r#ref,
+            Reference::Prompt(prompt) if prompt.name == swarm_domain::prompts::inbox::PROMPT_NAME)
+            && request.argument.name == prompts::INBOX_MESSAGE_ARGUMENT;
         let values = if names_task {
             let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
             self.complete_task_ids(caller, &request.argument.value).await
+        } else if names_inbox_message {
+            let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+            self.complete_inbox_ids(caller, &request.argument.value).await
         } else {
             Vec::new()
         };
@@ -409,6 +491,35 @@ impl ServerHandler for McpServer {
         let mut result = CompleteResult::new(completion);
         result.meta = result_meta(&context);
         Ok(result)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<TaskResult, ErrorData> {
+        let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        let mut result = self.task_state(caller, &request.task_id).await?;
+        result.meta = result_meta(&context);
+        Ok(result)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        self.task_cancel(caller, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        self.task_update(caller, &request.task_id).await
     }
 
     async fn set_level(

@@ -6,8 +6,8 @@ use crate::claims::HeldItems;
 use swarm_client::Trigger;
 use swarm_domain::{
     id::TaskId,
+    prompts::inbox,
     task::{Task, TaskStatus},
-    untrusted,
 };
 
 /// How long a task's text or output may be inside a summary prompt.
@@ -251,32 +251,31 @@ fn pool_prompt(count: i64) -> String {
 fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
     match kind {
         "slack_inbox_message" => {
+            // The text is the domain's (the MCP prompt `slack-inbox` serves the same).
             let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-            let mut prompt = format!("You have {} inbox message(s) from Slack:\n", messages.len());
-            let field = |message: &Value, key: &str| {
+            let field = |message: &'_ Value, key: &str| -> String {
                 message.get(key).and_then(Value::as_str).unwrap_or("?").to_string()
             };
-            for message in &messages {
-                let content = message.get("content").and_then(Value::as_str).unwrap_or("");
-                let user = field(message, "slackUserId");
-                prompt.push_str(&format!(
-                    "- inboxMessageId: {}; from user {user} in channel {}; routed because: {}\n{}\n",
-                    field(message, "id"),
-                    field(message, "slackChannelId"),
-                    field(message, "matchedText"),
-                    untrusted::fence("slack", Some(&user), &clip(content, SUMMARY_TASK_CHARS)),
-                ));
-            }
-            prompt.push_str(
-                "\nYou are the lead: you answer and delegate, you never work tasks yourself. The Slack bridge \
-                 has already acknowledged each message in its thread: do not acknowledge it again. For each \
-                 message do exactly one of two things: answer a simple question directly in its thread with \
-                 slack-reply (inboxMessageId); or hand work to a worker with inbox-delegate (inboxMessageId, \
-                 agentId; get-swarm lists the workers and their free capacity). After delegating, say nothing \
-                 more in the thread: when the worker finishes, the bridge posts its outcome there. \
-                 get-inbox-message shows a message in full, with its thread history.",
-            );
-            prompt
+            let owned: Vec<[String; 5]> = messages
+                .iter()
+                .map(|message| {
+                    let content = message.get("content").and_then(Value::as_str).unwrap_or("").to_string();
+                    let [id, user, channel, matched] =
+                        ["id", "slackUserId", "slackChannelId", "matchedText"].map(|key| field(message, key));
+                    [id, user, channel, matched, content]
+                })
+                .collect();
+            let entries: Vec<inbox::Entry<'_>> = owned
+                .iter()
+                .map(|[id, user, channel, matched, content]| inbox::Entry {
+                    id,
+                    slack_user_id: user,
+                    slack_channel_id: channel,
+                    matched_text: matched,
+                    content,
+                })
+                .collect();
+            inbox::prompt(&entries)
         }
         "tasks_handed_back" => handed_back_prompt(body),
         "epic_progress_changed" => epic_progress_prompt(body),
@@ -429,10 +428,7 @@ fn urgent_mail_prompt(body: &Value) -> String {
 }
 
 fn clip(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_string(),
-    }
+    swarm_domain::prompts::clip(text, max_chars)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod handback;
 mod history;
 mod inbox;
 mod mail;
+mod mcp_tasks;
 mod poll;
 mod registry;
 mod reporting;

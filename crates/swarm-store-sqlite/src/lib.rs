@@ -23,6 +23,7 @@ mod handback;
 mod held_claims;
 mod inbox;
 mod mail;
+mod mcp_tasks;
 mod poll;
 mod rescue;
 mod retention;

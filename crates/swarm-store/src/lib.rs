@@ -10,12 +10,14 @@
 //! the service's job.
 
 pub mod epics;
+pub mod mcp_tasks;
 pub mod services;
 pub mod sql;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
 pub use epics::{EpicFilter, EpicStore};
+pub use mcp_tasks::McpTaskStore;
 pub use services::{ServiceFilter, ServiceRegistry};
 
 use async_trait::async_trait;
@@ -206,7 +208,7 @@ pub struct PollView {
 }
 
 #[async_trait]
-pub trait Store: EpicStore + ServiceRegistry + Send + Sync + 'static {
+pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'static {
     /// `"sqlite"` or `"postgres"`, for logs and `/health`.
     fn backend_name(&self) -> &'static str;
 

@@ -104,8 +104,7 @@ pub struct PollQuery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PollResponse {
     /// `null`, or `{type, ...}`: `task_offered {taskId, task}`, `task_assigned {taskId,
-    /// task}`, `tasks_finished {count, tasks}` (leads), `pool_tasks_available {count}`.
-    #[schema(value_type = Option<Object>)]
+    /// task}`, `tasks_finished {count, tasks}` (leads), `pool_tasks_available {count}`, ...
     trigger: Option<Trigger>,
 }
 

@@ -27,7 +27,8 @@ pub fn group() -> Vec<ToolSpec> {
              progress reported to you (epic_progress_changed). The lead only.",
             Audience::LeadOnly,
             create_epic,
-        ),
+        )
+        .output::<EpicOutput>(),
         ToolSpec::new(
             "list-epics",
             "List epics with their progress (percent of tasks completed) and task counts; filter by \
@@ -35,6 +36,7 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             list_epics,
         )
+        .output::<EpicListOutput>()
         .read_only(),
         ToolSpec::new(
             "get-epic-details",
@@ -42,31 +44,36 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             get_epic_details,
         )
+        .output::<EpicDetailsOutput>()
         .read_only(),
         ToolSpec::new(
             "update-epic",
             "Change an epic (epicId or name): only the fields given; newName renames it. The lead only.",
             Audience::LeadOnly,
             update_epic,
-        ),
+        )
+        .output::<EpicOutput>(),
         ToolSpec::new(
             "delete-epic",
             "Delete an epic (epicId or name); its tasks stay, without an epic. The lead only.",
             Audience::LeadOnly,
             delete_epic,
-        ),
+        )
+        .output::<super::NoFields>(),
         ToolSpec::new(
             "assign-task-to-epic",
             "Put an existing task in an epic (epicId or epicName). The lead only.",
             Audience::LeadOnly,
             assign_task_to_epic,
-        ),
+        )
+        .output::<TaskOutput>(),
         ToolSpec::new(
             "unassign-task-from-epic",
             "Take a task out of its epic; the task itself stays. The lead only.",
             Audience::LeadOnly,
             unassign_task_from_epic,
-        ),
+        )
+        .output::<TaskOutput>(),
     ]
 }
 
@@ -252,4 +259,31 @@ struct UnassignArguments {
 async fn unassign_task_from_epic(call: ToolCall, args: UnassignArguments) -> Outcome {
     let task = call.service.task_set_epic(call.caller(), TaskId::from_uuid(args.task_id), None).await?;
     Ok(Reply::ok(format!("task {} is in no epic", task.id)).with("task", task))
+}
+
+// The result fields of the epic tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct EpicOutput {
+    epic: swarm_domain::epic::Epic,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct EpicListOutput {
+    total: u64,
+    epics: Vec<swarm_domain::epic::EpicWithProgress>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct EpicDetailsOutput {
+    epic: swarm_domain::epic::EpicWithProgress,
+    tasks: Vec<swarm_domain::task::Task>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TaskOutput {
+    task: swarm_domain::task::Task,
 }

@@ -50,6 +50,7 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
         Audience::Anyone,
         task_get,
     )
+    .output::<OneTask>()
     .read_only();
     match role {
         InboxRole::Trigger { name } => {
@@ -61,20 +62,23 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                      to the pool, tagged with this trigger.",
                     Audience::Anyone,
                     move |call, args| task_create(call, args, name.clone()),
-                ),
+                )
+                .output::<OneTask>(),
                 task_get,
                 ToolSpec::new(
                     "task_update",
                     "Inbox: change the content of a task that has not started.",
                     Audience::Anyone,
                     task_update,
-                ),
+                )
+                .output::<OneTask>(),
                 ToolSpec::new(
                     "task_cancel",
                     "Inbox: cancel a task that has not started.",
                     Audience::Anyone,
                     task_cancel,
-                ),
+                )
+                .output::<OneTask>(),
             ]
         }
         InboxRole::Worker => vec![
@@ -84,14 +88,16 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                  have one in progress. Returns next_task null when there is none.",
                 Audience::WorkerOnly,
                 get_next_task,
-            ),
+            )
+            .output::<NextTask>(),
             ToolSpec::new(
                 "task_complete",
                 "Inbox: mark your task done with a response summary, written as the reply to \
                  whoever asked.",
                 Audience::Agents,
                 task_complete,
-            ),
+            )
+            .output::<OneTask>(),
             ToolSpec::new(
                 "task_list",
                 "Inbox: tasks by status: pending (default), processing, done, cancelled, or any \
@@ -99,6 +105,7 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                 Audience::Anyone,
                 task_list,
             )
+            .output::<TaskList>()
             .read_only(),
             task_get,
             ToolSpec::new(
@@ -107,13 +114,14 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                 Audience::Anyone,
                 inbox_stats,
             )
+            .output::<InboxStats>()
             .read_only(),
         ],
     }
 }
 
 /// A task as the seed's `messages` row.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct Message<'a> {
     id: TaskId,
     channel: &'a str,
@@ -344,4 +352,46 @@ async fn inbox_stats(call: ToolCall, _: NoArguments) -> Outcome {
         .with("by_status", by_status)
         .with("by_swarm_status", &counts)
         .with("by_channel", by_channel))
+}
+
+// The result fields of the Inbox-MCP tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct OneTask {
+    task: Message<'static>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct NextTask {
+    /// `null` when no task is waiting.
+    next_task: Option<Message<'static>>,
+    /// What the poll handed out, as `GET /api/poll` does.
+    trigger: Option<Trigger>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TaskList {
+    tasks: Vec<Message<'static>>,
+    total: i64,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct InboxStats {
+    total: i64,
+    by_status: ByInboxStatus,
+    by_swarm_status: swarm_domain::stats::TaskCounts,
+    /// Tasks by source (`mcp`, `api`, `slack`, `github`, `schedule`, `webhook`, `other`).
+    by_channel: std::collections::BTreeMap<String, i64>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ByInboxStatus {
+    pending: i64,
+    processing: i64,
+    done: i64,
+    cancelled: i64,
 }

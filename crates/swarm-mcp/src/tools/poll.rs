@@ -16,15 +16,44 @@ use crate::{
 
 const POLL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 
+/// The wait a `poll-task` call with valid `arguments` asks for: what the Tasks extension
+/// runs as a task. `None` for arguments the call would refuse.
+pub fn requested_wait(arguments: &serde_json::Value) -> Option<Duration> {
+    let arguments = if arguments.is_null() { serde_json::json!({}) } else { arguments.clone() };
+    let args: PollTaskArguments = serde_json::from_value(arguments).ok()?;
+    let wait = args.wait_seconds.map_or(POLL_WAIT_DEFAULT, Duration::from_secs);
+    (wait <= POLL_WAIT_MAX).then_some(wait)
+}
+
+/// One step of a `poll-task` run as a task: a poll that answers at once.
+pub fn step_arguments() -> serde_json::Value {
+    serde_json::json!({"waitSeconds": 0})
+}
+
 pub fn group() -> Vec<ToolSpec> {
-    vec![ToolSpec::new(
-        "poll-task",
-        "Wait for work (workers): returns the next task offered to you (accept or reject it with \
+    vec![
+        ToolSpec::new(
+            "poll-task",
+            "Wait for work (workers): returns the next task offered to you (accept or reject it with \
          task-action) or assigned to you and now started (a ready pool task is claimed for you), \
          or nothing after waitSeconds (default 30, at most 60). Call it again to keep waiting.",
-        Audience::WorkerOnly,
-        poll_task,
-    )]
+            Audience::WorkerOnly,
+            poll_task,
+        )
+        .output::<PollTaskOutput>(),
+    ]
+}
+
+/// The result fields of `poll-task`: the REST poll's trigger, and its task at the top.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct PollTaskOutput {
+    /// `null` when no work arrived; else what `GET /api/poll` hands out.
+    trigger: Option<Trigger>,
+    /// The offered or assigned task, when there is one.
+    task: Option<swarm_domain::task::Task>,
+    waited_for_seconds: u64,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

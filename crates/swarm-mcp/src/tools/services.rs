@@ -33,7 +33,8 @@ pub fn group() -> Vec<ToolSpec> {
              as starting: mark it healthy with update-service-status.",
             Audience::Agents,
             register_service,
-        ),
+        )
+        .output::<ServiceOutput>(),
         ToolSpec::new(
             "list-services",
             "Services agents registered; filter by agentId, name (part of it), status. includeOwn false \
@@ -41,20 +42,23 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             list_services,
         )
+        .output::<ServiceListOutput>()
         .read_only(),
         ToolSpec::new(
             "unregister-service",
             "Unregister one of your services (serviceId, or its name).",
             Audience::Agents,
             unregister_service,
-        ),
+        )
+        .output::<ServiceOutput>(),
         ToolSpec::new(
             "update-service-status",
             "Set the status of one of your services (serviceId, or its name): starting, healthy, \
              unhealthy or stopped.",
             Audience::Agents,
             update_service_status,
-        ),
+        )
+        .output::<ServiceOutput>(),
     ]
 }
 
@@ -170,4 +174,17 @@ async fn update_service_status(call: ToolCall, args: StatusArguments) -> Outcome
     let service = call.service.service_set_status(call.caller(), &which, status).await?;
     Ok(Reply::ok(format!("service {:?} is {}", service.name, service.status.as_str()))
         .with("service", service))
+}
+
+// The result fields of the service tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ServiceOutput {
+    service: swarm_domain::registry::RegisteredService,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ServiceListOutput {
+    services: Vec<swarm_domain::registry::RegisteredService>,
 }

@@ -24,7 +24,8 @@ pub fn group() -> Vec<ToolSpec> {
              becomes responded) or taskId (a task with a Slack thread that you work on or created).",
             Audience::Agents,
             slack_reply,
-        ),
+        )
+        .output::<PostedTs>(),
         ToolSpec::new(
             "inbox-delegate",
             "Lead only: hand an inbox message to a worker as a task that keeps the Slack thread (the \
@@ -32,13 +33,15 @@ pub fn group() -> Vec<ToolSpec> {
              offers the task instead of assigning it. The message becomes delegated.",
             Audience::LeadOnly,
             inbox_delegate,
-        ),
+        )
+        .output::<DelegatedOutput>(),
         ToolSpec::new(
             "get-inbox-message",
             "One of your inbox messages: its text with the thread history, Slack context and status.",
             Audience::Agents,
             get_inbox_message,
         )
+        .output::<InboxMessageOutput>()
         .read_only(),
         ToolSpec::new(
             "slack-read",
@@ -47,6 +50,7 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             slack_read,
         )
+        .output::<SlackMessages>()
         .read_only(),
         ToolSpec::new(
             "slack-post",
@@ -54,15 +58,52 @@ pub fn group() -> Vec<ToolSpec> {
              your name.",
             Audience::LeadOnly,
             slack_post,
-        ),
+        )
+        .output::<PostedTs>(),
         ToolSpec::new(
             "slack-list-channels",
             "Lead only: the Slack channels the bot can see.",
             Audience::LeadOnly,
             slack_list_channels,
         )
+        .output::<SlackChannels>()
         .read_only(),
     ]
+}
+
+// The result fields of the Slack tools, for their output schemas: the REST API's types.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct PostedTs {
+    /// The Slack timestamp of the message posted.
+    ts: String,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct DelegatedOutput {
+    task: swarm_domain::task::Task,
+    inbox_message: swarm_domain::inbox::InboxMessage,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct InboxMessageOutput {
+    inbox_message: swarm_domain::inbox::InboxMessage,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct SlackMessages {
+    messages: Vec<swarm_service::slack_api::SlackMessageView>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct SlackChannels {
+    channels: Vec<swarm_service::slack_api::SlackChannelView>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

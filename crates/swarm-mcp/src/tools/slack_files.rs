@@ -26,7 +26,8 @@ pub fn group() -> Vec<ToolSpec> {
              the file is. At most 2 MiB.",
             Audience::Agents,
             upload,
-        ),
+        )
+        .output::<Uploaded>(),
         ToolSpec::new(
             "slack-download-file",
             "Download a file shared in Slack (fileId): the lead any file, another agent one shared in \
@@ -35,8 +36,29 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             download,
         )
+        .output::<Downloaded>()
         .read_only(),
     ]
+}
+
+// The result fields of the file tools, for their output schemas.
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Uploaded {
+    /// The Slack file id.
+    file_id: String,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+struct Downloaded {
+    file: swarm_service::slack_api::SlackFileView,
+    /// The bytes, base64 (without savePath).
+    content: Option<String>,
+    /// Where the file was written (stdio, with savePath).
+    saved_path: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

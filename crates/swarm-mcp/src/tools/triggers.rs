@@ -33,6 +33,7 @@ pub fn schedule_group() -> Vec<ToolSpec> {
             Audience::Agents,
             list_schedules,
         )
+        .output::<ScheduleListOutput>()
         .read_only(),
         ToolSpec::new(
             "create-schedule",
@@ -41,26 +42,30 @@ pub fn schedule_group() -> Vec<ToolSpec> {
              task; without it the task goes to the pool.",
             Audience::Agents,
             create_schedule,
-        ),
+        )
+        .output::<ScheduleOutput>(),
         ToolSpec::new(
             "update-schedule",
             "Change a schedule (scheduleId, or name): only the fields given. enabled false pauses \
              it. Its creator or the lead only.",
             Audience::Agents,
             update_schedule,
-        ),
+        )
+        .output::<ScheduleOutput>(),
         ToolSpec::new(
             "delete-schedule",
             "Delete a schedule (scheduleId, or name). Its creator or the lead only.",
             Audience::Agents,
             delete_schedule,
-        ),
+        )
+        .output::<ScheduleOutput>(),
         ToolSpec::new(
             "run-schedule-now",
             "File a schedule's task now (scheduleId, or name), without moving its next run.",
             Audience::Agents,
             run_schedule_now,
-        ),
+        )
+        .output::<FiredOutput>(),
     ]
 }
 
@@ -73,6 +78,7 @@ pub fn inbox_group() -> Vec<ToolSpec> {
             Audience::Anyone,
             trigger_list,
         )
+        .output::<TriggerListOutput>()
         .read_only(),
         ToolSpec::new(
             "trigger_create",
@@ -82,19 +88,22 @@ pub fn inbox_group() -> Vec<ToolSpec> {
              {{trigger_name}}. session_mode persistent resumes one agent session per conversation.",
             Audience::Anyone,
             trigger_create,
-        ),
+        )
+        .output::<TriggerOutput>(),
         ToolSpec::new(
             "trigger_update",
             "Inbox: change a trigger by name: only the fields given; enabled false pauses it.",
             Audience::Anyone,
             trigger_update,
-        ),
+        )
+        .output::<TriggerOutput>(),
         ToolSpec::new(
             "trigger_delete",
             "Inbox: delete a trigger by name, with its sessions.",
             Audience::Anyone,
             trigger_delete,
-        ),
+        )
+        .output::<TriggerOutput>(),
     ]
 }
 
@@ -405,4 +414,52 @@ async fn trigger_delete(call: ToolCall, args: TriggerNameArguments) -> Outcome {
     let deleted = call.service.trigger_delete(call.caller(), &args.name).await?;
     Ok(Reply::ok(format!("trigger {} deleted with its sessions", deleted.name))
         .with("trigger", view(&deleted)))
+}
+
+// The result fields of the trigger tools, for their output schemas.
+
+/// A trigger as the tools show it ([`view`]): the REST API's trigger, with whether it has
+/// a webhook secret, and for a webhook the URL to call and how to sign.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TriggerView {
+    #[serde(flatten)]
+    trigger: TriggerDef,
+    #[serde(rename = "hasWebhookSecret")]
+    has_webhook_secret: bool,
+    /// Webhook triggers: the URL the sender calls.
+    webhook_url: Option<String>,
+    /// Webhook triggers: how a call proves it comes from the sender.
+    auth: Option<String>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ScheduleListOutput {
+    schedules: Vec<TriggerView>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct ScheduleOutput {
+    schedule: TriggerView,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct FiredOutput {
+    /// The task the schedule filed.
+    task: swarm_domain::task::Task,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TriggerListOutput {
+    triggers: Vec<TriggerView>,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct TriggerOutput {
+    trigger: TriggerView,
 }

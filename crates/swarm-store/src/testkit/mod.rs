@@ -21,6 +21,7 @@ pub mod handback;
 pub mod inbox;
 pub mod lists;
 pub mod mail;
+pub mod mcp_tasks;
 pub mod poll;
 pub mod race;
 pub mod retention;
@@ -260,6 +261,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_inbox!($fresh);
             $crate::__store_conformance_lists!($fresh);
             $crate::__store_conformance_mail!($fresh);
+            $crate::__store_conformance_mcp_tasks!($fresh);
             $crate::__store_conformance_poll!($fresh);
             $crate::__store_conformance_handback!($fresh);
             $crate::__store_conformance_race!($fresh);

@@ -41,6 +41,17 @@ pub async fn connect_http_with(
     agent: Option<&str>,
     revision: Revision,
 ) -> Client {
+    connect_http_as(hub, bearer, agent, revision, client_info()).await
+}
+
+/// A client that introduces itself with `info` (its capabilities: the Tasks extension).
+pub async fn connect_http_as(
+    hub: &Hub,
+    bearer: Option<&str>,
+    agent: Option<&str>,
+    revision: Revision,
+    info: ClientConfig,
+) -> Client {
     let mut headers = HashMap::new();
     if let Some(agent) = agent {
         headers.insert(
@@ -53,7 +64,6 @@ pub async fn connect_http_with(
         config = config.auth_header(key.to_string());
     }
     let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-    let info = client_info();
     let connected = match revision {
         Revision::Initialize => info.serve(transport).await,
         Revision::Stateless => {
@@ -67,8 +77,18 @@ pub async fn connect_http_with(
 
 /// A client of a `swarm mcp` child process on `database`, with extra environment.
 pub async fn connect_stdio(database: &Database, agent: Option<&str>, env: &[(&str, &str)]) -> Client {
+    connect_stdio_as(database, agent, env, client_info()).await
+}
+
+/// A `swarm mcp` client that introduces itself with `info`.
+pub async fn connect_stdio_as(
+    database: &Database,
+    agent: Option<&str>,
+    env: &[(&str, &str)],
+    info: ClientConfig,
+) -> Client {
     let transport = stdio_transport(database, agent, env);
-    client_info().serve(transport).await.expect("swarm mcp answers initialize")
+    info.serve(transport).await.expect("swarm mcp answers initialize")
 }
 
 /// A client that is told when the server's tool list changes.
@@ -126,7 +146,7 @@ fn stdio_transport(database: &Database, agent: Option<&str>, env: &[(&str, &str)
     TokioChildProcess::new(command).expect("swarm mcp starts")
 }
 
-fn client_info() -> ClientConfig {
+pub fn client_info() -> ClientConfig {
     let mut info = ClientConfig::default();
     info.protocol_version = ProtocolVersion::V_2025_11_25;
     info.client_info = rmcp::model::Implementation::new("swarm-tests", "1");

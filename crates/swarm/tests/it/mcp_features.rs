@@ -29,8 +29,15 @@ use crate::{
 };
 
 const KEY: &str = "mcp-features-key";
-const PROMPTS: [&str; 6] =
-    ["work-on-task", "review-offered-task", "task-result", "swarm-chat", "start-worker", "start-leader"];
+const PROMPTS: [&str; 7] = [
+    "work-on-task",
+    "review-offered-task",
+    "task-result",
+    "swarm-chat",
+    "start-worker",
+    "start-leader",
+    "slack-inbox",
+];
 
 fn error_code(err: ServiceError) -> (i32, Option<Value>) {
     match err {
@@ -93,6 +100,17 @@ async fn mcp_prompts_resources_and_completion_over_http() {
         assert_eq!(error_code(missing).0, ErrorCode::INVALID_PARAMS.0);
         let unknown = client.get_prompt(GetPromptRequestParams::new("no-such-prompt")).await.unwrap_err();
         assert_eq!(error_code(unknown).0, ErrorCode::INVALID_PARAMS.0);
+        // The inbox prompt renders the caller's open inbox: this worker's is empty (the Slack
+        // tests render a lead's with its messages).
+        let inbox = client.get_prompt(GetPromptRequestParams::new("slack-inbox")).await.expect("slack-inbox");
+        let text = serde_json::to_value(&inbox.messages[0]).unwrap()["content"]["text"].clone();
+        assert!(text.as_str().unwrap().starts_with("You have 0 inbox message(s) from Slack:\n"), "{text}");
+        let arguments = json!({"inboxMessageId": "not-an-id"}).as_object().unwrap().clone();
+        let bad = client.get_prompt(GetPromptRequestParams::new("slack-inbox").with_arguments(arguments));
+        assert_eq!(error_code(bad.await.unwrap_err()).0, ErrorCode::INVALID_PARAMS.0);
+        let arguments = json!({"inboxMessageId": uuid::Uuid::new_v4()}).as_object().unwrap().clone();
+        let none = client.get_prompt(GetPromptRequestParams::new("slack-inbox").with_arguments(arguments));
+        assert_eq!(error_code(none.await.unwrap_err()).0, ErrorCode::INVALID_PARAMS.0);
 
         // Resources: the caller's own view, read through the same tools.
         let resources = client.list_all_resources().await.expect("resources/list");
@@ -154,6 +172,8 @@ async fn mcp_prompts_resources_and_completion_over_http() {
     let resources = anonymous.list_all_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|resource| resource.uri.as_str()).collect();
     assert_eq!(uris, ["swarm://agents"]);
+    let unregistered = anonymous.get_prompt(GetPromptRequestParams::new("slack-inbox")).await.unwrap_err();
+    assert_eq!(error_code(unregistered).0, ErrorCode::INVALID_PARAMS.0);
     let (code, _) = error_code(
         anonymous.read_resource(ReadResourceRequestParams::new("swarm://mail")).await.unwrap_err(),
     );
@@ -373,6 +393,38 @@ async fn mcp_http_answers_malformed_requests_with_json_rpc_errors() {
     )
     .await;
     assert_eq!((status, &body["result"]), (200, &json!({})), "{body}");
+    // A 2025 client gets a session id with `initialize`: one that names nothing on the hub
+    // (no replica looks it up), and requests that carry it are answered as any other.
+    let response = hub
+        .request(reqwest::Method::POST, "/mcp", None)
+        .header("content-type", "application/json")
+        .header("accept", both)
+        .body(initialize)
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let session = session.expect("initialize answers an Mcp-Session-Id");
+    assert_eq!(session.len(), 32, "a random UUID: {session}");
+    let with_session = |method: reqwest::Method, body: &'static str| {
+        hub.request(method, "/mcp", None)
+            .header("content-type", "application/json")
+            .header("accept", both)
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session.as_str())
+            .body(body)
+            .send()
+    };
+    let listed = with_session(reqwest::Method::POST, r#"{"jsonrpc":"2.0","id":12,"method":"tools/list"}"#);
+    let listed = listed.await.unwrap();
+    assert_eq!(listed.status(), 200);
+    assert!(listed.headers().get("mcp-session-id").is_none(), "only initialize hands one out");
+    let listed: Value = listed.json().await.unwrap();
+    assert!(listed["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
+    // No standalone stream to open and no session to end: 405 both, as the revision allows.
+    assert_eq!(with_session(reqwest::Method::GET, "").await.unwrap().status(), 405);
+    assert_eq!(with_session(reqwest::Method::DELETE, "").await.unwrap().status(), 405);
+
     // rmcp's own refusals come first: a foreign Host, a body that does not say it is JSON.
     let foreign = hub
         .request(reqwest::Method::POST, "/mcp", None)

@@ -93,8 +93,41 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
         })
         .await;
 
-    // slack-reply posts in that thread under the lead's persona.
+    // The MCP prompt `slack-inbox` is the runner's inbox prompt for the same messages: one text.
     let lead_client = connect_http(&hub, Some(&lead), Revision::Initialize).await;
+    let prompt = lead_client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("slack-inbox"))
+        .await
+        .expect("prompts/get slack-inbox");
+    let text =
+        serde_json::to_value(&prompt.messages[0]).unwrap()["content"]["text"].as_str().unwrap().to_string();
+    let field = |key: &str| message[key].as_str().unwrap().to_string();
+    let (id, user, channel, matched, content) =
+        (field("id"), field("slackUserId"), field("slackChannelId"), field("matchedText"), field("content"));
+    let entry = swarm_domain::prompts::inbox::Entry {
+        id: &id,
+        slack_user_id: &user,
+        slack_channel_id: &channel,
+        matched_text: &matched,
+        content: &content,
+    };
+    assert_eq!(text, swarm_domain::prompts::inbox::prompt(&[entry]));
+    assert!(
+        text.contains(&format!(
+            "inboxMessageId: {message_id}; from user U1 in channel C1; routed because: bot mention"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("what is the release status?") && text.contains("inbox-delegate"), "{text}");
+    let reference = rmcp::model::Reference::for_prompt("slack-inbox");
+    let argument = rmcp::model::ArgumentInfo::new("inboxMessageId", &message_id[..6]);
+    let completion = lead_client
+        .complete(rmcp::model::CompleteRequestParams::new(reference, argument))
+        .await
+        .expect("completion/complete");
+    assert_eq!(completion.completion.values, [message_id.as_str()], "the lead's open message completes");
+
+    // slack-reply posts in that thread under the lead's persona.
     ok(&lead_client, "slack-reply", json!({"inboxMessageId": message_id, "message": "Shipping Friday."}))
         .await;
     let reply = stand_in.wait_post("the lead's reply", |post| post["text"] == "Shipping Friday.").await;

@@ -10,8 +10,16 @@ use swarm_scripted_model::{Script, clis};
 
 use super::{Cli, World};
 
-const PROMPTS: [&str; 6] =
-    ["work-on-task", "review-offered-task", "task-result", "swarm-chat", "start-worker", "start-leader"];
+/// The runner's and the lead's commands, and the lead's inbox prompt.
+const PROMPTS: [&str; 7] = [
+    "work-on-task",
+    "review-offered-task",
+    "task-result",
+    "swarm-chat",
+    "start-worker",
+    "start-leader",
+    "slack-inbox",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_lists_the_hubs_prompts_as_slash_commands() {
