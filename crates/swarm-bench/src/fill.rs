@@ -13,9 +13,11 @@
 
 use std::{path::PathBuf, time::Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde::Serialize;
 use sqlx::Connection;
+
+use super::hub::{Http, Target};
 
 /// Tasks written per transaction.
 const BATCH: u64 = 50_000;
@@ -77,6 +79,33 @@ pub(crate) async fn fill(database: &Database, shape: Shape) -> anyhow::Result<Fi
         bytes_filled: size(database).await?,
         bytes_after: None,
     })
+}
+
+/// The hub reads what was written: its stats count the tasks and agents, and it decodes
+/// the newest task of its listing (ids, times and statuses as it writes them itself).
+pub(crate) async fn check(target: &Target, shape: Shape) -> anyhow::Result<()> {
+    let http = Http::new(target);
+    let stats: serde_json::Value =
+        http.get("/api/stats", None).await.context("GET /api/stats after the fill")?;
+    let count = |value: &serde_json::Value| value.as_u64().unwrap_or_default();
+    let (tasks, agents) = (count(&stats["tasks"]["completed"]), count(&stats["agents"]["offline"]));
+    if tasks < shape.tasks || agents < shape.agents {
+        bail!(
+            "after the fill the hub counts {tasks} completed tasks and {agents} offline agents, \
+             not at least {} and {}",
+            shape.tasks,
+            shape.agents
+        );
+    }
+    let page: serde_json::Value =
+        http.get("/api/tasks?limit=1", None).await.context("GET /api/tasks after the fill")?;
+    let newest = &page["tasks"][0];
+    if newest["status"] != "completed"
+        || !newest["task"].as_str().is_some_and(|text| text.starts_with("filled task"))
+    {
+        bail!("the hub's newest task after the fill is not a filled one: {newest}");
+    }
+    Ok(())
 }
 
 /// The database's size on disk now.

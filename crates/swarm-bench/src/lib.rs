@@ -152,7 +152,9 @@ async fn bench_all(args: &BenchArgs, plan: &Plan, runs: &mut Vec<Run>) -> anyhow
                 Some(tasks) => {
                     let shape = fill::Shape { agents: args.fill_agents, tasks };
                     eprintln!("bench: filling the database with {} agents and {tasks} tasks", shape.agents);
-                    Some(fill::fill(&hub.database(), shape).await.context("--fill")?)
+                    let filled = fill::fill(&hub.database(), shape).await.context("--fill")?;
+                    fill::check(hub.target(), shape).await?;
+                    Some(filled)
                 }
                 None => None,
             };
