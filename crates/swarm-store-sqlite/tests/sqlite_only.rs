@@ -668,3 +668,44 @@ async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
     sqlx::Connection::close(raw).await.unwrap();
     store.close().await;
 }
+
+/// An idle agent's poll view is kept while nothing commits (`view_cache`): it must never
+/// hide work, whether this store wrote it or another connection to the file did (a second
+/// hub, `swarm mcp`).
+#[tokio::test]
+async fn a_kept_poll_view_never_hides_new_work() {
+    use swarm_domain::poll::TriggerKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let now = Timestamp::now();
+    let agent = worker("idle", 1);
+    store.agent_register(&agent, now).await.unwrap();
+    let waiting =
+        async |store: &SqliteStore| store.poll_view(agent.id).await.unwrap().expect("registered").waiting;
+    for _ in 0..3 {
+        assert!(waiting(&store).await.is_empty());
+    }
+
+    let draft = TaskDraft { task: "for the pool".into(), ..TaskDraft::default() };
+    let pool_task = store.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap();
+    assert!(waiting(&store).await.contains(&TriggerKind::PoolTask), "a task this store wrote");
+    let cancel = TaskAction::Cancel { reason: None, unstarted_only: false }.change();
+    store.task_apply(pool_task.id, &cancel, None, now).await.unwrap();
+    for _ in 0..3 {
+        assert!(waiting(&store).await.is_empty(), "the pool task is cancelled");
+    }
+
+    let mut other = raw_connection(&path).await;
+    sqlx::query(
+        "INSERT INTO tasks (id, agent_id, task, status, source, created_at, last_updated_at)
+         VALUES ('00000000-0000-7000-8000-00000000000b', ?, 'from another process', 'pending', 'api', 0, 0)",
+    )
+    .bind(agent.id.to_string())
+    .execute(&mut other)
+    .await
+    .unwrap();
+    assert!(waiting(&store).await.contains(&TriggerKind::TaskAssigned), "a task another connection wrote");
+    sqlx::Connection::close(other).await.unwrap();
+    store.close().await;
+}
