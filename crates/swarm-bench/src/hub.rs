@@ -20,6 +20,8 @@ use tokio::{
 
 /// Longer than the longest poll the bench parks (30 s).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The scratch SQLite database's name in its folder.
+const SQLITE_FILE: &str = "swarm.db";
 /// Migrations on a cold PostgreSQL server can take a while.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The `swarm serve` settings a hub would otherwise take from the bench's environment.
@@ -276,6 +278,16 @@ impl SpawnedHub {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The hub's scratch database, for `--fill` to write to.
+    pub(crate) fn database(&self) -> super::fill::Database {
+        match &self.scratch {
+            Scratch::Folder(folder) => super::fill::Database::SqliteFile(folder.join(SQLITE_FILE)),
+            Scratch::Database { database_url, .. } => {
+                super::fill::Database::Postgres { url: database_url.clone() }
+            }
+        }
+    }
+
     /// The database line the hub printed, e.g. `SQLite at /tmp/.../swarm.db`.
     pub(crate) fn description(&self) -> &str {
         &self.description
@@ -301,7 +313,7 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
     command.env("API_KEY", &api_key);
     match scratch {
         Scratch::Folder(folder) => {
-            command.arg("--db").arg(folder.join("swarm.db"));
+            command.arg("--db").arg(folder.join(SQLITE_FILE));
         }
         // In the environment rather than on the command line, where `ps` would show a password.
         Scratch::Database { database_url, .. } => {

@@ -5,10 +5,12 @@
 //! HTTP parsing, JSON, the store's transactions and the wake-up of parked polls.
 
 mod cpu;
+mod fill;
 mod hub;
 mod measure;
 mod report;
 mod soak;
+mod soak_kinds;
 mod soak_load;
 
 use std::time::Duration;
@@ -76,6 +78,15 @@ pub struct BenchArgs {
     /// Skip the `GET /health` runs (the floor the poll is compared with).
     #[arg(long)]
     no_health: bool,
+    /// The scale run: before measuring, give the scratch database a history of this many
+    /// finished tasks (with their events), written in bulk into the hub's own tables.
+    #[arg(long, value_name = "TASKS", conflicts_with = "url",
+        value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    fill: Option<u64>,
+    /// The agents (offline) that finished the --fill tasks.
+    #[arg(long, default_value_t = 10_000, requires = "fill",
+        value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    fill_agents: u64,
     /// Print the results as JSON instead of Markdown.
     #[arg(long)]
     json: bool,
@@ -136,7 +147,25 @@ async fn bench_all(args: &BenchArgs, plan: &Plan, runs: &mut Vec<Run>) -> anyhow
         eprintln!("bench: starting a hub on a scratch {} database", backend.name());
         let hub = SpawnedHub::start(&backend).await?;
         let description = format!("{}, started by the bench", hub.description());
-        let run = bench_hub(hub.target(), description, plan).await;
+        let run = async {
+            let filled = match args.fill {
+                Some(tasks) => {
+                    let shape = fill::Shape { agents: args.fill_agents, tasks };
+                    eprintln!("bench: filling the database with {} agents and {tasks} tasks", shape.agents);
+                    let filled = fill::fill(&hub.database(), shape).await.context("--fill")?;
+                    fill::check(hub.target(), shape).await?;
+                    Some(filled)
+                }
+                None => None,
+            };
+            let mut run = bench_hub(hub.target(), description, plan).await?;
+            if let Some(mut filled) = filled {
+                filled.bytes_after = fill::size(&hub.database()).await.ok();
+                run.fill = Some(filled);
+            }
+            anyhow::Ok(run)
+        }
+        .await;
         hub.stop().await;
         runs.push(run?);
     }
@@ -208,6 +237,7 @@ async fn bench_hub(target: &Target, description: String, plan: &Plan) -> anyhow:
         health: health_floor,
         claim_cycles,
         cpu,
+        fill: None,
     })
 }
 

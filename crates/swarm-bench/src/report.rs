@@ -6,12 +6,15 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::cpu::CpuUse;
+use super::fill::Fill;
 use super::measure::{ClaimCycles, CycleKind, Percentiles, Plan, Throughput, TriggerLatency};
 
 /// The targets of issue #3.
 const TARGET_LATENCY_P99_MS: f64 = 5.0;
 const TARGET_NULL_POLLS_PER_SECOND: f64 = 20_000.0;
 const TARGET_CYCLES_PER_SECOND: f64 = 5_000.0;
+/// Issue #22: null polls at the widest concurrency reach this share of `/health` (SQLite).
+const TARGET_NULL_POLL_SHARE_OF_FLOOR: f64 = 0.90;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,6 +38,8 @@ pub(crate) struct Run {
     pub claim_cycles: Vec<ClaimCycles>,
     /// CPU time spent while this hub was measured, when the OS tells.
     pub cpu: Option<CpuUse>,
+    /// The history `--fill` wrote before the measurements.
+    pub fill: Option<Fill>,
 }
 
 /// What the numbers were measured on. The hub and the bench client share it.
@@ -119,6 +124,22 @@ impl Report {
         );
         for run in &self.runs {
             let _ = writeln!(out, "\n## {}: {} (swarm {})\n", run.backend, run.hub, run.version);
+            if let Some(fill) = &run.fill {
+                let mb = |bytes: u64| bytes as f64 / 1_000_000.0;
+                let after =
+                    fill.bytes_after.map_or(String::new(), |bytes| format!(", {:.1} MB after", mb(bytes)));
+                let _ = writeln!(
+                    out,
+                    "Measured on a filled database: {} agents and {} finished tasks with {} events written \
+                     in {:.0} s; the database is {:.1} MB after the fill ({:.0} bytes per task){after}.\n",
+                    thousands(fill.agents as f64),
+                    thousands(fill.tasks as f64),
+                    thousands(fill.events as f64),
+                    fill.seconds,
+                    mb(fill.bytes_filled),
+                    fill.bytes_filled as f64 / fill.tasks.max(1) as f64,
+                );
+            }
             if let Some(cpu) = &run.cpu {
                 let hub = cpu.hub_seconds.map_or(String::new(), |seconds| format!("hub {seconds:.1} s, "));
                 let _ = writeln!(
@@ -177,6 +198,21 @@ impl Run {
                 rate(run.per_second, "req/s", &run.latency, run.cpu.as_ref()),
                 String::new(),
                 String::new(),
+            ]);
+        }
+        let widest_pair =
+            |runs: &[Throughput]| runs.iter().find(|run| Some(run.concurrency) == widest).cloned();
+        if let (Some(polls), Some(floor)) = (widest_pair(&self.null_polls), widest_pair(&self.health)) {
+            let share = polls.per_second / floor.per_second.max(f64::EPSILON);
+            rows.push([
+                format!("null polls as a share of the floor, {} concurrent", polls.concurrency),
+                format!("{:.0} %", share * 100.0),
+                if sqlite {
+                    format!("≥ {:.0} %", TARGET_NULL_POLL_SHARE_OF_FLOOR * 100.0)
+                } else {
+                    String::new()
+                },
+                verdict(sqlite, share >= TARGET_NULL_POLL_SHARE_OF_FLOOR),
             ]);
         }
         for run in &self.claim_cycles {

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::{
     hub::{Backend, Health, Http, SpawnedHub},
+    soak_kinds::{self, KindLatency},
     soak_load::{Interval, Load, Shape, Totals, postgres_url},
 };
 
@@ -74,6 +75,8 @@ pub(crate) struct Sample {
     /// The anonymous part of it (heap, stacks): what a leak grows. The rest is files mapped
     /// in, above all the pages of the hub's own program as more of its code runs.
     pub rss_anon_kb: u64,
+    /// The same latencies by kind of request.
+    pub by_kind: Vec<KindLatency>,
 }
 
 /// The hub's resident memory over the run.
@@ -213,7 +216,8 @@ async fn soak(hub: &mut SpawnedHub, args: &SoakArgs) -> anyhow::Result<SoakRepor
 }
 
 fn sample(at: Duration, interval: Interval, (rss_kb, rss_anon_kb): (u64, u64)) -> Sample {
-    let mut latencies = interval.latencies;
+    let by_kind = soak_kinds::by_kind(&interval.latencies);
+    let mut latencies: Vec<Duration> = interval.latencies.iter().map(|(_, latency)| *latency).collect();
     latencies.sort_unstable();
     Sample {
         at_seconds: at.as_secs_f64(),
@@ -223,11 +227,12 @@ fn sample(at: Duration, interval: Interval, (rss_kb, rss_anon_kb): (u64, u64)) -
         p99_ms: percentile(&latencies, 99.0),
         rss_kb,
         rss_anon_kb,
+        by_kind,
     }
 }
 
 /// Nearest rank of sorted values, in milliseconds.
-fn percentile(sorted: &[Duration], percent: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[Duration], percent: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -293,6 +298,9 @@ impl SoakReport {
                 sample.rss_anon_kb as f64 / 1024.0
             ));
         }
+        let intervals: Vec<(f64, &[KindLatency])> =
+            self.samples.iter().map(|sample| (sample.at_seconds, sample.by_kind.as_slice())).collect();
+        out.push_str(&soak_kinds::markdown(&intervals));
         let t = &self.totals;
         out.push_str(&format!(
             "\nrequests: {} ({} tasks created, {} finished, {} mails, {} chat messages, {} signed webhooks, \
@@ -392,6 +400,7 @@ mod tests {
             p99_ms: None,
             rss_kb: kb,
             rss_anon_kb: kb / 2,
+            by_kind: Vec::new(),
         };
         let minute = Duration::from_secs(60);
         let flat =

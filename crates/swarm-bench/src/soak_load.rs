@@ -47,8 +47,9 @@ pub(crate) struct Shape {
 /// What happened since the last sample.
 #[derive(Debug, Default)]
 pub(crate) struct Interval {
-    /// The duration of each checked request that answers at once (long-polls excluded).
-    pub latencies: Vec<Duration>,
+    /// The kind and duration of each checked request that answers at once (long-polls
+    /// excluded).
+    pub latencies: Vec<(&'static str, Duration)>,
     pub requests: u64,
     pub errors: u64,
 }
@@ -100,7 +101,7 @@ pub(crate) struct Stats {
 }
 
 impl Stats {
-    fn answered(&self, latency: Option<Duration>) {
+    fn answered(&self, latency: Option<(&'static str, Duration)>) {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let mut interval = self.interval.lock().unwrap();
         interval.requests += 1;
@@ -386,13 +387,13 @@ impl Worker {
 /// Runs one request, timing it; a failure is counted and kept, not returned.
 async fn checked<T>(
     stats: &Stats,
-    what: &str,
+    what: &'static str,
     request: impl Future<Output = anyhow::Result<T>>,
 ) -> Option<T> {
     let began = Instant::now();
     match request.await {
         Ok(answer) => {
-            stats.answered(Some(began.elapsed()));
+            stats.answered(Some((what, began.elapsed())));
             Some(answer)
         }
         Err(error) => {

@@ -34,6 +34,7 @@ mod sql;
 mod tasks;
 mod tokens;
 mod triggers;
+mod view_cache;
 
 use std::{path::Path, sync::Arc};
 
@@ -72,6 +73,7 @@ use crate::database::{BUSY_TIMEOUT, Database};
 
 pub struct SqliteStore {
     database: Arc<Database>,
+    views: view_cache::ViewCache,
     location: String,
 }
 
@@ -80,9 +82,11 @@ impl SqliteStore {
     pub async fn open(path: &Path) -> StoreResult<SqliteStore> {
         migrate(path).await?;
         let database = Database::open(path)?;
+        let views = view_cache::ViewCache::open(path)?;
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Ok(SqliteStore {
             database: Arc::new(database),
+            views,
             location: format!("SQLite file {}", absolute.display()),
         })
     }
@@ -101,6 +105,7 @@ impl SqliteStore {
 
     /// Finish the writes already sent and close every connection.
     pub async fn close(&self) {
+        self.views.close();
         self.database.close().await;
     }
 }
@@ -298,7 +303,16 @@ impl Store for SqliteStore {
     }
 
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
-        self.database.read(|connection| poll::view(connection, agent))
+        // Before the view's read: see `view_cache`.
+        let version = self.views.version()?;
+        if let Some(view) = version.and_then(|version| self.views.get(version, agent)) {
+            return Ok(Some(view));
+        }
+        let view = self.database.read(|connection| poll::view(connection, agent))?;
+        if let (Some(version), Some(view)) = (version, &view) {
+            self.views.keep(version, agent, view);
+        }
+        Ok(view)
     }
 
     async fn poll_claim_for_runner(

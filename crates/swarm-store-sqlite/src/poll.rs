@@ -28,7 +28,11 @@ macro_rules! ready {
     };
 }
 
-/// A finished task whose assignee is not a lead: what `tasks_finished` reports.
+/// A finished task whose assignee is not a lead: what `tasks_finished` reports. Its
+/// queries name `tasks_unnotified`, the partial index of exactly the finished tasks the lead
+/// was not told about: without statistics SQLite prefers the status index's equality and
+/// walks every completed task ever stored (5 ms at 21,000 tasks, in the lead's every poll
+/// and, worse, in the claim on the writer, which every write waits behind).
 macro_rules! unnotified_worker_task {
     () => {
         " t.notified_at IS NULL AND t.status IN ('completed', 'failed')
@@ -46,10 +50,8 @@ macro_rules! has_capacity {
 
 type ViewRow = (bool, String, i64, i64, i64, PollFlags);
 
-pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
-    let row: Option<ViewRow> = sql::optional(
-        connection,
-        concat!(
+/// What waits for the agent `?`, kind by kind.
+const VIEW: &str = concat!(
             "SELECT a.is_lead, a.status, a.last_seen_at, a.max_tasks,
                 (SELECT count(*) FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress')
                     AS in_progress,
@@ -69,7 +71,7 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
                 EXISTS (SELECT 1 FROM channel_reads r WHERE r.agent_id = a.id AND r.unread_mentions > 0
                                                         AND r.processing_since IS NULL
                                                         AND r.dead_lettered_at IS NULL) AS mentions,
-                a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t WHERE",
+                a.is_lead = 1 AND EXISTS (SELECT 1 FROM tasks t INDEXED BY tasks_unnotified WHERE",
             unnotified_worker_task!(),
             ") AS finished,
                 a.is_lead = 1 AND EXISTS (SELECT 1 FROM task_handoffs h WHERE h.notified_at IS NULL)
@@ -80,31 +82,38 @@ pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Optio
             ready!(),
             ") AS pool
          FROM agents a WHERE a.id = ?"
-        ),
-        [agent.to_string()],
-        |row| {
-            let mut column = Columns::new(row);
-            Ok((
-                column.bool("is_lead")?,
-                column.take("status")?,
-                column.take("last_seen_at")?,
-                column.take("max_tasks")?,
-                column.take("in_progress")?,
-                PollFlags {
-                    offered: column.bool("offered")?,
-                    pending: column.bool("pending")?,
-                    urgent_mail: column.bool("urgent_mail")?,
-                    results: column.bool("results")?,
-                    inbox: column.bool("inbox")?,
-                    mentions: column.bool("mentions")?,
-                    finished: column.bool("finished")?,
-                    handed_back: column.bool("handed_back")?,
-                    epic_progress: column.bool("epic_progress")?,
-                    pool: column.bool("pool")?,
-                },
-            ))
-        },
-    )?;
+);
+
+/// The finished tasks `tasks_finished` reports next, oldest first; `?` is how many.
+const UNNOTIFIED: &str = concat!(
+    "SELECT t.id FROM tasks t INDEXED BY tasks_unnotified WHERE",
+    unnotified_worker_task!(),
+    " ORDER BY t.finished_at, t.id LIMIT ?"
+);
+
+pub(crate) fn view(connection: &Connection, agent: AgentId) -> StoreResult<Option<PollView>> {
+    let row: Option<ViewRow> = sql::optional(connection, VIEW, [agent.to_string()], |row| {
+        let mut column = Columns::new(row);
+        Ok((
+            column.bool("is_lead")?,
+            column.take("status")?,
+            column.take("last_seen_at")?,
+            column.take("max_tasks")?,
+            column.take("in_progress")?,
+            PollFlags {
+                offered: column.bool("offered")?,
+                pending: column.bool("pending")?,
+                urgent_mail: column.bool("urgent_mail")?,
+                results: column.bool("results")?,
+                inbox: column.bool("inbox")?,
+                mentions: column.bool("mentions")?,
+                finished: column.bool("finished")?,
+                handed_back: column.bool("handed_back")?,
+                epic_progress: column.bool("epic_progress")?,
+                pool: column.bool("pool")?,
+            },
+        ))
+    })?;
     let Some((is_lead, status, last_seen_at, max_tasks, in_progress, flags)) = row else {
         return Ok(None);
     };
@@ -231,16 +240,7 @@ fn claim_task(
 }
 
 fn claim_finished(tx: &Connection, now: Timestamp) -> StoreResult<Option<Trigger>> {
-    let ids = sql::all(
-        tx,
-        concat!(
-            "SELECT t.id FROM tasks t WHERE",
-            unnotified_worker_task!(),
-            " ORDER BY t.finished_at, t.id LIMIT ?"
-        ),
-        [TASKS_FINISHED_MAX],
-        |row| get_task_id(row, "id"),
-    )?;
+    let ids = sql::all(tx, UNNOTIFIED, [TASKS_FINISHED_MAX], |row| get_task_id(row, "id"))?;
     let mut tasks = Vec::with_capacity(ids.len());
     for id in ids {
         let marked = sql::execute(
@@ -265,4 +265,70 @@ fn count_pool(tx: &Connection) -> StoreResult<Option<Trigger>> {
         [],
     )?;
     Ok((count > 0).then_some(Trigger::PoolTasksAvailable { count }))
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::{Connection, StatementStatus, params};
+
+    use super::{UNNOTIFIED, VIEW};
+
+    /// The virtual machine steps of one run of `sql` to its end.
+    fn steps(connection: &Connection, sql: &str, parameter: &dyn rusqlite::ToSql) -> i32 {
+        let mut statement = connection.prepare(sql).unwrap();
+        let mut rows = statement.query([parameter]).unwrap();
+        while rows.next().unwrap().is_some() {}
+        drop(rows);
+        statement.get_status(StatementStatus::VmStep)
+    }
+
+    /// `count` more finished tasks of `agent`, the lead told about each (`notified` set) or not.
+    fn finish_tasks(connection: &Connection, agent: &str, from: i64, count: i64, notified: bool) {
+        connection
+            .execute(
+                "WITH RECURSIVE n (value) AS (SELECT ?2 UNION ALL SELECT value + 1 FROM n WHERE value < ?2 + ?3 - 1)
+                 INSERT INTO tasks (id, agent_id, task, status, source, created_at, last_updated_at,
+                                    finished_at, notified_at)
+                 SELECT printf('task-%08d', value), ?1, 'done', 'completed', 'api', value, value, value,
+                        CASE WHEN ?4 THEN value END
+                 FROM n",
+                params![agent, from, count, notified],
+            )
+            .unwrap();
+    }
+
+    /// The lead's poll (whether finished tasks wait, and which) reads the tasks it was not
+    /// told about, not every task that ever finished: its cost must not grow with the
+    /// history, or the soak's p99 climbs with the database (issue 25).
+    #[tokio::test]
+    async fn the_lead_s_finished_tasks_are_found_without_reading_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("swarm.db");
+        crate::SqliteStore::open(&path).await.unwrap().close().await;
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO agents (id, name, is_lead, status, created_at, last_updated_at)
+                     VALUES ('lead', 'lead', 1, 'idle', 0, 0), ('worker', 'worker', 0, 'idle', 0, 0);",
+            )
+            .unwrap();
+        // The ones to report are the newest: a walk of all finished tasks meets every
+        // older one first.
+        finish_tasks(&connection, "worker", 9_000_001, 3, false);
+        let lead: &dyn rusqlite::ToSql = &"lead";
+        let batch: &dyn rusqlite::ToSql = &swarm_domain::poll::TASKS_FINISHED_MAX;
+        let before = (steps(&connection, VIEW, lead), steps(&connection, UNNOTIFIED, batch));
+
+        finish_tasks(&connection, "worker", 1, 5_000, true);
+        let after = (steps(&connection, VIEW, lead), steps(&connection, UNNOTIFIED, batch));
+        assert_eq!(before, after, "5,000 more tasks the lead was told about changed the work of its poll");
+        let ids: Vec<String> = connection
+            .prepare(UNNOTIFIED)
+            .unwrap()
+            .query_map([batch], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids, ["task-09000001", "task-09000002", "task-09000003"]);
+    }
 }

@@ -87,9 +87,20 @@ pub(crate) fn slack_outcomes_unannounced(
 
 /// A page and the total; the caller runs both in one snapshot.
 pub(crate) fn list(snapshot: &Connection, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
-    let mut count = Sql::new("SELECT count(*) FROM tasks t");
-    push_filter(&mut count, filter);
-    let total: i64 = count.scalar(snapshot)?;
+    let total: i64 = if by_status_only(filter) {
+        // Kept by triggers (migration 0017): ten rows, however many tasks there are.
+        let mut count = Sql::new("SELECT coalesce(sum(n), 0) FROM task_counts");
+        if !filter.statuses.is_empty() {
+            count.push(" WHERE status IN (");
+            count.bind_list(filter.statuses.iter().map(|status| status.as_str().to_string()));
+            count.push(")");
+        }
+        count.scalar(snapshot)?
+    } else {
+        let mut count = Sql::new("SELECT count(*) FROM tasks t");
+        push_filter(&mut count, filter);
+        count.scalar(snapshot)?
+    };
 
     let mut page = Sql::new(select_task!());
     push_filter(&mut page, filter);
@@ -98,6 +109,33 @@ pub(crate) fn list(snapshot: &Connection, filter: &TaskFilter) -> StoreResult<(V
         .push(" OFFSET ")
         .bind(filter.offset.max(0));
     Ok((page.all(snapshot, from_row)?, total))
+}
+
+/// Whether the filter asks for nothing but statuses (or for every task).
+fn by_status_only(filter: &TaskFilter) -> bool {
+    let TaskFilter {
+        statuses: _,
+        agent_id,
+        creator_agent_id,
+        offered_to,
+        source,
+        task_type,
+        tags,
+        search,
+        finished_since,
+        ready_only,
+        limit: _,
+        offset: _,
+    } = filter;
+    agent_id.is_none()
+        && creator_agent_id.is_none()
+        && offered_to.is_none()
+        && source.is_none()
+        && task_type.is_none()
+        && tags.is_empty()
+        && search.is_none()
+        && finished_since.is_none()
+        && !ready_only
 }
 
 fn push_filter(query: &mut Sql, filter: &TaskFilter) {

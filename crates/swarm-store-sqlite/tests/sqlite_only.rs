@@ -586,3 +586,126 @@ fn finish_completed(agent: AgentId) -> TaskAction {
         outcome: swarm_domain::task::FinishOutcome::Completed { output: None },
     }
 }
+
+/// The stats and a listing's total read the counts by status that triggers keep (so that
+/// neither walks a million tasks): after creates, claims, finishes, a cancel, tasks
+/// removed by retention and a task written by another connection, they are what counting
+/// the rows gives.
+#[tokio::test]
+async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
+    use swarm_domain::retention::Expiring;
+    use swarm_store::TaskFilter;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let now = Timestamp::now();
+    let agent = worker("counted", 5);
+    store.agent_register(&agent, now).await.unwrap();
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let agent_id = (n % 2 == 0).then_some(agent.id);
+        let draft = TaskDraft { task: format!("task {n}"), agent_id, ..TaskDraft::default() };
+        tasks.push(store.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap().id);
+    }
+    let apply = |id, action: TaskAction| {
+        let store = &store;
+        async move {
+            let applied = store.task_apply(id, &action.change(), Some(agent.id), now).await.unwrap();
+            assert!(matches!(applied, Applied::Changed { .. }), "{applied:?}");
+        }
+    };
+    apply(tasks[0], TaskAction::Start { agent: agent.id }).await;
+    apply(tasks[0], finish_completed(agent.id)).await;
+    apply(tasks[1], TaskAction::Claim { agent: agent.id }).await;
+    apply(tasks[2], TaskAction::Start { agent: agent.id }).await;
+    let cancel = TaskAction::Cancel { reason: None, unstarted_only: false };
+    for id in [tasks[3], tasks[4], tasks[5]] {
+        apply(id, cancel.clone()).await;
+    }
+    // Cancelled tasks need no telling: retention removes them (here all three).
+    let removed = store.retention_remove(Expiring::FinishedTasks, now.plus_millis(1), 500).await.unwrap();
+    assert_eq!(removed, 3);
+    let mut raw = raw_connection(&path).await;
+    sqlx::query(
+        "INSERT INTO tasks (id, task, status, source, created_at, last_updated_at)
+         VALUES ('00000000-0000-7000-8000-00000000000a', 'written by another process', 'backlog', 'api', 0, 0)",
+    )
+    .execute(&mut raw)
+    .await
+    .unwrap();
+
+    let counted: Vec<(String, i64)> =
+        sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status ORDER BY status")
+            .fetch_all(&mut raw)
+            .await
+            .unwrap();
+    let count =
+        |status: TaskStatus| counted.iter().find(|(name, _)| name == status.as_str()).map_or(0, |(_, n)| *n);
+    let stats = store.stats().await.unwrap().tasks;
+    let total: i64 = counted.iter().map(|(_, n)| n).sum();
+    assert_eq!(total, 6, "{counted:?}");
+    assert_eq!(
+        [stats.total, stats.completed, stats.in_progress, stats.pending, stats.unassigned, stats.backlog],
+        [
+            total,
+            count(TaskStatus::Completed),
+            count(TaskStatus::InProgress),
+            count(TaskStatus::Pending),
+            count(TaskStatus::Unassigned),
+            count(TaskStatus::Backlog)
+        ],
+        "{stats:?} against {counted:?}"
+    );
+    assert_eq!(stats.cancelled, 0);
+    let listed = |statuses: Vec<TaskStatus>| {
+        let filter = TaskFilter { statuses, limit: 2, ..TaskFilter::default() };
+        let store = &store;
+        async move { store.task_list(&filter).await.unwrap().1 }
+    };
+    assert_eq!(listed(Vec::new()).await, total);
+    let working = vec![TaskStatus::InProgress, TaskStatus::Unassigned];
+    assert_eq!(listed(working).await, count(TaskStatus::InProgress) + count(TaskStatus::Unassigned));
+    sqlx::Connection::close(raw).await.unwrap();
+    store.close().await;
+}
+
+/// An idle agent's poll view is kept while nothing commits (`view_cache`): it must never
+/// hide work, whether this store wrote it or another connection to the file did (a second
+/// hub, `swarm mcp`).
+#[tokio::test]
+async fn a_kept_poll_view_never_hides_new_work() {
+    use swarm_domain::poll::TriggerKind;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    let now = Timestamp::now();
+    let agent = worker("idle", 1);
+    store.agent_register(&agent, now).await.unwrap();
+    let waiting =
+        async |store: &SqliteStore| store.poll_view(agent.id).await.unwrap().expect("registered").waiting;
+    for _ in 0..3 {
+        assert!(waiting(&store).await.is_empty());
+    }
+
+    let draft = TaskDraft { task: "for the pool".into(), ..TaskDraft::default() };
+    let pool_task = store.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap();
+    assert!(waiting(&store).await.contains(&TriggerKind::PoolTask), "a task this store wrote");
+    let cancel = TaskAction::Cancel { reason: None, unstarted_only: false }.change();
+    store.task_apply(pool_task.id, &cancel, None, now).await.unwrap();
+    for _ in 0..3 {
+        assert!(waiting(&store).await.is_empty(), "the pool task is cancelled");
+    }
+
+    let mut other = raw_connection(&path).await;
+    sqlx::query(
+        "INSERT INTO tasks (id, agent_id, task, status, source, created_at, last_updated_at)
+         VALUES ('00000000-0000-7000-8000-00000000000b', ?, 'from another process', 'pending', 'api', 0, 0)",
+    )
+    .bind(agent.id.to_string())
+    .execute(&mut other)
+    .await
+    .unwrap();
+    assert!(waiting(&store).await.contains(&TriggerKind::TaskAssigned), "a task another connection wrote");
+    sqlx::Connection::close(other).await.unwrap();
+    store.close().await;
+}

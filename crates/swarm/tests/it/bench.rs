@@ -84,3 +84,34 @@ fn bench_measures_a_running_hub_given_by_url_as_json() {
     assert!(report["machine"]["cpus"].as_u64().is_some_and(|cpus| cpus >= 1), "{report}");
     hub.terminate();
 }
+
+/// `--fill`: the scratch database gets its history before the measurements (the bench
+/// itself checks that the hub counts and decodes what was written), and the report says
+/// what was filled and how big the database is.
+fn bench_fills(backend: &[&str]) {
+    let mut args = backend.to_vec();
+    args.extend(["--fill", "1200", "--fill-agents", "30", "--cycles", "assigned", "--json"]);
+    let output = bench(&args);
+    let report: Value = serde_json::from_slice(&output.stdout).expect("--json prints JSON");
+    let run = &report["runs"][0];
+    let fill = &run["fill"];
+    assert_eq!((fill["tasks"].as_u64(), fill["agents"].as_u64()), (Some(1200), Some(30)), "{fill}");
+    assert_eq!(fill["events"], 3600);
+    let filled = fill["bytesFilled"].as_u64().unwrap_or_default();
+    assert!(filled > 100_000, "1,200 tasks and their events take room: {fill}");
+    assert!(fill["bytesAfter"].as_u64().is_some_and(|after| after >= filled / 2), "{fill}");
+    assert_eq!(run["claimCycles"][0]["duplicates"], 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("filled 1200 of 1200 tasks"), "{stderr}");
+}
+
+#[test]
+fn bench_fill_gives_a_sqlite_hub_a_history_first() {
+    bench_fills(&["--backend", "sqlite"]);
+}
+
+#[test]
+fn bench_fill_gives_a_postgres_hub_a_history_first() {
+    let url = crate::support::postgres_url();
+    bench_fills(&["--backend", "postgres", "--database-url", &url]);
+}
