@@ -97,10 +97,6 @@ impl Target {
     pub(crate) fn replica(&self, index: usize) -> &Target {
         if self.replicas.is_empty() { self } else { &self.replicas[index % self.replicas.len()] }
     }
-
-    pub(crate) fn replica_count(&self) -> usize {
-        self.replicas.len().max(1)
-    }
 }
 
 /// `GET /health`.
