@@ -6,7 +6,7 @@ use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
     event::EventType,
     event::NewEvent,
-    id::AgentId,
+    id::{AgentId, EventId},
     stats::WorkCounts,
     time::Timestamp,
 };
@@ -390,6 +390,72 @@ pub(crate) async fn settle(
         ));
     }
     Ok(logged)
+}
+
+/// [`settle`] and the transaction's other events (`logged`, written first) in one
+/// statement: a claim or a finish ends with one round trip, not two.
+pub(crate) async fn settle_and_log(
+    conn: &mut PgConnection,
+    id: AgentId,
+    now: Timestamp,
+    settle: Settle,
+    logged: &[NewEvent],
+) -> StoreResult<()> {
+    let columns = events::Columns::of(logged);
+    // Drawn after the others': v7 ids keep the order the events happened in.
+    let (status_event, reason_event) = (EventId::new_v7().as_uuid(), EventId::new_v7().as_uuid());
+    let query = sqlx::query(
+        "WITH cur AS ( \
+             SELECT a.id, a.status, a.status_reason, \
+                    CASE WHEN NOT $3 OR (a.status = 'offline' AND NOT $4) THEN a.status \
+                         WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress') \
+                         THEN 'busy' ELSE 'idle' END AS target \
+             FROM agents a WHERE a.id = $1), \
+         upd AS ( \
+             UPDATE agents a SET status = cur.target, \
+                    last_updated_at = CASE WHEN cur.target <> cur.status THEN $2 ELSE a.last_updated_at END, \
+                    status_reason = CASE WHEN $5 THEN NULL ELSE a.status_reason END \
+             FROM cur \
+             WHERE a.id = cur.id AND a.status = cur.status \
+               AND (cur.target <> cur.status OR ($5 AND cur.status_reason IS NOT NULL)) \
+             RETURNING cur.status AS old, cur.target AS new, cur.status_reason AS old_reason), \
+         logged AS ( \
+             INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
+             SELECT u.id, u.event_type, u.agent_id, u.task_id, u.old_value, u.new_value, u.metadata, $2 \
+             FROM unnest($8::uuid[], $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::text[], $14::jsonb[]) \
+                  AS u(id, event_type, agent_id, task_id, old_value, new_value, metadata) \
+             UNION ALL \
+             SELECT $6::uuid, $15::text, $1, NULL::uuid, upd.old, upd.new, NULL::jsonb, $2 FROM upd \
+             WHERE upd.old <> upd.new \
+             UNION ALL \
+             SELECT $7::uuid, $16::text, $1, NULL::uuid, upd.old_reason, NULL::text, NULL::jsonb, $2 FROM upd \
+             WHERE $5 AND upd.old_reason IS NOT NULL) \
+         SELECT old, new FROM upd",
+    )
+    .bind(id.as_uuid())
+    .bind(now.datetime())
+    .bind(settle.status.is_some())
+    .bind(settle.status == Some(Wake::Yes))
+    .bind(settle.clear_reason)
+    .bind(status_event)
+    .bind(reason_event);
+    let changed: Option<(String, String)> = columns
+        .bind_to(query)
+        .bind(EventType::AgentStatusChange.as_str())
+        .bind(EventType::AgentStatusReason.as_str())
+        .try_map(|row: sqlx::postgres::PgRow| {
+            use sqlx::Row;
+            Ok((row.try_get(0)?, row.try_get(1)?))
+        })
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?;
+    // What the statement wrote must be statuses the domain knows.
+    if let Some((old, new)) = changed {
+        parse_status(&old)?;
+        parse_status(&new)?;
+    }
+    Ok(())
 }
 
 /// Lock the rows of `ids` in id order (the one order every transaction uses).

@@ -113,13 +113,18 @@ pub(crate) async fn apply_in(
     // Only an agent whose in_progress work this moved can change between busy and idle.
     let holder = |task: &Task| task.agent_id.filter(|_| task.status == TaskStatus::InProgress);
     let (gave, took) = (holder(&before), holder(&after));
-    if gave != took {
-        for agent in [gave, took].into_iter().flatten() {
-            let settle = Settle { status: Some(Wake::No), clear_reason: false };
-            logged.extend(agents::settle(tx, agent, now, settle).await?);
+    let moved: Vec<AgentId> = if gave == took { Vec::new() } else { [gave, took].into_iter().flatten().collect() };
+    let settle = Settle { status: Some(Wake::No), clear_reason: false };
+    match moved.split_last() {
+        // The last settle writes every event of the transaction with its own.
+        Some((last, others)) => {
+            for agent in others {
+                logged.extend(agents::settle(tx, *agent, now, settle).await?);
+            }
+            agents::settle_and_log(tx, *last, now, settle, &logged).await?;
         }
+        None => events::insert_all(tx, &logged, now).await?,
     }
-    events::insert_all(tx, &logged, now).await?;
     Ok((Applied::Changed { before, after }, Some(waiters)))
 }
 

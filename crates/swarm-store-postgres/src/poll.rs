@@ -21,7 +21,6 @@ use uuid::Uuid;
 use crate::{
     agents::{self, Settle, Wake},
     error::db,
-    events,
     rows::{task_from_row, task_returning, task_select},
 };
 
@@ -245,11 +244,9 @@ async fn claim_task(
         let stored = crate::tasks::get(&mut *tx, task.id).await?;
         debug_assert_eq!(Some(&task), stored.as_ref(), "the claim returned another row than it left");
     }
-    let mut logged = kind.claim_events(task.id, agent);
     // It takes work again: why it had stopped no longer holds.
     let settle = Settle { status: kind.needs_capacity().then_some(Wake::No), clear_reason: true };
-    logged.extend(agents::settle(tx, agent, now, settle).await?);
-    events::insert_all(tx, &logged, now).await?;
+    agents::settle_and_log(tx, agent, now, settle, &kind.claim_events(task.id, agent)).await?;
     Ok(kind.task_trigger(task))
 }
 
