@@ -113,7 +113,8 @@ pub(crate) async fn apply_in(
     // Only an agent whose in_progress work this moved can change between busy and idle.
     let holder = |task: &Task| task.agent_id.filter(|_| task.status == TaskStatus::InProgress);
     let (gave, took) = (holder(&before), holder(&after));
-    let moved: Vec<AgentId> = if gave == took { Vec::new() } else { [gave, took].into_iter().flatten().collect() };
+    let moved: Vec<AgentId> =
+        if gave == took { Vec::new() } else { [gave, took].into_iter().flatten().collect() };
     let settle = Settle { status: Some(Wake::No), clear_reason: false };
     match moved.split_last() {
         // The last settle writes every event of the transaction with its own.
