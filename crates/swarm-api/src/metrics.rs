@@ -108,6 +108,7 @@ impl Metrics {
         stats: &Stats,
         backend: &'static str,
         pool: Option<(u32, u32)>,
+        views_from_memory: Option<u64>,
     ) -> String {
         let mut registry = Registry::with_prefix("swarm");
         registry.register(
@@ -243,6 +244,14 @@ impl Metrics {
                 i64::from(idle),
             );
         }
+        if let Some(served) = views_from_memory {
+            counter(
+                &mut registry,
+                "store_poll_views_from_memory",
+                "Polls that found nothing and were answered without reading the database (PostgreSQL)",
+                served,
+            );
+        }
 
         let tasks = Family::<[(&'static str, &'static str); 1], Gauge>::default();
         let counts = &stats.tasks;
@@ -347,6 +356,7 @@ async fn scrape(State(state): State<AppState>) -> Result<Response, ApiError> {
         &stats,
         state.service.backend_name(),
         state.service.store_pool_usage(),
+        state.service.store_poll_views_from_memory(),
     );
     let mut response = text.into_response();
     response

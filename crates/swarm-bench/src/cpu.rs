@@ -30,17 +30,18 @@ pub(crate) struct CpuClock {
     busy: u64,
     bench: u64,
     hub: Option<u64>,
-    hub_pid: Option<u32>,
+    hub_pids: Vec<u32>,
 }
 
 impl CpuClock {
-    pub(crate) fn start(hub_pid: Option<u32>) -> Option<CpuClock> {
+    /// `hub_pids`: the hub's processes (several replicas count as one hub).
+    pub(crate) fn start(hub_pids: Vec<u32>) -> Option<CpuClock> {
         Some(CpuClock {
             at: Instant::now(),
             busy: machine_busy_ticks()?,
             bench: process_ticks("self")?,
-            hub: hub_pid.and_then(|pid| process_ticks(&pid.to_string())),
-            hub_pid,
+            hub: processes_ticks(&hub_pids),
+            hub_pids,
         })
     }
 
@@ -48,12 +49,7 @@ impl CpuClock {
         let seconds = |ticks: u64| ticks as f64 / TICKS_PER_SECOND;
         let busy = machine_busy_ticks()?.saturating_sub(self.busy);
         let bench = process_ticks("self")?.saturating_sub(self.bench);
-        let hub = match (self.hub_pid, self.hub) {
-            (Some(pid), Some(before)) => {
-                process_ticks(&pid.to_string()).map(|after| after.saturating_sub(before))
-            }
-            _ => None,
-        };
+        let hub = self.hub.and_then(|before| Some(processes_ticks(&self.hub_pids)?.saturating_sub(before)));
         Some(CpuUse {
             wall_seconds: self.at.elapsed().as_secs_f64(),
             hub_seconds: hub.map(seconds),
@@ -78,6 +74,14 @@ fn machine_busy_ticks() -> Option<u64> {
         return None;
     };
     Some(user + nice + system + irq + softirq + steal)
+}
+
+/// The processes' user and system time together; `None` for none or when one is gone.
+fn processes_ticks(pids: &[u32]) -> Option<u64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|pid| process_ticks(&pid.to_string())).sum()
 }
 
 /// A process's user and system time (all its threads), from `/proc/<pid>/stat`.

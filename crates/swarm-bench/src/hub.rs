@@ -50,6 +50,9 @@ pub(crate) struct Target {
     path_prefix: Arc<str>,
     api_key: Option<Arc<str>>,
     pid: Option<u32>,
+    /// Every replica, this one among them, when the bench started several on one database
+    /// (`--replicas`); empty otherwise.
+    replicas: Arc<[Target]>,
 }
 
 impl Target {
@@ -72,12 +75,29 @@ impl Target {
             path_prefix: Arc::from(parsed.path().trim_end_matches('/')),
             api_key,
             pid: None,
+            replicas: Arc::new([]),
         })
     }
 
     /// The hub's process id, for its CPU time; only known for a hub the bench started.
+    /// With several replicas, the first one's.
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.pid
+        self.replica(0).pid
+    }
+
+    /// Every replica's process id, for their CPU time.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        if self.replicas.is_empty() {
+            self.pid.into_iter().collect()
+        } else {
+            self.replicas.iter().filter_map(|replica| replica.pid).collect()
+        }
+    }
+
+    /// The replica client number `index` talks to: clients are dealt out over the replicas
+    /// in turn.
+    pub(crate) fn replica(&self, index: usize) -> &Target {
+        if self.replicas.is_empty() { self } else { &self.replicas[index % self.replicas.len()] }
     }
 }
 
@@ -251,7 +271,7 @@ impl Backend {
 /// A `swarm serve` child process on a scratch database. Killed when dropped, so an
 /// error in the bench does not leave it running; `stop` also removes the database.
 pub(crate) struct SpawnedHub {
-    child: Child,
+    children: Vec<Child>,
     target: Target,
     description: String,
     scratch: Scratch,
@@ -259,23 +279,48 @@ pub(crate) struct SpawnedHub {
 
 impl SpawnedHub {
     pub(crate) async fn start(backend: &Backend) -> anyhow::Result<SpawnedHub> {
+        Self::start_replicas(backend, 1).await
+    }
+
+    /// `replicas` processes of `swarm serve` on one scratch database, started one after
+    /// the other (the first one migrates it).
+    pub(crate) async fn start_replicas(backend: &Backend, replicas: usize) -> anyhow::Result<SpawnedHub> {
         let scratch = Scratch::create(backend).await?;
-        match spawn(&scratch).await {
-            Ok((child, target, description)) => Ok(SpawnedHub { child, target, description, scratch }),
-            Err(err) => {
-                scratch.remove().await;
-                Err(err)
+        let mut children = Vec::with_capacity(replicas);
+        let mut targets = Vec::with_capacity(replicas);
+        let mut description = String::new();
+        for _ in 0..replicas.max(1) {
+            match spawn(&scratch).await {
+                Ok((child, target, described)) => {
+                    children.push(child);
+                    targets.push(target);
+                    description = described;
+                }
+                Err(err) => {
+                    for mut child in children {
+                        let _ = child.start_kill();
+                        let _ = child.wait().await;
+                    }
+                    scratch.remove().await;
+                    return Err(err);
+                }
             }
         }
+        let mut target = targets[0].clone();
+        if targets.len() > 1 {
+            description = format!("{description}, {} replicas", targets.len());
+            target.replicas = Arc::from(targets);
+        }
+        Ok(SpawnedHub { children, target, description, scratch })
     }
 
     pub(crate) fn target(&self) -> &Target {
         &self.target
     }
 
-    /// Whether the hub's process still runs.
+    /// Whether the hub's processes all still run.
     pub(crate) fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.children.iter_mut().all(|child| matches!(child.try_wait(), Ok(None)))
     }
 
     /// The hub's scratch database, for `--fill` to write to.
@@ -295,8 +340,10 @@ impl SpawnedHub {
 
     pub(crate) async fn stop(mut self) {
         // Killed rather than asked to stop: its data is thrown away anyway.
-        let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
+        for child in &mut self.children {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
         self.scratch.remove().await;
     }
 }

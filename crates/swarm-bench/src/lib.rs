@@ -75,6 +75,12 @@ pub struct BenchArgs {
     /// task is best, maybe another worker's).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "assigned,pool")]
     cycles: Vec<CycleKind>,
+    /// `swarm serve` processes to start on the one scratch database (PostgreSQL: replicas
+    /// sharing it, as in a scale-out deployment). Clients are dealt out over them in turn,
+    /// and the trigger-latency task is created through another replica than the one the
+    /// poll waits on. The exactly-once counts cover every replica.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16), conflicts_with = "url")]
+    replicas: u32,
     /// Skip the `GET /health` runs (the floor the poll is compared with).
     #[arg(long)]
     no_health: bool,
@@ -145,7 +151,7 @@ async fn bench_all(args: &BenchArgs, plan: &Plan, runs: &mut Vec<Run>) -> anyhow
     }
     for backend in backends(args)? {
         eprintln!("bench: starting a hub on a scratch {} database", backend.name());
-        let hub = SpawnedHub::start(&backend).await?;
+        let hub = SpawnedHub::start_replicas(&backend, args.replicas as usize).await?;
         let description = format!("{}, started by the bench", hub.description());
         let run = async {
             let filled = match args.fill {
@@ -200,7 +206,7 @@ async fn bench_hub(target: &Target, description: String, plan: &Plan) -> anyhow:
         .context("the hub does not answer GET /health; is it a swarm hub?")?;
     let backend = health.database.clone();
     let progress = |what: String| eprintln!("bench [{backend}]: {what}");
-    let cpu_clock = cpu::CpuClock::start(target.pid());
+    let cpu_clock = cpu::CpuClock::start(target.pids());
 
     progress(format!(
         "trigger latency, {} samples after {} warm-up",

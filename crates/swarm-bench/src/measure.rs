@@ -147,8 +147,10 @@ pub(crate) struct ClaimCycles {
 /// Trigger latency: one worker parks a long-poll, the operator creates a task assigned
 /// to it, and the clock runs from just before the create is sent to the poll's answer.
 pub(crate) async fn trigger_latency(target: &Target, plan: &Plan) -> anyhow::Result<TriggerLatency> {
-    let worker = Agent::register(target, &format!("bench-latency-{}", run_suffix())).await?;
-    let creator = Http::new(target);
+    let worker = Agent::register(target.replica(0), &format!("bench-latency-{}", run_suffix())).await?;
+    // With several replicas the task is created through another one than the poll waits
+    // on: the wake-up crosses processes (LISTEN/NOTIFY on PostgreSQL).
+    let creator = Http::new(target.replica(1));
     let mut trigger_samples = Vec::with_capacity(plan.latency_samples);
     let mut create_samples = Vec::with_capacity(plan.latency_samples);
     for sample in 0..plan.latency_warmup + plan.latency_samples {
@@ -208,7 +210,7 @@ pub(crate) async fn null_polls(target: &Target, plan: &Plan, clients: usize) -> 
 
 /// `GET /health`: the same HTTP path without the store, the floor the poll is compared with.
 pub(crate) async fn health(target: &Target, plan: &Plan, clients: usize) -> anyhow::Result<Throughput> {
-    let connections: Vec<Http> = (0..clients).map(|_| Http::new(target)).collect();
+    let connections: Vec<Http> = (0..clients).map(|index| Http::new(target.replica(index))).collect();
     let window = Window::after(plan.warmup, plan.measure);
     let cpu = window.cpu_use(target);
     let samples = run_clients(connections, move |http| async move {
@@ -328,11 +330,13 @@ impl Agent {
     }
 
     /// Names carry a random suffix so that runs against one `--url` hub do not collide.
+    /// Agent `index` talks to replica `index` (in turn, when there are fewer).
     async fn register_many(target: &Target, role: &str, count: usize) -> anyhow::Result<Vec<Agent>> {
         let suffix = run_suffix();
         let mut agents = Vec::with_capacity(count);
         for index in 0..count {
-            agents.push(Agent::register(target, &format!("bench-{role}-{index}-{suffix}")).await?);
+            let name = format!("bench-{role}-{index}-{suffix}");
+            agents.push(Agent::register(target.replica(index), &name).await?);
         }
         Ok(agents)
     }
@@ -384,10 +388,10 @@ impl Window {
 
     /// Who used the CPUs during the window, measured in the background.
     fn cpu_use(self, target: &Target) -> tokio::task::JoinHandle<Option<CpuUse>> {
-        let hub_pid = target.pid();
+        let hub_pids = target.pids();
         tokio::spawn(async move {
             tokio::time::sleep_until(self.start).await;
-            let clock = CpuClock::start(hub_pid)?;
+            let clock = CpuClock::start(hub_pids)?;
             tokio::time::sleep_until(self.end).await;
             clock.stop()
         })

@@ -212,6 +212,11 @@ impl Service {
         self.store.pool_usage()
     }
 
+    /// Poll views the store answered from memory (PostgreSQL's null-poll cache).
+    pub fn store_poll_views_from_memory(&self) -> Option<u64> {
+        self.store.poll_views_from_memory()
+    }
+
     pub fn backend_name(&self) -> &'static str {
         self.store.backend_name()
     }

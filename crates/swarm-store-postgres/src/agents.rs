@@ -6,7 +6,7 @@ use swarm_domain::{
     agent::{Agent, AgentStatus, NewAgent, ProfileUpdate},
     event::EventType,
     event::NewEvent,
-    id::AgentId,
+    id::{AgentId, EventId},
     stats::WorkCounts,
     time::Timestamp,
 };
@@ -163,28 +163,6 @@ pub(crate) async fn set_status_reason(
     Ok(Applied::Changed { before, after })
 }
 
-/// The agent took work: whatever stopped it before is over (the poll's claims call this
-/// in their transaction).
-pub(crate) async fn clear_status_reason(
-    conn: &mut PgConnection,
-    id: AgentId,
-    now: Timestamp,
-) -> StoreResult<()> {
-    let cleared: Option<Option<String>> = sqlx::query_scalar(
-        "UPDATE agents a SET status_reason = NULL \
-         FROM (SELECT id, status_reason FROM agents WHERE id = $1) old \
-         WHERE a.id = old.id AND a.status_reason IS NOT NULL RETURNING old.status_reason",
-    )
-    .bind(id.as_uuid())
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db)?;
-    if let Some(reason) = cleared {
-        log_status_reason(conn, id, reason.as_deref(), None, now).await?;
-    }
-    Ok(())
-}
-
 async fn log_status_reason(
     conn: &mut PgConnection,
     id: AgentId,
@@ -339,43 +317,145 @@ pub(crate) async fn settle_status(
     now: Timestamp,
     wake: Wake,
 ) -> StoreResult<()> {
-    let row: Option<(String, i64)> = sqlx::query_as(
-        "SELECT a.status, (SELECT count(*) FROM tasks t \
-                           WHERE t.agent_id = a.id AND t.status = 'in_progress') \
-         FROM agents a WHERE a.id = $1",
+    let settled = settle(conn, id, now, Settle { status: Some(wake), clear_reason: false }).await?;
+    events::insert_all(conn, &settled, now).await
+}
+
+/// What [`settle`] brings in line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settle {
+    /// The busy/idle status, to follow the agent's work (`None`: leave it).
+    pub status: Option<Wake>,
+    /// Clear the reason it gave for stopping: it takes work again.
+    pub clear_reason: bool,
+}
+
+/// The agent's busy/idle status brought in line with its `in_progress` tasks, and its
+/// status reason cleared when asked, in one guarded `UPDATE` (the from-status read in
+/// the same statement is in its `WHERE`). Returns the events to log with the change,
+/// for the caller to write together with its own.
+pub(crate) async fn settle(
+    conn: &mut PgConnection,
+    id: AgentId,
+    now: Timestamp,
+    settle: Settle,
+) -> StoreResult<Vec<NewEvent>> {
+    if settle.status.is_none() && !settle.clear_reason {
+        return Ok(Vec::new());
+    }
+    let row: Option<(String, String, Option<String>)> = sqlx::query_as(
+        "WITH cur AS ( \
+             SELECT a.id, a.status, a.status_reason, \
+                    CASE WHEN NOT $3 OR (a.status = 'offline' AND NOT $4) THEN a.status \
+                         WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress') \
+                         THEN 'busy' ELSE 'idle' END AS target \
+             FROM agents a WHERE a.id = $1) \
+         UPDATE agents a SET status = cur.target, \
+                last_updated_at = CASE WHEN cur.target <> cur.status THEN $2 ELSE a.last_updated_at END, \
+                status_reason = CASE WHEN $5 THEN NULL ELSE a.status_reason END \
+         FROM cur \
+         WHERE a.id = cur.id AND a.status = cur.status \
+           AND (cur.target <> cur.status OR ($5 AND cur.status_reason IS NOT NULL)) \
+         RETURNING cur.status, cur.target, cur.status_reason",
     )
     .bind(id.as_uuid())
+    .bind(now.datetime())
+    .bind(settle.status.is_some())
+    .bind(settle.status == Some(Wake::Yes))
+    .bind(settle.clear_reason)
     .fetch_optional(&mut *conn)
     .await
     .map_err(db)?;
-    let Some((status, in_progress)) = row else {
-        return Ok(());
+    let Some((old, new, old_reason)) = row else {
+        return Ok(Vec::new());
     };
-    let status = parse_status(&status)?;
-    let target = AgentStatus::for_work(in_progress);
-    if status == target || (status == AgentStatus::Offline && wake == Wake::No) {
-        return Ok(());
+    let mut logged = Vec::new();
+    if old != new {
+        let (old, new) = (parse_status(&old)?, parse_status(&new)?);
+        logged.push(NewEvent::change(
+            EventType::AgentStatusChange,
+            Some(id),
+            None,
+            Some(old.as_str()),
+            Some(new.as_str()),
+        ));
     }
-    let updated =
-        sqlx::query("UPDATE agents SET status = $2, last_updated_at = $3 WHERE id = $1 AND status = $4")
-            .bind(id.as_uuid())
-            .bind(target.as_str())
-            .bind(now.datetime())
-            .bind(status.as_str())
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
-    if updated.rows_affected() == 0 {
-        return Ok(());
+    if settle.clear_reason && old_reason.is_some() {
+        logged.push(NewEvent::change(
+            EventType::AgentStatusReason,
+            Some(id),
+            None,
+            old_reason.as_deref(),
+            None,
+        ));
     }
-    let change = NewEvent::change(
-        EventType::AgentStatusChange,
-        Some(id),
-        None,
-        Some(status.as_str()),
-        Some(target.as_str()),
-    );
-    events::insert(conn, &change, now).await
+    Ok(logged)
+}
+
+/// [`settle`] and the transaction's other events (`logged`, written first) in one
+/// statement: a claim or a finish ends with one round trip, not two.
+pub(crate) async fn settle_and_log(
+    conn: &mut PgConnection,
+    id: AgentId,
+    now: Timestamp,
+    settle: Settle,
+    logged: &[NewEvent],
+) -> StoreResult<()> {
+    let columns = events::Columns::of(logged);
+    // Drawn after the others': v7 ids keep the order the events happened in.
+    let (status_event, reason_event) = (EventId::new_v7().as_uuid(), EventId::new_v7().as_uuid());
+    let query = sqlx::query(
+        "WITH cur AS ( \
+             SELECT a.id, a.status, a.status_reason, \
+                    CASE WHEN NOT $3 OR (a.status = 'offline' AND NOT $4) THEN a.status \
+                         WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress') \
+                         THEN 'busy' ELSE 'idle' END AS target \
+             FROM agents a WHERE a.id = $1), \
+         upd AS ( \
+             UPDATE agents a SET status = cur.target, \
+                    last_updated_at = CASE WHEN cur.target <> cur.status THEN $2 ELSE a.last_updated_at END, \
+                    status_reason = CASE WHEN $5 THEN NULL ELSE a.status_reason END \
+             FROM cur \
+             WHERE a.id = cur.id AND a.status = cur.status \
+               AND (cur.target <> cur.status OR ($5 AND cur.status_reason IS NOT NULL)) \
+             RETURNING cur.status AS old, cur.target AS new, cur.status_reason AS old_reason), \
+         logged AS ( \
+             INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
+             SELECT u.id, u.event_type, u.agent_id, u.task_id, u.old_value, u.new_value, u.metadata, $2 \
+             FROM unnest($8::uuid[], $9::text[], $10::uuid[], $11::uuid[], $12::text[], $13::text[], $14::jsonb[]) \
+                  AS u(id, event_type, agent_id, task_id, old_value, new_value, metadata) \
+             UNION ALL \
+             SELECT $6::uuid, $15::text, $1, NULL::uuid, upd.old, upd.new, NULL::jsonb, $2 FROM upd \
+             WHERE upd.old <> upd.new \
+             UNION ALL \
+             SELECT $7::uuid, $16::text, $1, NULL::uuid, upd.old_reason, NULL::text, NULL::jsonb, $2 FROM upd \
+             WHERE $5 AND upd.old_reason IS NOT NULL) \
+         SELECT old, new FROM upd",
+    )
+    .bind(id.as_uuid())
+    .bind(now.datetime())
+    .bind(settle.status.is_some())
+    .bind(settle.status == Some(Wake::Yes))
+    .bind(settle.clear_reason)
+    .bind(status_event)
+    .bind(reason_event);
+    let changed: Option<(String, String)> = columns
+        .bind_to(query)
+        .bind(EventType::AgentStatusChange.as_str())
+        .bind(EventType::AgentStatusReason.as_str())
+        .try_map(|row: sqlx::postgres::PgRow| {
+            use sqlx::Row;
+            Ok((row.try_get(0)?, row.try_get(1)?))
+        })
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?;
+    // What the statement wrote must be statuses the domain knows.
+    if let Some((old, new)) = changed {
+        parse_status(&old)?;
+        parse_status(&new)?;
+    }
+    Ok(())
 }
 
 /// Lock the rows of `ids` in id order (the one order every transaction uses).

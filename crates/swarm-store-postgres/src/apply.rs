@@ -23,11 +23,11 @@ use swarm_store::{
 use uuid::Uuid;
 
 use crate::{
-    agents::{self, Wake},
+    agents::{self, Settle, Wake},
     error::db,
     events,
     rows::{task_from_row, task_select},
-    tasks::{self, get_known},
+    tasks::get_known,
 };
 
 pub(crate) async fn apply(
@@ -38,13 +38,13 @@ pub(crate) async fn apply(
     now: Timestamp,
 ) -> StoreResult<Applied<Task>> {
     let mut tx = pool.begin().await.map_err(db)?;
-    let applied = apply_in(&mut tx, id, change, actor, now).await?;
+    let (applied, _) = apply_in(&mut tx, id, change, actor, now).await?;
     end(tx, &applied).await?;
     Ok(applied)
 }
 
-/// [`apply`], and the waiters of a task the change finished, read in the same
-/// transaction: the finish needs no second round trip for them.
+/// [`apply`], and the waiters of a task the change finished, read by the guarded
+/// `UPDATE` itself: the finish needs no second round trip for them.
 pub(crate) async fn apply_with_waiters(
     pool: &PgPool,
     id: TaskId,
@@ -53,11 +53,9 @@ pub(crate) async fn apply_with_waiters(
     now: Timestamp,
 ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
     let mut tx = pool.begin().await.map_err(db)?;
-    let applied = apply_in(&mut tx, id, change, actor, now).await?;
+    let (applied, waiters) = apply_in(&mut tx, id, change, actor, now).await?;
     let waiters = match &applied {
-        Applied::Changed { after, .. } if after.status.is_finished() => {
-            Some(tasks::waiters(&mut *tx, id).await?)
-        }
+        Applied::Changed { after, .. } if after.status.is_finished() => waiters,
         _ => None,
     };
     end(tx, &applied).await?;
@@ -72,15 +70,17 @@ async fn end(tx: Transaction<'_, Postgres>, applied: &Applied<Task>) -> StoreRes
     }
 }
 
+/// The change and, when it was made, who waits for the task (read after the change, in
+/// the same statement).
 pub(crate) async fn apply_in(
     tx: &mut PgConnection,
     id: TaskId,
     change: &TaskChange,
     actor: Option<AgentId>,
     now: Timestamp,
-) -> StoreResult<Applied<Task>> {
+) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
     let Some(before) = lock_task(tx, id).await? else {
-        return Ok(Applied::NotFound);
+        return Ok((Applied::NotFound, None));
     };
 
     let assignee_after = match change.updates.agent_id {
@@ -95,26 +95,43 @@ pub(crate) async fn apply_in(
     agents::lock_in_order(tx, &mut involved).await?;
 
     let mut update = guarded_update(id, change, now);
-    let changed: Option<Uuid> = update.build_query_scalar().fetch_optional(&mut *tx).await.map_err(db)?;
-    if changed.is_none() {
-        return Ok(Applied::Refused { current: before });
-    }
+    let changed: Option<(Uuid, bool, Option<Uuid>)> =
+        update.build_query_as().fetch_optional(&mut *tx).await.map_err(db)?;
+    let Some((_, has_dependents, awaiting_agent)) = changed else {
+        return Ok((Applied::Refused { current: before }, None));
+    };
+    let waiters = TaskWaiters { has_dependents, awaiting_agent: awaiting_agent.map(AgentId::from_uuid) };
 
-    for event in change.events(id, actor, before.status) {
-        events::insert(tx, &event, now).await?;
+    let after = change.applied_to(&before, now);
+    #[cfg(debug_assertions)]
+    {
+        // Every test run checks that the row and its in-memory image agree.
+        let stored = crate::tasks::get(&mut *tx, id).await?;
+        debug_assert_eq!(Some(&after), stored.as_ref(), "the stored task differs from its image");
     }
-    let mut assignees: Vec<AgentId> = [before.agent_id, assignee_after].into_iter().flatten().collect();
-    assignees.dedup();
-    for agent in assignees {
-        agents::settle_status(tx, agent, now, Wake::No).await?;
+    let mut logged = change.events(id, actor, before.status);
+    // Only an agent whose in_progress work this moved can change between busy and idle.
+    let holder = |task: &Task| task.agent_id.filter(|_| task.status == TaskStatus::InProgress);
+    let (gave, took) = (holder(&before), holder(&after));
+    let moved: Vec<AgentId> =
+        if gave == took { Vec::new() } else { [gave, took].into_iter().flatten().collect() };
+    let settle = Settle { status: Some(Wake::No), clear_reason: false };
+    match moved.split_last() {
+        // The last settle writes every event of the transaction with its own.
+        Some((last, others)) => {
+            for agent in others {
+                logged.extend(agents::settle(tx, *agent, now, settle).await?);
+            }
+            agents::settle_and_log(tx, *last, now, settle, &logged).await?;
+        }
+        None => events::insert_all(tx, &logged, now).await?,
     }
-
-    let after = get_known(tx, id).await?;
-    Ok(Applied::Changed { before, after })
+    Ok((Applied::Changed { before, after }, Some(waiters)))
 }
 
 /// The change's guarded update ([`task_update::plan`]) with PostgreSQL's placeholders
-/// and column types, `RETURNING id` so that a refusal is told from a change.
+/// and column types. It returns the id, so that a refusal is told from a change, and who
+/// waits for the task.
 fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuilder<Postgres> {
     let mut query = QueryBuilder::<Postgres>::new("");
     for piece in task_update::plan(id, change, now) {
@@ -146,7 +163,11 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
             }
         }
     }
-    query.push(" RETURNING id");
+    query.push(
+        " RETURNING id, \
+         EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = tasks.id), \
+         (SELECT agent_id FROM task_awaits WHERE task_id = tasks.id)",
+    );
     query
 }
 

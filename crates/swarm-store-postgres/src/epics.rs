@@ -308,8 +308,11 @@ fn push_filter(query: &mut QueryBuilder<Postgres>, filter: &EpicFilter) {
 #[async_trait]
 impl EpicStore for PgStore {
     async fn epic_create(&self, epic: &Epic) -> StoreResult<Epic> {
-        let mut conn = self.pool.acquire().await.map_err(db)?;
-        create(&mut conn, epic).await
+        let created = async {
+            let mut conn = self.pool.acquire().await.map_err(db)?;
+            create(&mut conn, epic).await
+        };
+        self.wrote(created.await)
     }
 
     async fn epic_get(&self, id: EpicId) -> StoreResult<Option<EpicWithProgress>> {
@@ -344,13 +347,38 @@ impl EpicStore for PgStore {
     }
 
     async fn epic_update(&self, epic: &Epic, read_at: Timestamp) -> StoreResult<Applied<Epic>> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
-        let applied = update(&mut tx, epic, read_at).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(applied)
+        let updated = async {
+            let mut tx = self.pool.begin().await.map_err(db)?;
+            let applied = update(&mut tx, epic, read_at).await?;
+            tx.commit().await.map_err(db)?;
+            Ok(applied)
+        };
+        self.wrote(updated.await)
     }
 
     async fn epic_delete(&self, id: EpicId, now: Timestamp) -> StoreResult<bool> {
+        self.wrote(self.delete_epic(id, now).await)
+    }
+
+    async fn task_set_epic(
+        &self,
+        task: TaskId,
+        epic: Option<EpicId>,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        let set = async {
+            let mut tx = self.pool.begin().await.map_err(db)?;
+            let applied = set_epic(&mut tx, task, epic, actor, now).await?;
+            tx.commit().await.map_err(db)?;
+            Ok(applied)
+        };
+        self.wrote(set.await)
+    }
+}
+
+impl PgStore {
+    async fn delete_epic(&self, id: EpicId, now: Timestamp) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await.map_err(db)?;
         // Its tasks first (task rows before the epic's, the order a finishing task takes
         // them in): they stay, without an epic, each with its history.
@@ -370,18 +398,5 @@ impl EpicStore for PgStore {
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok(deleted.rows_affected() == 1)
-    }
-
-    async fn task_set_epic(
-        &self,
-        task: TaskId,
-        epic: Option<EpicId>,
-        actor: Option<AgentId>,
-        now: Timestamp,
-    ) -> StoreResult<Applied<Task>> {
-        let mut tx = self.pool.begin().await.map_err(db)?;
-        let applied = set_epic(&mut tx, task, epic, actor, now).await?;
-        tx.commit().await.map_err(db)?;
-        Ok(applied)
     }
 }

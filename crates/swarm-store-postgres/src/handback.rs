@@ -65,7 +65,8 @@ pub(crate) async fn hand_back(
         let change = handback::change(holder, offer, to, HandBackBy::Rescuer { seen_before }, &reason);
         let mut tx = pool.begin().await.map_err(db)?;
         // The read above took no lock: the guarded update repeats every condition.
-        let Applied::Changed { after, .. } = apply::apply_in(&mut tx, task_id, &change, None, now).await?
+        let (Applied::Changed { after, .. }, _) =
+            apply::apply_in(&mut tx, task_id, &change, None, now).await?
         else {
             tx.rollback().await.map_err(db)?;
             continue;

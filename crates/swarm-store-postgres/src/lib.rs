@@ -23,6 +23,7 @@ mod inbox;
 mod mail;
 mod mcp_tasks;
 mod poll;
+mod poll_cache;
 mod rescue;
 mod retention;
 mod rows;
@@ -32,8 +33,12 @@ mod stats;
 mod tasks;
 mod tokens;
 mod triggers;
+mod wakes;
 
-use std::time::Duration;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use async_trait::async_trait;
 use sqlx::{
@@ -71,12 +76,17 @@ use crate::error::db;
 /// pool (and the test suite's many stores) under its `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a pooled connection may sit idle and still be handed out without a ping.
+const TRUST_IDLE_CONNECTION_FOR: Duration = Duration::from_secs(1);
 
 pub struct PgStore {
     pool: PgPool,
     description: String,
     /// Names this store in its `NOTIFY` payloads, so it can skip its own.
     origin: uuid::Uuid,
+    announcer: wakes::Announcer,
+    /// Null polls answered from memory (see `poll_cache.rs` for why that is safe).
+    poll_cache: Arc<poll_cache::PollCache>,
 }
 
 impl PgStore {
@@ -99,6 +109,21 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(ACQUIRE_TIMEOUT)
+            // sqlx would ping every connection it hands out: a round trip per store call,
+            // a fifth of the server's work on a null poll. A connection used within the
+            // last second is trusted instead; one idle for longer is pinged, and replaced
+            // when the ping fails (a server restart while the hub was quiet). A connection
+            // that breaks while in use fails its request (503, nothing half done: the
+            // server rolls back what it had not committed) and sqlx closes it on release.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= TRUST_IDLE_CONNECTION_FOR {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await
             .map_err(db)?;
@@ -108,12 +133,22 @@ impl PgStore {
             pool.close().await;
             return Err(StoreError::Backend(Box::new(err)));
         }
-        Ok(PgStore { pool, description, origin: uuid::Uuid::new_v4() })
+        let origin = uuid::Uuid::new_v4();
+        let announcer = wakes::Announcer::start(pool.clone(), origin);
+        Ok(PgStore { pool, description, origin, announcer, poll_cache: Arc::default() })
     }
 
     /// Where the data lives, for start-up logs; never includes the password.
     pub fn describe(&self) -> String {
         self.description.clone()
+    }
+
+    /// A store call that may have written has returned: its commit is behind it, and no
+    /// poll view read before it may be served again. Called on every write path, errors
+    /// included (a failed call may have committed part of a multi-transaction pass).
+    fn wrote<T>(&self, result: T) -> T {
+        self.poll_cache.changed();
+        result
     }
 
     /// Close the pool, waiting for connections in use to be returned.
@@ -137,7 +172,7 @@ impl Store for PgStore {
     }
 
     async fn agent_register(&self, agent: &NewAgent, now: Timestamp) -> StoreResult<Registration> {
-        agents::register(&self.pool, agent, now).await
+        self.wrote(agents::register(&self.pool, agent, now).await)
     }
 
     async fn agent_get(&self, id: AgentId) -> StoreResult<Option<Agent>> {
@@ -149,7 +184,7 @@ impl Store for PgStore {
     }
 
     async fn agent_rename(&self, id: AgentId, name: &str, now: Timestamp) -> StoreResult<Option<Agent>> {
-        agents::rename(&self.pool, id, name, now).await
+        self.wrote(agents::rename(&self.pool, id, name, now).await)
     }
 
     async fn agent_set_status_reason(
@@ -158,7 +193,7 @@ impl Store for PgStore {
         reason: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<Applied<Agent>> {
-        agents::set_status_reason(&self.pool, id, reason, now).await
+        self.wrote(agents::set_status_reason(&self.pool, id, reason, now).await)
     }
 
     async fn agent_update_profile(
@@ -167,7 +202,7 @@ impl Store for PgStore {
         update: &ProfileUpdate,
         now: Timestamp,
     ) -> StoreResult<Option<Agent>> {
-        agents::update_profile(&self.pool, id, update, now).await
+        self.wrote(agents::update_profile(&self.pool, id, update, now).await)
     }
 
     async fn agent_heartbeat_from_runner(
@@ -177,11 +212,13 @@ impl Store for PgStore {
         lease_until: Timestamp,
         runner: Option<RunnerId>,
     ) -> StoreResult<Option<Agent>> {
-        agents::heartbeat(&self.pool, id, now, lease_until, runner.map(|runner| runner.as_uuid())).await
+        self.wrote(
+            agents::heartbeat(&self.pool, id, now, lease_until, runner.map(|runner| runner.as_uuid())).await,
+        )
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {
-        agents::close(&self.pool, id, now).await
+        self.wrote(agents::close(&self.pool, id, now).await)
     }
 
     async fn agent_work_counts(&self, id: AgentId) -> StoreResult<WorkCounts> {
@@ -189,7 +226,7 @@ impl Store for PgStore {
     }
 
     async fn agent_token_create(&self, token: &AgentToken, token_hash: &str) -> StoreResult<bool> {
-        tokens::create(&self.pool, token, token_hash).await
+        self.wrote(tokens::create(&self.pool, token, token_hash).await)
     }
 
     async fn agent_token_list(&self, agent: AgentId) -> StoreResult<Vec<AgentToken>> {
@@ -202,7 +239,7 @@ impl Store for PgStore {
         id: AgentTokenId,
         now: Timestamp,
     ) -> StoreResult<Applied<AgentToken>> {
-        tokens::revoke(&self.pool, agent, id, now).await
+        self.wrote(tokens::revoke(&self.pool, agent, id, now).await)
     }
 
     async fn agent_token_agent(&self, token_hash: &str) -> StoreResult<Option<AgentId>> {
@@ -210,7 +247,7 @@ impl Store for PgStore {
     }
 
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
-        tasks::create(&self.pool, task, now).await
+        self.wrote(tasks::create(&self.pool, task, now).await)
     }
 
     async fn task_get(&self, id: TaskId) -> StoreResult<Option<Task>> {
@@ -236,7 +273,7 @@ impl Store for PgStore {
         actor: Option<AgentId>,
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
-        apply::apply(&self.pool, id, change, actor, now).await
+        self.wrote(apply::apply(&self.pool, id, change, actor, now).await)
     }
 
     async fn task_apply_with_waiters(
@@ -246,7 +283,7 @@ impl Store for PgStore {
         actor: Option<AgentId>,
         now: Timestamp,
     ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
-        apply::apply_with_waiters(&self.pool, id, change, actor, now).await
+        self.wrote(apply::apply_with_waiters(&self.pool, id, change, actor, now).await)
     }
 
     async fn task_edit_text(
@@ -256,7 +293,7 @@ impl Store for PgStore {
         actor: Option<AgentId>,
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
-        apply::edit_text(&self.pool, id, text, actor, now).await
+        self.wrote(apply::edit_text(&self.pool, id, text, actor, now).await)
     }
 
     async fn task_set_progress(
@@ -267,11 +304,21 @@ impl Store for PgStore {
         actor: Option<AgentId>,
         now: Timestamp,
     ) -> StoreResult<Applied<Task>> {
-        apply::set_progress(&self.pool, id, progress, assignee, actor, now).await
+        self.wrote(apply::set_progress(&self.pool, id, progress, assignee, actor, now).await)
     }
 
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
-        poll::view(&self.pool, agent).await
+        if let Some(view) = self.poll_cache.get(agent) {
+            return Ok(Some(view));
+        }
+        // Read before the database: a change committed after this moves it.
+        let generation = self.poll_cache.generation();
+        let read_at = Instant::now();
+        let view = poll::view(&self.pool, agent).await?;
+        if let Some(view) = &view {
+            self.poll_cache.keep(agent, generation, read_at, view);
+        }
+        Ok(view)
     }
 
     async fn poll_claim_for_runner(
@@ -282,7 +329,10 @@ impl Store for PgStore {
         lease_until: Timestamp,
         runner: Option<RunnerId>,
     ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
-        poll::claim(&self.pool, agent, kinds, now, lease_until, runner.map(|runner| runner.as_uuid())).await
+        self.wrote(
+            poll::claim(&self.pool, agent, kinds, now, lease_until, runner.map(|runner| runner.as_uuid()))
+                .await,
+        )
     }
 
     async fn claims_release(
@@ -293,23 +343,26 @@ impl Store for PgStore {
         max_deliveries: i32,
         now: Timestamp,
     ) -> StoreResult<Released> {
-        held_claims::release(&self.pool, agent, holder.as_uuid(), items, max_deliveries, now).await
+        self.wrote(
+            held_claims::release(&self.pool, agent, holder.as_uuid(), items, max_deliveries, now).await,
+        )
     }
 
     async fn rescue(&self, policy: &LeasePolicy, now: Timestamp) -> StoreResult<RescueReport> {
-        rescue::rescue(&self.pool, policy, now).await
+        self.wrote(rescue::rescue(&self.pool, policy, now).await)
     }
 
     async fn announce(&self, wakes: &[Wake]) -> StoreResult<()> {
-        rescue::announce(&self.pool, self.origin, wakes).await
+        self.announcer.announce(wakes);
+        Ok(())
     }
 
     async fn watch_external_changes(&self, sink: tokio::sync::mpsc::Sender<Wake>) -> StoreResult<()> {
-        rescue::watch_external_changes(&self.pool, self.origin, sink).await
+        wakes::watch_external_changes(&self.pool, self.origin, self.poll_cache.clone(), sink).await
     }
 
     async fn inbox_create(&self, message: &NewInboxMessage, now: Timestamp) -> StoreResult<InboxMessage> {
-        inbox::create(&self.pool, message, now).await
+        self.wrote(inbox::create(&self.pool, message, now).await)
     }
 
     async fn inbox_get(&self, id: InboxMessageId) -> StoreResult<Option<InboxMessage>> {
@@ -331,11 +384,11 @@ impl Store for PgStore {
         change: &InboxChange,
         now: Timestamp,
     ) -> StoreResult<Applied<InboxMessage>> {
-        inbox::apply(&self.pool, id, change, now).await
+        self.wrote(inbox::apply(&self.pool, id, change, now).await)
     }
 
     async fn inbox_requeue(&self, id: InboxMessageId, now: Timestamp) -> StoreResult<Applied<InboxMessage>> {
-        inbox::requeue(&self.pool, id, now).await
+        self.wrote(inbox::requeue(&self.pool, id, now).await)
     }
 
     async fn inbox_delegate(
@@ -345,11 +398,11 @@ impl Store for PgStore {
         task: &NewTask,
         now: Timestamp,
     ) -> StoreResult<Applied<InboxMessage>> {
-        inbox::delegate(&self.pool, id, owner, task, now).await
+        self.wrote(inbox::delegate(&self.pool, id, owner, task, now).await)
     }
 
     async fn slack_mark_once(&self, kind: SlackMark, key: &str, now: Timestamp) -> StoreResult<bool> {
-        inbox::mark_once(&self.pool, kind, key, now).await
+        self.wrote(inbox::mark_once(&self.pool, kind, key, now).await)
     }
 
     async fn slack_outcomes_unannounced(&self, since: Timestamp, limit: i64) -> StoreResult<Vec<Task>> {
@@ -357,7 +410,7 @@ impl Store for PgStore {
     }
 
     async fn channel_create(&self, channel: &NewChannel, now: Timestamp) -> StoreResult<Channel> {
-        chat::channel_create(&self.pool, channel, now).await
+        self.wrote(chat::channel_create(&self.pool, channel, now).await)
     }
 
     async fn channel_get(&self, id: ChannelId) -> StoreResult<Option<Channel>> {
@@ -369,7 +422,7 @@ impl Store for PgStore {
     }
 
     async fn chat_post(&self, message: &NewChatMessage, now: Timestamp) -> StoreResult<ChatMessage> {
-        chat::post(&self.pool, message, now).await
+        self.wrote(chat::post(&self.pool, message, now).await)
     }
 
     async fn chat_message_get(&self, id: ChatMessageId) -> StoreResult<Option<ChatMessage>> {
@@ -389,7 +442,7 @@ impl Store for PgStore {
     }
 
     async fn chat_mark_read(&self, agent: AgentId, channel: ChannelId, up_to: Timestamp) -> StoreResult<()> {
-        chat::mark_read(&self.pool, agent, channel, up_to).await
+        self.wrote(chat::mark_read(&self.pool, agent, channel, up_to).await)
     }
 
     async fn chat_unread_mentions(&self, agent: AgentId) -> StoreResult<Vec<(ChannelId, i64)>> {
@@ -397,7 +450,7 @@ impl Store for PgStore {
     }
 
     async fn mail_send(&self, mail: &NewMail, now: Timestamp) -> StoreResult<Mail> {
-        mail::send(&self.pool, mail, now).await
+        self.wrote(mail::send(&self.pool, mail, now).await)
     }
 
     async fn mail_stop_alert(
@@ -407,7 +460,7 @@ impl Store for PgStore {
         alert: &NewMail,
         now: Timestamp,
     ) -> StoreResult<Option<Mail>> {
-        mail::stop_alert(&self.pool, agent, key, alert, now).await
+        self.wrote(mail::stop_alert(&self.pool, agent, key, alert, now).await)
     }
 
     async fn mail_get(&self, id: MailId) -> StoreResult<Option<Mail>> {
@@ -424,7 +477,7 @@ impl Store for PgStore {
         delivery: &MailDelivery,
         now: Timestamp,
     ) -> StoreResult<Vec<Mail>> {
-        mail::deliver(&self.pool, recipient, delivery, now).await
+        self.wrote(mail::deliver(&self.pool, recipient, delivery, now).await)
     }
 
     async fn mail_counts(&self, agent: AgentId) -> StoreResult<MailCounts> {
@@ -432,7 +485,7 @@ impl Store for PgStore {
     }
 
     async fn trigger_create(&self, trigger: &TriggerDef) -> StoreResult<TriggerDef> {
-        triggers::create(&self.pool, trigger).await
+        self.wrote(triggers::create(&self.pool, trigger).await)
     }
 
     async fn trigger_get(&self, name: &str) -> StoreResult<Option<TriggerDef>> {
@@ -448,11 +501,11 @@ impl Store for PgStore {
     }
 
     async fn trigger_update(&self, trigger: &TriggerDef) -> StoreResult<Option<TriggerDef>> {
-        triggers::update(&self.pool, trigger).await
+        self.wrote(triggers::update(&self.pool, trigger).await)
     }
 
     async fn trigger_delete(&self, id: TriggerId) -> StoreResult<bool> {
-        triggers::delete(&self.pool, id).await
+        self.wrote(triggers::delete(&self.pool, id).await)
     }
 
     async fn triggers_due(&self, now: Timestamp, limit: i64) -> StoreResult<Vec<TriggerDef>> {
@@ -468,7 +521,7 @@ impl Store for PgStore {
         fired_at: Timestamp,
         now: Timestamp,
     ) -> StoreResult<FireOutcome> {
-        triggers::fire(&self.pool, id, guard, delivery, task, fired_at, now).await
+        self.wrote(triggers::fire(&self.pool, id, guard, delivery, task, fired_at, now).await)
     }
 
     async fn trigger_session_get(
@@ -486,7 +539,7 @@ impl Store for PgStore {
         session_id: &str,
         now: Timestamp,
     ) -> StoreResult<TriggerSession> {
-        triggers::session_set(&self.pool, trigger_name, key, session_id, now).await
+        self.wrote(triggers::session_set(&self.pool, trigger_name, key, session_id, now).await)
     }
 
     async fn task_create_awaited(
@@ -495,7 +548,7 @@ impl Store for PgStore {
         awaiting: &NewTaskAwait,
         now: Timestamp,
     ) -> StoreResult<Task> {
-        triggers::create_awaited(&self.pool, task, awaiting, now).await
+        self.wrote(triggers::create_awaited(&self.pool, task, awaiting, now).await)
     }
 
     async fn task_await_get(&self, task_id: TaskId) -> StoreResult<Option<TaskAwait>> {
@@ -503,7 +556,7 @@ impl Store for PgStore {
     }
 
     async fn task_await_deliver(&self, task_id: TaskId, agent: AgentId, now: Timestamp) -> StoreResult<bool> {
-        triggers::await_deliver(&self.pool, task_id, agent, now).await
+        self.wrote(triggers::await_deliver(&self.pool, task_id, agent, now).await)
     }
 
     async fn event_list(&self, filter: &EventFilter) -> StoreResult<Vec<Event>> {
@@ -511,7 +564,7 @@ impl Store for PgStore {
     }
 
     async fn session_logs_append(&self, logs: &NewSessionLogs, now: Timestamp) -> StoreResult<u64> {
-        sessions::logs_append(&self.pool, logs, now).await
+        self.wrote(sessions::logs_append(&self.pool, logs, now).await)
     }
 
     async fn session_logs_for_task(&self, task_id: TaskId) -> StoreResult<Vec<SessionLog>> {
@@ -519,7 +572,7 @@ impl Store for PgStore {
     }
 
     async fn session_cost_insert(&self, cost: &NewSessionCost, now: Timestamp) -> StoreResult<SessionCost> {
-        sessions::cost_insert(&self.pool, cost, now).await
+        self.wrote(sessions::cost_insert(&self.pool, cost, now).await)
     }
 
     async fn session_cost_list(&self, filter: &SessionCostFilter) -> StoreResult<Vec<SessionCost>> {
@@ -531,11 +584,15 @@ impl Store for PgStore {
     }
 
     async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64> {
-        retention::remove(&self.pool, kind, older_than, limit).await
+        self.wrote(retention::remove(&self.pool, kind, older_than, limit).await)
     }
 
     fn pool_usage(&self) -> Option<(u32, u32)> {
         Some((self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX)))
+    }
+
+    fn poll_views_from_memory(&self) -> Option<u64> {
+        Some(self.poll_cache.served())
     }
 }
 

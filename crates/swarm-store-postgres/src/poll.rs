@@ -11,7 +11,7 @@
 use sqlx::{PgConnection, PgPool};
 use swarm_domain::{
     agent::AgentStatus,
-    id::{AgentId, TaskId},
+    id::AgentId,
     poll::{TASKS_FINISHED_MAX, Trigger, TriggerKind},
     time::Timestamp,
 };
@@ -19,11 +19,9 @@ use swarm_store::{PollView, StoreResult, sql::PollFlags};
 use uuid::Uuid;
 
 use crate::{
-    agents::{self, Wake},
+    agents::{self, Settle, Wake},
     error::db,
-    events,
-    rows::{task_from_row, task_select},
-    tasks::get_known,
+    rows::{task_from_row, task_returning, task_select},
 };
 
 /// Appended to a query over `tasks t`: every dependency of `t` is completed.
@@ -189,13 +187,14 @@ async fn claim_task(
     lease_until: Timestamp,
 ) -> StoreResult<Option<Trigger>> {
     let sql = match kind {
-        TriggerKind::TaskOffered => {
+        TriggerKind::TaskOffered => concat!(
             "UPDATE tasks SET status = 'reviewing', last_updated_at = $2, lease_expires_at = $3 \
              WHERE status = 'offered' AND id = ( \
                  SELECT t.id FROM tasks t WHERE t.offered_to = $1 AND t.status = 'offered' \
                  ORDER BY t.offered_at, t.created_at, t.id LIMIT 1 FOR UPDATE SKIP LOCKED) \
-             RETURNING id"
-        }
+             RETURNING ",
+            task_returning!()
+        ),
         TriggerKind::TaskAssigned => concat!(
             "UPDATE tasks SET status = 'in_progress', last_updated_at = $2, lease_expires_at = $3 \
              WHERE status = 'pending' AND id = ( \
@@ -204,7 +203,8 @@ async fn claim_task(
             "    ORDER BY t.priority DESC, t.created_at, t.id LIMIT 1 FOR UPDATE OF t SKIP LOCKED) \
              AND",
             has_capacity!(),
-            " RETURNING id"
+            " RETURNING ",
+            task_returning!()
         ),
         TriggerKind::PoolTask => concat!(
             "UPDATE tasks SET status = 'in_progress', agent_id = $1, from_pool = TRUE, \
@@ -215,7 +215,8 @@ async fn claim_task(
             "    ORDER BY t.priority DESC, t.created_at, t.id LIMIT 1 FOR UPDATE OF t SKIP LOCKED) \
              AND",
             has_capacity!(),
-            " RETURNING id"
+            " RETURNING ",
+            task_returning!()
         ),
         TriggerKind::SlackInboxMessage
         | TriggerKind::UrgentMail
@@ -226,26 +227,26 @@ async fn claim_task(
         | TriggerKind::TaskResult
         | TriggerKind::PoolTasksAvailable => return Ok(None),
     };
-    let claimed: Option<Uuid> = sqlx::query_scalar(sql)
+    // The row as the claim left it comes back with it: no second read.
+    let claimed = sqlx::query(sql)
         .bind(agent.as_uuid())
         .bind(now.datetime())
         .bind(lease_until.datetime())
+        .try_map(task_from_row)
         .fetch_optional(&mut *tx)
         .await
         .map_err(db)?;
-    let Some(id) = claimed else {
+    let Some(task) = claimed else {
         return Ok(None);
     };
-    let id = TaskId::from_uuid(id);
-    for event in kind.claim_events(id, agent) {
-        events::insert(tx, &event, now).await?;
-    }
-    if kind.needs_capacity() {
-        agents::settle_status(tx, agent, now, Wake::No).await?;
+    #[cfg(debug_assertions)]
+    {
+        let stored = crate::tasks::get(&mut *tx, task.id).await?;
+        debug_assert_eq!(Some(&task), stored.as_ref(), "the claim returned another row than it left");
     }
     // It takes work again: why it had stopped no longer holds.
-    agents::clear_status_reason(tx, agent, now).await?;
-    let task = get_known(tx, id).await?;
+    let settle = Settle { status: kind.needs_capacity().then_some(Wake::No), clear_reason: true };
+    agents::settle_and_log(tx, agent, now, settle, &kind.claim_events(task.id, agent)).await?;
     Ok(kind.task_trigger(task))
 }
 

@@ -1,20 +1,16 @@
-//! The rescuer's pass, and wake-ups between replicas through `LISTEN/NOTIFY`.
+//! The rescuer's pass.
 //!
 //! Replicas may rescue at the same time: expired rows are picked `FOR UPDATE SKIP
 //! LOCKED`, so each is handled by one of them, and every update repeats its guard.
 
-use std::time::Duration;
-
-use sqlx::{PgPool, postgres::PgListener};
+use sqlx::PgPool;
 use swarm_domain::{
     id::{AgentId, TaskId},
     lease::{ExpiredClaim, Expiry, LeasePolicy, RescueReport, on_expiry, silent_agent_event},
-    poll::Wake,
     task::TaskStatus,
     time::Timestamp,
 };
 use swarm_store::StoreResult;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::{
@@ -24,9 +20,6 @@ use crate::{
 };
 
 const RESCUE_BATCH: i64 = 500;
-/// The `NOTIFY` channel every replica listens on.
-const WAKE_CHANNEL: &str = "swarm_wake";
-const LISTEN_RETRY: Duration = Duration::from_secs(1);
 
 type ExpiredRow = (Uuid, String, Option<Uuid>, Option<Uuid>, bool, i32);
 
@@ -149,76 +142,4 @@ async fn silence_agents(pool: &PgPool, policy: &LeasePolicy, now: Timestamp) -> 
     }
     tx.commit().await.map_err(db)?;
     Ok(silenced)
-}
-
-/// Each payload is `<origin>|<wake>`; a replica ignores its own.
-pub(crate) async fn announce(pool: &PgPool, origin: Uuid, wakes: &[Wake]) -> StoreResult<()> {
-    let mut payloads: Vec<String> = wakes.iter().map(|wake| format!("{origin}|{}", wake.encode())).collect();
-    payloads.sort();
-    payloads.dedup();
-    if payloads.is_empty() {
-        return Ok(());
-    }
-    sqlx::query("SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload")
-        .bind(WAKE_CHANNEL)
-        .bind(&payloads)
-        .execute(pool)
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
-/// Listen for other replicas' wakes until `sink` closes. A dropped connection may have
-/// lost notifications, so reconnecting wakes everyone.
-pub(crate) async fn watch_external_changes(
-    pool: &PgPool,
-    origin: Uuid,
-    sink: mpsc::Sender<Wake>,
-) -> StoreResult<()> {
-    let own_prefix = format!("{origin}|");
-    loop {
-        let mut listener = match listen(pool).await {
-            Ok(listener) => listener,
-            Err(error) => {
-                tracing::warn!(%error, "cannot LISTEN for other replicas' changes; retrying");
-                tokio::select! {
-                    () = sink.closed() => return Ok(()),
-                    () = tokio::time::sleep(LISTEN_RETRY) => continue,
-                }
-            }
-        };
-        loop {
-            let received = tokio::select! {
-                () = sink.closed() => return Ok(()),
-                received = listener.try_recv() => received,
-            };
-            let wake = match received {
-                Ok(Some(notification)) => {
-                    let payload = notification.payload();
-                    if payload.starts_with(&own_prefix) {
-                        continue;
-                    }
-                    Wake::decode(payload.split_once('|').map_or(payload, |(_, wake)| wake))
-                }
-                // The connection dropped; the next try_recv reconnects.
-                Ok(None) => Wake::Everyone,
-                Err(error) => {
-                    tracing::warn!(%error, "lost the LISTEN connection; reconnecting");
-                    if sink.send(Wake::Everyone).await.is_err() {
-                        return Ok(());
-                    }
-                    break;
-                }
-            };
-            if sink.send(wake).await.is_err() {
-                return Ok(());
-            }
-        }
-    }
-}
-
-async fn listen(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
-    let mut listener = PgListener::connect_with(pool).await?;
-    listener.listen(WAKE_CHANNEL).await?;
-    Ok(listener)
 }

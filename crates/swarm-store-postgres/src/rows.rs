@@ -48,6 +48,24 @@ macro_rules! task_select {
 }
 pub(crate) use task_select;
 
+/// What an `UPDATE tasks ... RETURNING` gives back: the row as [`task_select`] reads it.
+macro_rules! task_returning {
+    () => {
+        "tasks.id, tasks.agent_id, tasks.creator_agent_id, tasks.task, tasks.status, tasks.source, \
+         tasks.task_type, tasks.priority, tasks.offered_to, tasks.offered_at, tasks.accepted_at, \
+         tasks.rejection_reason, tasks.created_at, tasks.last_updated_at, tasks.finished_at, \
+         tasks.failure_reason, tasks.output, tasks.progress, tasks.notified_at, tasks.lease_expires_at, \
+         tasks.lease_losses, tasks.slack_channel_id, tasks.slack_thread_ts, tasks.slack_user_id, \
+         tasks.mention_message_id, tasks.mention_channel_id, tasks.github_repo, tasks.github_event_type, \
+         tasks.github_number, tasks.github_comment_id, tasks.github_author, tasks.github_url, \
+         tasks.trigger_name, tasks.session_key, tasks.epic_id, \
+         ARRAY(SELECT g.tag FROM task_tags g WHERE g.task_id = tasks.id ORDER BY g.position) AS tags, \
+         ARRAY(SELECT d.depends_on_task_id FROM task_dependencies d WHERE d.task_id = tasks.id \
+               ORDER BY d.position) AS depends_on"
+    };
+}
+pub(crate) use task_returning;
+
 macro_rules! event_select {
     () => {
         "SELECT e.id, e.event_type, e.agent_id, e.task_id, e.old_value, e.new_value, e.metadata, \

@@ -128,10 +128,12 @@ pub(crate) async fn unfinished_dependencies(pool: &PgPool, id: TaskId) -> StoreR
 }
 
 pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
-    let mut tx = pool.begin().await.map_err(db)?;
-    if let Err(err) = insert(&mut tx, task, now).await {
-        // The failed statement aborted the transaction: roll back before looking anything up.
-        tx.rollback().await.map_err(db)?;
+    let written = if task.tags.is_empty() && task.depends_on.is_empty() {
+        insert_alone(pool, task, now).await
+    } else {
+        insert_in_transaction(pool, task, now).await
+    };
+    if let Err(err) = written {
         return Err(match violated_constraint(&err) {
             Some(constraint) if constraint.ends_with("_fkey") => {
                 missing_reference(pool, task, &constraint).await?
@@ -139,23 +141,52 @@ pub(crate) async fn create(pool: &PgPool, task: &NewTask, now: Timestamp) -> Sto
             _ => db(err),
         });
     }
-
-    for event in task.creation_events() {
-        events::insert(&mut tx, &event, now).await?;
+    let created = task.created(now);
+    #[cfg(debug_assertions)]
+    {
+        // Every test run checks that the row and its in-memory image agree. The insert
+        // committed already, so this read cannot fail the create, and another poll may
+        // have claimed the task since: only an unchanged row is compared.
+        let unchanged = |stored: &Task| {
+            (stored.status, stored.agent_id, stored.lease_expires_at, stored.last_updated_at)
+                == (created.status, created.agent_id, created.lease_expires_at, created.last_updated_at)
+        };
+        if let Ok(Some(stored)) = get(pool, task.id).await
+            && unchanged(&stored)
+        {
+            debug_assert_eq!(created, stored, "the stored task differs from its image");
+        }
     }
-    let created = get_known(&mut tx, task.id).await?;
-    tx.commit().await.map_err(db)?;
     Ok(created)
 }
 
-pub(crate) async fn insert(
-    conn: &mut PgConnection,
-    task: &NewTask,
-    now: Timestamp,
-) -> Result<(), sqlx::Error> {
-    let offered_at = (task.status == TaskStatus::Offered).then_some(now.datetime());
-    let origin = &task.origin;
-    sqlx::query(
+/// The usual task, without tags or dependencies: its row and its events in one statement,
+/// which is a transaction of its own (one round trip, no `BEGIN` and `COMMIT`).
+async fn insert_alone(pool: &PgPool, task: &NewTask, now: Timestamp) -> Result<(), sqlx::Error> {
+    let events = events::Columns::of(&task.creation_events());
+    let query = sqlx::query(concat!(
+        "WITH created AS (",
+        task_insert!(),
+        " RETURNING id) \
+         INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
+         SELECT u.id, u.event_type, u.agent_id, u.task_id, u.old_value, u.new_value, u.metadata, $11 \
+         FROM created, unnest($26::uuid[], $27::text[], $28::uuid[], $29::uuid[], $30::text[], $31::text[], \
+                              $32::jsonb[]) AS u(id, event_type, agent_id, task_id, old_value, new_value, metadata)"
+    ));
+    let query = events.bind_to(bind_task(query, task, now));
+    query.execute(pool).await?;
+    Ok(())
+}
+
+async fn insert_in_transaction(pool: &PgPool, task: &NewTask, now: Timestamp) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    insert(&mut tx, task, now).await?;
+    events::insert_all_raw(&mut tx, &task.creation_events(), now).await?;
+    tx.commit().await
+}
+
+macro_rules! task_insert {
+    () => {
         "INSERT INTO tasks (id, agent_id, creator_agent_id, task, status, source, task_type, \
                             priority, offered_to, offered_at, created_at, last_updated_at, \
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id, \
@@ -163,35 +194,51 @@ pub(crate) async fn insert(
                             github_comment_id, github_author, github_url, trigger_name, session_key, \
                             epic_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24, $25)",
-    )
-    .bind(task.id.as_uuid())
-    .bind(task.agent_id.map(|id| id.as_uuid()))
-    .bind(task.creator_agent_id.map(|id| id.as_uuid()))
-    .bind(&task.task)
-    .bind(task.status.as_str())
-    .bind(&task.source)
-    .bind(task.task_type.as_deref())
-    .bind(task.priority)
-    .bind(task.offered_to.map(|id| id.as_uuid()))
-    .bind(offered_at)
-    .bind(now.datetime())
-    .bind(origin.slack_channel_id.as_deref())
-    .bind(origin.slack_thread_ts.as_deref())
-    .bind(origin.slack_user_id.as_deref())
-    .bind(origin.mention_message_id.as_deref())
-    .bind(origin.mention_channel_id.as_deref())
-    .bind(origin.github_repo.as_deref())
-    .bind(origin.github_event_type.as_deref())
-    .bind(origin.github_number)
-    .bind(origin.github_comment_id)
-    .bind(origin.github_author.as_deref())
-    .bind(origin.github_url.as_deref())
-    .bind(origin.trigger_name.as_deref())
-    .bind(origin.session_key.as_deref())
-    .bind(task.epic_id.map(|id| id.as_uuid()))
-    .execute(&mut *conn)
-    .await?;
+                 $18, $19, $20, $21, $22, $23, $24, $25)"
+    };
+}
+use task_insert;
+
+type PgQuery<'q> = sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds `$1` to `$25` of [`task_insert`].
+fn bind_task<'q>(query: PgQuery<'q>, task: &'q NewTask, now: Timestamp) -> PgQuery<'q> {
+    let offered_at = (task.status == TaskStatus::Offered).then_some(now.datetime());
+    let origin = &task.origin;
+    query
+        .bind(task.id.as_uuid())
+        .bind(task.agent_id.map(|id| id.as_uuid()))
+        .bind(task.creator_agent_id.map(|id| id.as_uuid()))
+        .bind(&task.task)
+        .bind(task.status.as_str())
+        .bind(&task.source)
+        .bind(task.task_type.as_deref())
+        .bind(task.priority)
+        .bind(task.offered_to.map(|id| id.as_uuid()))
+        .bind(offered_at)
+        .bind(now.datetime())
+        .bind(origin.slack_channel_id.as_deref())
+        .bind(origin.slack_thread_ts.as_deref())
+        .bind(origin.slack_user_id.as_deref())
+        .bind(origin.mention_message_id.as_deref())
+        .bind(origin.mention_channel_id.as_deref())
+        .bind(origin.github_repo.as_deref())
+        .bind(origin.github_event_type.as_deref())
+        .bind(origin.github_number)
+        .bind(origin.github_comment_id)
+        .bind(origin.github_author.as_deref())
+        .bind(origin.github_url.as_deref())
+        .bind(origin.trigger_name.as_deref())
+        .bind(origin.session_key.as_deref())
+        .bind(task.epic_id.map(|id| id.as_uuid()))
+}
+
+pub(crate) async fn insert(
+    conn: &mut PgConnection,
+    task: &NewTask,
+    now: Timestamp,
+) -> Result<(), sqlx::Error> {
+    bind_task(sqlx::query(task_insert!()), task, now).execute(&mut *conn).await?;
 
     // ON CONFLICT: a repeated tag or dependency is kept once, at its first position.
     if !task.tags.is_empty() {

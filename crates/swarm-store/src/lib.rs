@@ -593,4 +593,10 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
     fn pool_usage(&self) -> Option<(u32, u32)> {
         None
     }
+
+    /// Poll views answered from memory, without reading the database, since the store
+    /// opened (PostgreSQL's null-poll cache); `None` for a store without one.
+    fn poll_views_from_memory(&self) -> Option<u64> {
+        None
+    }
 }

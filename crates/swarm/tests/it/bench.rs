@@ -115,3 +115,26 @@ fn bench_fill_gives_a_postgres_hub_a_history_first() {
     let url = crate::support::postgres_url();
     bench_fills(&["--backend", "postgres", "--database-url", &url]);
 }
+
+/// `--replicas 2` on PostgreSQL: two `swarm serve` processes on one scratch database, the
+/// workers dealt out over both, and every trigger of both counted once.
+#[test]
+fn bench_runs_two_postgres_replicas_and_counts_every_trigger_once() {
+    let url = crate::support::postgres_url();
+    let output = bench(&["--backend", "postgres", "--database-url", &url, "--replicas", "2", "--json"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout))
+    });
+    let run = &report["runs"][0];
+    assert_eq!(run["backend"], "postgres", "{report}");
+    assert!(run["hub"].as_str().is_some_and(|hub| hub.contains("2 replicas")), "{report}");
+    let cycles = run["claimCycles"].as_array().expect("claim cycles");
+    assert_eq!(cycles.len(), 2, "{report}");
+    for run in cycles {
+        assert_eq!(run["workers"], 3);
+        assert_eq!(run["duplicates"], 0, "{run}");
+        assert_eq!(run["finishedTwice"], 0, "{run}");
+        assert_eq!(run["neverReceived"], 0, "{run}");
+        assert!(run["triggers"].as_u64().is_some_and(|triggers| triggers > 0), "{run}");
+    }
+}

@@ -270,6 +270,14 @@ impl Hub {
         }
     }
 
+    /// Polls this hub's store answered from memory (PostgreSQL's null-poll cache).
+    pub fn poll_views_from_memory(&self) -> u64 {
+        match &self.running {
+            Running::InProcess { service, .. } => service.store_poll_views_from_memory().unwrap_or(0),
+            _ => panic!("only a hub served from the test process shows its store's counters"),
+        }
+    }
+
     /// Waits until `count` polls are parked on this hub: from then on, whatever wakes
     /// them is what the test did next.
     pub async fn parked_polls(&self, count: i64) {

@@ -201,6 +201,47 @@ async fn a_change_made_by_another_replica_on_postgres_wakes_the_poll() {
     wakes_across_processes(&first, &second).await;
 }
 
+/// Null polls on one replica are answered from memory while nothing changes, and that
+/// memory hides no work: not a task created through the same replica (the very next
+/// poll has it), nor one created through the other (it shows as soon as its `NOTIFY`
+/// arrives), and the task is still handed out once.
+#[tokio::test]
+async fn null_polls_answered_from_memory_hide_no_work_on_either_replica() {
+    let url = postgres_url();
+    let database = Database::Postgres(postgres_fresh_database(&url).await);
+    let first = Hub::start(&database, None);
+    let second = Hub::start(&database, None);
+    let worker = agent(&first, "worker", json!({"maxTasks": 5})).await;
+
+    let from_memory = || first.poll_views_from_memory();
+    eventually("null polls on the first replica answered from memory", || async {
+        assert_eq!(poll(&first, &worker, 0.0).await, Value::Null);
+        (from_memory() >= 3).then_some(())
+    })
+    .await;
+
+    // Through the same replica: the next poll reads the database.
+    let here = create(&first, json!({"task": "created here", "agentId": worker})).await;
+    assert_eq!(poll(&first, &worker, 0.0).await["taskId"], here.as_str());
+    eventually("the first replica to answer from memory again", || async {
+        let before = from_memory();
+        assert_eq!(poll(&first, &worker, 0.0).await, Value::Null);
+        (from_memory() > before).then_some(())
+    })
+    .await;
+
+    // Through the other replica: its notification makes the first one read again.
+    let there = create(&second, json!({"task": "created there", "agentId": worker})).await;
+    let trigger = eventually("the first replica's null poll to find the other's task", || async {
+        let trigger = poll(&first, &worker, 0.0).await;
+        (trigger != Value::Null).then_some(trigger)
+    })
+    .await;
+    assert_eq!(trigger["taskId"], there.as_str(), "{trigger}");
+    assert_eq!(poll(&second, &worker, 0.0).await, Value::Null, "handed out once, through either replica");
+    assert_eq!(poll(&first, &worker, 0.0).await, Value::Null);
+}
+
 /// A poll parked on `first`, a task created through `second`.
 async fn wakes_across_processes(first: &Hub, second: &Hub) {
     let worker = agent(first, "worker", json!({})).await;
