@@ -6,7 +6,9 @@ CREATE TABLE mcp_tasks (
     agent_id    TEXT NOT NULL,
     tool        TEXT NOT NULL,
     arguments   TEXT NOT NULL,
-    status      TEXT NOT NULL CHECK (status IN ('working', 'completed', 'failed', 'cancelled')),
+    status      TEXT NOT NULL CHECK (status = 'working' OR status = 'completed'
+                                   OR status = 'failed' OR status = 'cancelled'),
+    -- = and OR, not IN: see 0007_cheaper_writes.sql
     outcome     TEXT,
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL,
