@@ -27,6 +27,7 @@ mod mcp_http;
 mod mcp_race;
 mod mcp_schema;
 mod mcp_stdio;
+mod memory_bench;
 mod metrics;
 mod poll;
 mod real_cli;
