@@ -166,6 +166,11 @@ pub(crate) struct Database {
 impl Database {
     /// Open the file (it must exist and be migrated) and start the writer and checkpointer.
     pub(crate) fn open(path: &Path) -> StoreResult<Database> {
+        // SAFETY: sets a process-wide limit that SQLite reads under its own mutex; any value
+        // is valid (the last store opened sets the same one).
+        unsafe {
+            rusqlite::ffi::sqlite3_soft_heap_limit64(SOFT_HEAP_LIMIT_BYTES);
+        }
         let writer_connection = open_connection(path, Role::Writer).map_err(db)?;
         let (writer, commands) = mpsc::channel();
         thread::Builder::new()
@@ -305,6 +310,16 @@ enum Role {
     Reader,
     Checkpointer,
 }
+
+/// What SQLite may hold in this process, all connections together, before their page
+/// caches give back pages rather than take new ones (`sqlite3_soft_heap_limit64`).
+///
+/// Each connection's `cache_size` bounds its own cache, but not how many connections
+/// fill theirs: in the soak, SQLite's memory rose from 1 MB idle to 5.9 MB after a minute
+/// and 8.1 MB after four as the writer's and each reader's cache filled with the growing
+/// tables, and the hub's memory with it (BENCHMARKS.md, the soak). With one bound for the
+/// process it stops at this, whatever the number of readers.
+const SOFT_HEAP_LIMIT_BYTES: i64 = 6 * 1024 * 1024;
 
 /// A reader's page cache, in KiB (a negative `cache_size` is KiB).
 const READER_CACHE_KIB: i64 = -512;
