@@ -100,9 +100,8 @@ pub fn router(state: AppState) -> Router {
 /// CORS, error bodies and tracing.
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let (router, openapi) = openapi_router().split_for_parts();
-    let openapi = Arc::new(openapi);
     router
-        .merge(routes::system::docs_router(openapi))
+        .merge(routes::system::docs_router(&openapi))
         .merge(dashboard::router())
         .merge(metrics::router())
         .merge(extra)

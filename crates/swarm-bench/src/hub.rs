@@ -166,7 +166,12 @@ impl Http {
         self.exchange(method, path, agent, body, &[]).await
     }
 
-    /// Any answer but a 2xx is an error: the bench measures the happy path only.
+    /// `GET path` as the operator, the answer as text (`/metrics`).
+    pub(crate) async fn get_text(&self, path: &str) -> anyhow::Result<String> {
+        let bytes = self.exchange_bytes(Method::GET, path, None, None, &[]).await?;
+        String::from_utf8(bytes.to_vec()).with_context(|| format!("GET {path} answered something not UTF-8"))
+    }
+
     async fn exchange<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -175,6 +180,21 @@ impl Http {
         body: Option<Bytes>,
         headers: &[(&str, &str)],
     ) -> anyhow::Result<T> {
+        let bytes = self.exchange_bytes(method.clone(), path, agent, body, headers).await?;
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!("{method} {path} answered something unexpected: {}", String::from_utf8_lossy(&bytes))
+        })
+    }
+
+    /// Any answer but a 2xx is an error: the bench measures the happy path only.
+    async fn exchange_bytes(
+        &self,
+        method: Method,
+        path: &str,
+        agent: Option<&str>,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<Bytes> {
         let target = &self.target;
         let mut request = Request::builder()
             .method(method.clone())
@@ -229,9 +249,7 @@ impl Http {
         if !status.is_success() {
             bail!("{method} {path} answered {status}: {}", String::from_utf8_lossy(&bytes));
         }
-        serde_json::from_slice(&bytes).with_context(|| {
-            format!("{method} {path} answered something unexpected: {}", String::from_utf8_lossy(&bytes))
-        })
+        Ok(bytes)
     }
 
     async fn connect(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {

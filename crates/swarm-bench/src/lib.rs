@@ -8,6 +8,7 @@ mod cpu;
 mod fill;
 mod hub;
 mod measure;
+mod memory;
 mod report;
 mod soak;
 mod soak_kinds;
@@ -20,6 +21,7 @@ use clap::Args;
 
 use hub::{Backend, Http, SpawnedHub, Target};
 use measure::{CycleKind, Plan};
+pub use memory::{MEMORY_ABOUT, MemoryArgs};
 use report::{Machine, Report, Run};
 pub use soak::{SOAK_ABOUT, SoakArgs};
 
@@ -105,6 +107,9 @@ enum BenchCommand {
     /// Soak a real hub for minutes under a mixed load: memory, errors and latency over time.
     #[command(long_about = SOAK_ABOUT)]
     Soak(SoakArgs),
+    /// A real hub's memory: idle, with 1,000 parked long-polls, and after they end.
+    #[command(long_about = MEMORY_ABOUT)]
+    Memory(MemoryArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -115,8 +120,10 @@ enum BackendChoice {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    if let Some(BenchCommand::Soak(soak)) = args.command {
-        return soak::run(soak).await;
+    match args.command {
+        Some(BenchCommand::Soak(soak)) => return soak::run(soak).await,
+        Some(BenchCommand::Memory(memory)) => return memory::run(memory).await,
+        None => {}
     }
     let plan = Plan {
         latency_samples: args.latency_samples as usize,

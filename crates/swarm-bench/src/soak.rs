@@ -262,7 +262,7 @@ fn rss_summary(start_kb: u64, samples: &[Sample], warmup: Duration, tolerance: f
 }
 
 /// `VmRSS` and `RssAnon` of `/proc/<pid>/status`, in kB.
-fn memory_kb(pid: u32) -> Option<(u64, u64)> {
+pub(crate) fn memory_kb(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<u64> {
         let line = status.lines().find(|line| line.starts_with(name))?;
@@ -346,7 +346,7 @@ impl SoakReport {
 }
 
 /// `600`, `90s`, `10m`, `1h`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.find(|c: char| c.is_ascii_alphabetic()) {
         Some(at) => text.split_at(at),

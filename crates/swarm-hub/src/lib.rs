@@ -11,6 +11,7 @@ mod args;
 mod key;
 mod logging;
 mod mcp_host;
+mod memory;
 mod open;
 mod serve;
 
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub use args::{DatabaseArgs, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
 pub use key::{HubKey, default_key_file};
 pub use logging::{init_logging, shutdown_signal};
+pub use memory::tune_allocator;
 pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
 
 /// Why a hub could not start or stopped with an error.
@@ -103,6 +105,7 @@ pub struct Hub {
     _scheduler: Background,
     _retention: Background,
     _history: Background,
+    _trimmer: memory::Trimmer,
     _slack: Option<swarm_slack::SlackBridge>,
 }
 
@@ -204,6 +207,7 @@ impl Hub {
             _scheduler: scheduler,
             _retention: retention,
             _history: history,
+            _trimmer: memory::Trimmer::start(),
             _slack: slack,
         })
     }

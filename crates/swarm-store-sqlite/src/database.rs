@@ -38,8 +38,10 @@ use crate::error::{corrupt, db};
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Jobs committed together at most, so that the first of a group is not kept waiting.
 const MAX_GROUP: usize = 64;
-/// Idle reader connections kept open.
-const MAX_IDLE_READERS: usize = 8;
+/// Idle reader connections kept open, at least.
+const MIN_IDLE_READERS: usize = 8;
+/// Snapshot reads (listings) running at once, at least; more wait for a turn.
+const MIN_SNAPSHOT_READS: usize = 4;
 /// How often the checkpointer copies the WAL back into the database file.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// WAL size (in pages) past which the writer finishes a checkpoint so that the WAL starts
@@ -152,6 +154,11 @@ pub(crate) struct Database {
     path: PathBuf,
     writer: mpsc::Sender<Command>,
     readers: Mutex<Vec<Connection>>,
+    /// Idle readers kept: as many as can be reading at once (see [`Database::open`]), so
+    /// that none is opened and closed again under load.
+    max_idle_readers: usize,
+    /// Turns for snapshot reads on the blocking pool.
+    snapshots: std::sync::Arc<tokio::sync::Semaphore>,
     /// Dropping it stops the checkpointer.
     _checkpointer: mpsc::Sender<()>,
 }
@@ -159,6 +166,11 @@ pub(crate) struct Database {
 impl Database {
     /// Open the file (it must exist and be migrated) and start the writer and checkpointer.
     pub(crate) fn open(path: &Path) -> StoreResult<Database> {
+        // SAFETY: sets a process-wide limit that SQLite reads under its own mutex; any value
+        // is valid (the last store opened sets the same one).
+        unsafe {
+            rusqlite::ffi::sqlite3_soft_heap_limit64(SOFT_HEAP_LIMIT_BYTES);
+        }
         let writer_connection = open_connection(path, Role::Writer).map_err(db)?;
         let (writer, commands) = mpsc::channel();
         thread::Builder::new()
@@ -174,10 +186,19 @@ impl Database {
             .spawn(move || run_checkpointer(checkpoint_connection, stop, finish_on_writer))
             .map_err(|error| StoreError::Backend(Box::new(error)))?;
 
+        // Readers run on the runtime's worker threads (point reads, one per core) and on
+        // blocking threads (snapshot reads, bounded here). Unbounded, the soak's listings on
+        // a busy machine kept twenty blocking threads busy, each opening a reader past the
+        // idle ones and closing it after: every open parses the schema and allocates a
+        // page cache on whichever thread, and the hub's memory grew with the churn.
+        let cores = thread::available_parallelism().map_or(2, usize::from);
+        let snapshot_reads = cores.max(MIN_SNAPSHOT_READS);
         Ok(Database {
             path: path.to_path_buf(),
             writer,
             readers: Mutex::new(Vec::new()),
+            max_idle_readers: (cores + snapshot_reads).max(MIN_IDLE_READERS),
+            snapshots: std::sync::Arc::new(tokio::sync::Semaphore::new(snapshot_reads)),
             _checkpointer: checkpointer,
         })
     }
@@ -235,7 +256,13 @@ impl Database {
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
         let database = std::sync::Arc::clone(self);
+        let turn = std::sync::Arc::clone(&self.snapshots)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Backend("the store's snapshot reads were closed".into()))?;
         tokio::task::spawn_blocking(move || {
+            // Held until the read is done, even when the caller stops waiting for it.
+            let _turn = turn;
             database.read(|connection| {
                 let snapshot = connection.unchecked_transaction().map_err(db)?;
                 let result = work(&snapshot)?;
@@ -267,7 +294,7 @@ impl Database {
 
     fn return_reader(&self, connection: Connection) {
         let mut idle = self.readers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if idle.len() < MAX_IDLE_READERS {
+        if idle.len() < self.max_idle_readers {
             idle.push(connection);
         }
     }
@@ -283,6 +310,18 @@ enum Role {
     Reader,
     Checkpointer,
 }
+
+/// What SQLite may hold in this process, all connections together, before their page
+/// caches give back pages rather than take new ones (`sqlite3_soft_heap_limit64`).
+///
+/// Each connection's `cache_size` bounds its own cache, but not how many connections
+/// fill theirs: in the soak, SQLite's memory rose from 1 MB idle to 5.9 MB after a minute
+/// and 8.1 MB after four as the writer's and each reader's cache filled with the growing
+/// tables, and the hub's memory with it (BENCHMARKS.md, the soak). With one bound for the
+/// process it stops at this, whatever the number of readers; at 6 MiB it still grew
+/// through the soak's second minute. A page a cache gives up is read again from the OS's
+/// file cache.
+const SOFT_HEAP_LIMIT_BYTES: i64 = 4 * 1024 * 1024;
 
 /// A reader's page cache, in KiB (a negative `cache_size` is KiB).
 const READER_CACHE_KIB: i64 = -512;

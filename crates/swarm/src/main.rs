@@ -89,6 +89,10 @@ const RESTORE_ABOUT: &str = "Check FILE (PRAGMA integrity_check, the migrations 
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Serve(_)) {
+        // Before the runtime starts its threads.
+        swarm_hub::tune_allocator();
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

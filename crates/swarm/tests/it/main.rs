@@ -28,6 +28,7 @@ mod mcp_race;
 mod mcp_schema;
 mod mcp_stdio;
 mod mcp_tasks;
+mod memory_bench;
 mod metrics;
 mod poll;
 mod real_cli;
