@@ -91,9 +91,34 @@ pub(crate) fn get(connection: &Connection, id: MailId) -> StoreResult<Option<Mai
     sql::optional(connection, &format!("{SELECT_MAIL} WHERE id = ?"), [id.to_string()], mail_from_row)
 }
 
+/// The condition of `mail_outbox_pending` (migration 0020), written as the index has it:
+/// SQLite uses a partial index only for a query with this very term.
+const PENDING: &str =
+    "((awaiting_response = 1 AND answered_at IS NULL) OR (priority = 'urgent' AND status <> 'read'))";
+
 pub(crate) fn list(connection: &Connection, query: &MailQuery) -> StoreResult<Vec<Mail>> {
+    list_sql(query).all(connection, mail_from_row)
+}
+
+fn list_sql(query: &MailQuery) -> Sql {
+    let unread_only = !query.statuses.is_empty() && !query.statuses.contains(&MailStatus::Read);
+    // Without statistics SQLite prefers the index whose first column the query names by
+    // equality (`mail_inbox`, `mail_outbox`: all of the agent's mail, read or answered
+    // long ago) to a partial index of the few rows that match, so the cost grew with the
+    // agent's history. Name the partial index where the query's terms imply its condition.
+    let index = match (query.agent, query.mailbox) {
+        (Some(_), MailBox::Outbox) if query.pending_only => " INDEXED BY mail_outbox_pending",
+        (Some(_), MailBox::Inbox) if unread_only => " INDEXED BY mail_undelivered",
+        _ => "",
+    };
     let mut sql = Sql::new(SELECT_MAIL);
+    sql.push(index);
     sql.push(" WHERE 1 = 1");
+    if unread_only {
+        // Implied by the statuses (mail is unread, processing or read), and the term
+        // `mail_undelivered`'s condition needs.
+        sql.push(" AND status <> 'read'");
+    }
     if let Some(agent) = query.agent {
         let agent = agent.to_string();
         match query.mailbox {
@@ -118,10 +143,7 @@ pub(crate) fn list(connection: &Connection, query: &MailQuery) -> StoreResult<Ve
             .push(")");
     }
     if query.pending_only {
-        sql.push(
-            " AND ((awaiting_response = 1 AND answered_at IS NULL)
-                   OR (priority = 'urgent' AND status <> 'read'))",
-        );
+        sql.push(" AND ").push(PENDING);
     }
     let (compare, order) = if query.oldest_first { (">", "ASC") } else { ("<", "DESC") };
     if let Some(after) = query.after {
@@ -130,7 +152,7 @@ pub(crate) fn list(connection: &Connection, query: &MailQuery) -> StoreResult<Ve
             .push(")");
     }
     sql.push(&format!(" ORDER BY created_at {order}, id {order} LIMIT ")).bind(query.limit);
-    sql.all(connection, mail_from_row)
+    sql
 }
 
 pub(crate) fn deliver(
@@ -259,4 +281,90 @@ fn mail_from_row(row: &Row<'_>) -> StoreResult<Mail> {
         lease_expires_at: column.opt_timestamp("lease_expires_at")?,
         created_at: column.timestamp("created_at")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::{Connection, params};
+    use swarm_domain::{
+        id::{AgentId, MailId},
+        mail::{MailBox, MailQuery, MailStatus},
+    };
+
+    use super::list_sql;
+
+    /// `count` more mails from `from` to `to`, read, answered and not urgent: history.
+    fn old_mail(connection: &Connection, from: &str, to: &str, first: i64, count: i64) {
+        connection
+            .execute(
+                "WITH RECURSIVE n (value) AS (SELECT ?3 UNION ALL SELECT value + 1 FROM n WHERE value < ?3 + ?4 - 1)
+                 INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority, priority_rank,
+                                   awaiting_response, status, read_at, answered_at, created_at)
+                 SELECT printf('mail-%08d', value), ?1, ?2, 'fyi', 's', 'b', 'normal', 1,
+                        1, 'read', value, value, value
+                 FROM n",
+                params![from, to, first, count],
+            )
+            .unwrap();
+    }
+
+    /// What a finishing worker's coordinator is told about (the mail it sent that waits,
+    /// its unread mail) is found without reading the agent's history: the cost of a
+    /// finish must not grow with the mail an agent ever sent or read (issue 25's soak).
+    #[tokio::test]
+    async fn pending_and_unread_mail_are_found_without_reading_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("swarm.db");
+        crate::SqliteStore::open(&path).await.unwrap().close().await;
+        let connection = Connection::open(&path).unwrap();
+        let (worker, peer) = (AgentId::new_v7(), AgentId::new_v7());
+        let (waits, unread_id) = (MailId::new_v7(), MailId::new_v7());
+        for (id, name) in [(worker, "worker"), (peer, "peer")] {
+            connection
+                .execute(
+                    "INSERT INTO agents (id, name, is_lead, status, created_at, last_updated_at)
+                     VALUES (?1, ?2, 0, 'idle', 0, 0)",
+                    params![id.to_string(), name],
+                )
+                .unwrap();
+        }
+        // What is pending is the newest: a walk of the whole mailbox meets the history first.
+        connection
+            .execute_batch(&format!(
+                "INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority, priority_rank,
+                                   awaiting_response, status, created_at)
+                 VALUES ('{waits}', '{worker}', '{peer}', 'question', 's', 'b', 'normal', 1, 1, 'read', 9000000),
+                        ('{unread_id}', '{peer}', '{worker}', 'fyi', 's', 'b', 'normal', 1, 0, 'unread', 9000001);"
+            ))
+            .unwrap();
+        let pending = MailQuery {
+            agent: Some(worker),
+            mailbox: MailBox::Outbox,
+            pending_only: true,
+            oldest_first: true,
+            limit: 20,
+            ..MailQuery::default()
+        };
+        let unread = MailQuery {
+            agent: Some(worker),
+            mailbox: MailBox::Inbox,
+            statuses: MailStatus::UNDELIVERED.to_vec(),
+            oldest_first: true,
+            limit: 20,
+            ..MailQuery::default()
+        };
+        let steps = || (list_sql(&pending).steps(&connection), list_sql(&unread).steps(&connection));
+        let before = steps();
+
+        old_mail(&connection, &worker.to_string(), &peer.to_string(), 1, 3_000);
+        old_mail(&connection, &peer.to_string(), &worker.to_string(), 10_000, 3_000);
+        assert_eq!(before, steps(), "3,000 old mails each way changed the work of the lists");
+
+        let found = |query: &MailQuery| -> Vec<MailId> {
+            let rows = list_sql(query).all(&connection, super::mail_from_row).unwrap();
+            rows.into_iter().map(|mail| mail.id).collect()
+        };
+        assert_eq!(found(&pending), [waits]);
+        assert_eq!(found(&unread), [unread_id]);
+    }
 }

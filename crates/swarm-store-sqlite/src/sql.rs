@@ -120,6 +120,17 @@ impl Sql {
         scalar(connection, &self.text, params_from_iter(&self.values))
     }
 
+    /// The virtual machine steps of one run of the statement to its end: work that does
+    /// not depend on the machine, for tests that a query's cost does not grow with a table.
+    #[cfg(test)]
+    pub(crate) fn steps(&self, connection: &Connection) -> i32 {
+        let mut statement = connection.prepare(&self.text).unwrap();
+        let mut rows = statement.query(params_from_iter(&self.values)).unwrap();
+        while rows.next().unwrap().is_some() {}
+        drop(rows);
+        statement.get_status(rusqlite::StatementStatus::VmStep)
+    }
+
     /// Run a statement without decoding, for callers that inspect the raw error.
     pub(crate) fn execute_raw(&self, connection: &Connection) -> rusqlite::Result<usize> {
         connection.prepare_cached(&self.text)?.execute(params_from_iter(&self.values))
