@@ -1,8 +1,9 @@
 //! The MCP Tasks extension (SEP-2663) with rmcp's client: a client that declares it gets
 //! `poll-task` as a task, reads the outcome with `tasks/get` from any process on the same
-//! database, and cancels it; a client that does not declare it calls as before.
+//! database, and cancels it; a client that does not declare it calls as before. The hub's
+//! retention removes an expired one.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ErrorCode, GetTaskParams,
@@ -10,12 +11,15 @@ use rmcp::model::{
 };
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
+use swarm_hub::HubOptions;
 
 use crate::{
     hub::{Hub, sqlite_file},
     mcp_client::{
         Client, Revision, client_info, connect_http, connect_http_as, connect_stdio_as, new_agent_id, ok,
     },
+    metrics::scrape,
+    support::eventually,
 };
 
 const KEY: &str = "mcp-tasks-key";
@@ -153,4 +157,46 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
     assert!(matches!(poll_once(&plain, 1).await, CallToolResponse::Complete(_)));
     let err = plain.get_task(GetTaskParams::new(id)).await.unwrap_err();
     assert_eq!(code(err), -32021, "missing required client capability");
+}
+
+/// The hub's retention pass removes a task whose `ttlMs` ran out, with no other task
+/// created to sweep it, and counts it in `/metrics`; a live one stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_task_is_removed_by_the_hubs_retention_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let started = chrono::Utc::now();
+    std::fs::write(&clock, started.to_rfc3339()).unwrap();
+    let options = HubOptions {
+        clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.clone()))),
+        retention_every: Duration::from_millis(100),
+        ..HubOptions::default()
+    };
+    let hub = Hub::start_with_options(&sqlite_file(dir.path()), Some(KEY), &[], options);
+    let worker = new_agent_id();
+    let joining = connect_http(&hub, Some(&worker), Revision::Initialize).await;
+    ok(&joining, "join-swarm", json!({"name": "builder"})).await;
+    let client = connect_http_as(
+        &hub,
+        hub.bearer_for(Some(&worker)).as_deref(),
+        Some(&worker),
+        Revision::Stateless,
+        declaring_tasks(),
+    )
+    .await;
+    let id = start(&client, 30).await;
+
+    let removed =
+        || async { scrape(&hub).await.get("swarm_retention_removed_rows_total", &[("kind", "mcp_tasks")]) };
+    let passes = || async { scrape(&hub).await.get("swarm_retention_passes_total", &[]) };
+    let first = passes().await;
+    eventually("two retention passes", || async { (passes().await >= first + 2.0).then_some(()) }).await;
+    assert_eq!(removed().await, 0.0, "a live task stays");
+    assert_eq!(get(&client, &id).await.task.status(), TaskStatus::Working);
+
+    // Two hours on: past the task's hour.
+    std::fs::write(&clock, (started + chrono::Duration::hours(2)).to_rfc3339()).unwrap();
+    eventually("the expired task removed", || async { (removed().await >= 1.0).then_some(()) }).await;
+    let err = client.get_task(GetTaskParams::new(id)).await.unwrap_err();
+    assert_eq!(code(err), ErrorCode::INVALID_PARAMS.0);
 }
