@@ -30,6 +30,18 @@ fn declaring_tasks() -> rmcp::model::ClientConfig {
     info
 }
 
+/// A stateless (2026-07-28) client of `agent` that declares the extension.
+async fn declaring_client(hub: &Hub, agent: &str) -> Client {
+    connect_http_as(
+        hub,
+        hub.bearer_for(Some(agent)).as_deref(),
+        Some(agent),
+        Revision::Stateless,
+        declaring_tasks(),
+    )
+    .await
+}
+
 async fn poll_once(client: &Client, wait_seconds: u64) -> CallToolResponse {
     let arguments = json!({"waitSeconds": wait_seconds}).as_object().unwrap().clone();
     let params = CallToolRequestParams::new("poll-task").with_arguments(arguments);
@@ -87,14 +99,7 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
         let client = connect_http(&hub, Some(id), Revision::Initialize).await;
         ok(&client, "join-swarm", json!({"name": name})).await;
     }
-    let client = connect_http_as(
-        &hub,
-        hub.bearer_for(Some(&worker)).as_deref(),
-        Some(&worker),
-        Revision::Stateless,
-        declaring_tasks(),
-    )
-    .await;
+    let client = declaring_client(&hub, &worker).await;
 
     // The call answers at once with a task, durable before its id is seen: no work yet.
     let id = start(&client, 30).await;
@@ -134,14 +139,7 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
     assert_eq!(result["structuredContent"]["trigger"], Value::Null, "{result}");
 
     // Only its caller reads a task; an unknown or malformed id is -32602.
-    let stranger = connect_http_as(
-        &hub,
-        hub.bearer_for(Some(&other)).as_deref(),
-        Some(&other),
-        Revision::Stateless,
-        declaring_tasks(),
-    )
-    .await;
+    let stranger = declaring_client(&hub, &other).await;
     let err = stranger.get_task(GetTaskParams::new(id.clone())).await.unwrap_err();
     assert_eq!(code(err), ErrorCode::INVALID_PARAMS.0);
     let err = client.get_task(GetTaskParams::new(uuid::Uuid::new_v4().to_string())).await.unwrap_err();
@@ -176,14 +174,7 @@ async fn an_expired_task_is_removed_by_the_hubs_retention_pass() {
     let worker = new_agent_id();
     let joining = connect_http(&hub, Some(&worker), Revision::Initialize).await;
     ok(&joining, "join-swarm", json!({"name": "builder"})).await;
-    let client = connect_http_as(
-        &hub,
-        hub.bearer_for(Some(&worker)).as_deref(),
-        Some(&worker),
-        Revision::Stateless,
-        declaring_tasks(),
-    )
-    .await;
+    let client = declaring_client(&hub, &worker).await;
     let id = start(&client, 30).await;
 
     let removed =
