@@ -14,6 +14,7 @@
 mod agents;
 mod apply;
 mod chat;
+mod counts;
 mod epics;
 mod error;
 mod events;
@@ -87,6 +88,8 @@ pub struct PgStore {
     announcer: wakes::Announcer,
     /// Null polls answered from memory (see `poll_cache.rs` for why that is safe).
     poll_cache: Arc<poll_cache::PollCache>,
+    /// Folds the task counts' changes every second while the store lives.
+    _count_folder: counts::Folder,
 }
 
 impl PgStore {
@@ -135,7 +138,8 @@ impl PgStore {
         }
         let origin = uuid::Uuid::new_v4();
         let announcer = wakes::Announcer::start(pool.clone(), origin);
-        Ok(PgStore { pool, description, origin, announcer, poll_cache: Arc::default() })
+        let _count_folder = counts::Folder::start(pool.clone());
+        Ok(PgStore { pool, description, origin, announcer, poll_cache: Arc::default(), _count_folder })
     }
 
     /// Where the data lives, for start-up logs; never includes the password.

@@ -87,7 +87,7 @@ pub(crate) fn slack_outcomes_unannounced(
 
 /// A page and the total; the caller runs both in one snapshot.
 pub(crate) fn list(snapshot: &Connection, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {
-    let total: i64 = if by_status_only(filter) {
+    let total: i64 = if filter.by_status_only() {
         // Kept by triggers (migration 0017): ten rows, however many tasks there are.
         let mut count = Sql::new("SELECT coalesce(sum(n), 0) FROM task_counts");
         if !filter.statuses.is_empty() {
@@ -109,33 +109,6 @@ pub(crate) fn list(snapshot: &Connection, filter: &TaskFilter) -> StoreResult<(V
         .push(" OFFSET ")
         .bind(filter.offset.max(0));
     Ok((page.all(snapshot, from_row)?, total))
-}
-
-/// Whether the filter asks for nothing but statuses (or for every task).
-fn by_status_only(filter: &TaskFilter) -> bool {
-    let TaskFilter {
-        statuses: _,
-        agent_id,
-        creator_agent_id,
-        offered_to,
-        source,
-        task_type,
-        tags,
-        search,
-        finished_since,
-        ready_only,
-        limit: _,
-        offset: _,
-    } = filter;
-    agent_id.is_none()
-        && creator_agent_id.is_none()
-        && offered_to.is_none()
-        && source.is_none()
-        && task_type.is_none()
-        && tags.is_empty()
-        && search.is_none()
-        && finished_since.is_none()
-        && !ready_only
 }
 
 fn push_filter(query: &mut Sql, filter: &TaskFilter) {

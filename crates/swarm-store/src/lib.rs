@@ -13,12 +13,14 @@ pub mod epics;
 pub mod mcp_tasks;
 pub mod services;
 pub mod sql;
+mod task_filter;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
 pub use epics::{EpicFilter, EpicStore};
 pub use mcp_tasks::McpTaskStore;
 pub use services::{ServiceFilter, ServiceRegistry};
+pub use task_filter::TaskFilter;
 
 use async_trait::async_trait;
 use swarm_domain::{
@@ -74,28 +76,6 @@ pub enum Applied<T> {
         current: T,
     },
     NotFound,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskFilter {
-    /// Any of these statuses; empty means all.
-    pub statuses: Vec<TaskStatus>,
-    pub agent_id: Option<AgentId>,
-    pub creator_agent_id: Option<AgentId>,
-    pub offered_to: Option<AgentId>,
-    pub source: Option<String>,
-    pub task_type: Option<String>,
-    /// Tasks carrying every one of these tags.
-    pub tags: Vec<String>,
-    /// Case-insensitive substring of the task text.
-    pub search: Option<String>,
-    /// Only tasks with `finished_at >= finished_since`.
-    pub finished_since: Option<Timestamp>,
-    /// Only tasks whose every `dependsOn` task is `completed`.
-    pub ready_only: bool,
-    /// Page size (the service bounds it) and offset; ordered newest first.
-    pub limit: i64,
-    pub offset: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
