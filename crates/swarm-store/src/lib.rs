@@ -37,7 +37,7 @@ use swarm_domain::{
     retention::Expiring,
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::{Stats, WorkCounts},
-    task::{NewTask, Task, TaskChange, TaskStatus},
+    task::{NewTask, Task, TaskChange},
     time::Timestamp,
     token::AgentToken,
     trigger::{TaskAwait, TriggerDef, TriggerSession},
