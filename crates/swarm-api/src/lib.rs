@@ -52,8 +52,14 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
+/// What every handler reads, behind one `Arc`: axum clones the state into each request
+/// (the router's service and each `State` extractor), and a clone of the parts themselves
+/// cost a request about twenty atomic increments and decrements and a lock of the
+/// shutdown token's tree, twice over (BENCHMARKS.md, "Where the time goes").
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppStateParts>);
+
+pub struct AppStateParts {
     pub service: Service,
     pub api_key: ApiKey,
     /// Cancelled when the hub stops: endless responses (`GET /api/events`) end then,
@@ -63,6 +69,20 @@ pub struct AppState {
     pub limits: Arc<Limits>,
     /// HTTP request counts for `GET /metrics`, and whether it needs the key.
     pub metrics: Arc<Metrics>,
+}
+
+impl AppState {
+    pub fn new(parts: AppStateParts) -> AppState {
+        AppState(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateParts;
+
+    fn deref(&self) -> &AppStateParts {
+        &self.0
+    }
 }
 
 #[derive(OpenApi)]

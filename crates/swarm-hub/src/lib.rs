@@ -17,7 +17,7 @@ mod serve;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
-use swarm_api::{ApiKey, AppState};
+use swarm_api::{ApiKey, AppState, AppStateParts};
 use swarm_domain::lease::LeasePolicy;
 use swarm_mcp::{AllowedHosts, HttpOptions};
 use swarm_service::{Background, Service, clock::Clock};
@@ -175,13 +175,13 @@ impl Hub {
         };
         let caps = swarm_api::Limits::new(args.limits.max_streams_per_agent, args.limits.max_polls_per_agent);
         let app = app(
-            AppState {
+            AppState::new(AppStateParts {
                 service: service.clone(),
                 api_key: api_key.clone(),
                 shutdown: stop.child_token(),
                 limits: caps,
                 metrics: Arc::new(swarm_api::Metrics::new(args.metrics_public)),
-            },
+            }),
             mcp_options,
             slack.as_ref().map(|bridge| bridge.router()),
         );

@@ -59,13 +59,30 @@ pub(crate) fn apply(
 
 /// The change's guarded update ([`task_update::plan`]) with SQLite's placeholders and
 /// column types: ids as text, times as milliseconds.
+///
+/// As `UPDATE OR FAIL`. A status change fires triggers (`task_counts`, epic progress),
+/// and SQLite runs a statement that has triggers and may abort on a constraint inside a
+/// statement transaction of its own: it first copies every page the statement touches
+/// into a statement journal, so that an abort can undo the statement alone (a sixth of
+/// the writer's instructions in a claim cycle, BENCHMARKS.md). `FAIL` stops at the
+/// failing constraint without that undo, and nothing here needs it: the statement
+/// changes one row, whose constraints are checked before it is written, and a job that
+/// meets any error fails, which takes its whole transaction back
+/// (`database::commit_group`). A change of an agent column still takes the journal:
+/// SQLite counts foreign-key violations over such a statement and undoes it at its end.
 fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> Sql {
     let mut query = Sql::default();
     for piece in task_update::plan(id, change, now) {
         match piece {
-            Piece::Sql(text) => {
-                query.push(text);
-            }
+            // The plan is shared with PostgreSQL, which has no `OR FAIL`.
+            Piece::Sql(text) => match text.strip_prefix("UPDATE tasks ") {
+                Some(rest) => {
+                    query.push("UPDATE OR FAIL tasks ").push(rest);
+                }
+                None => {
+                    query.push(text);
+                }
+            },
             Piece::Bind(value) => {
                 query.bind(sqlite_value(value));
             }

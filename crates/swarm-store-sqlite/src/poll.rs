@@ -158,7 +158,8 @@ pub(crate) fn claim(
 }
 
 /// Pick the kind's best candidate and move it in one guarded `UPDATE ... WHERE id =
-/// (SELECT ...)`; log it and settle the agent's busy/idle status.
+/// (SELECT ...)`; log it and settle the agent's busy/idle status. `OR FAIL`: see
+/// `apply::guarded_update`.
 fn claim_task(
     tx: &Connection,
     kind: TriggerKind,
@@ -169,7 +170,7 @@ fn claim_task(
     let sql = match kind {
         TriggerKind::TaskOffered => {
             concat!(
-                "UPDATE tasks SET status = 'reviewing', last_updated_at = ?2, lease_expires_at = ?3
+                "UPDATE OR FAIL tasks SET status = 'reviewing', last_updated_at = ?2, lease_expires_at = ?3
                  WHERE status = 'offered' AND id = (
                      SELECT t.id FROM tasks t WHERE t.offered_to = ?1 AND t.status = 'offered'
                      ORDER BY t.offered_at, t.created_at, t.id LIMIT 1)
@@ -178,7 +179,7 @@ fn claim_task(
             )
         }
         TriggerKind::TaskAssigned => concat!(
-            "UPDATE tasks SET status = 'in_progress', last_updated_at = ?2, lease_expires_at = ?3
+            "UPDATE OR FAIL tasks SET status = 'in_progress', last_updated_at = ?2, lease_expires_at = ?3
              WHERE status = 'pending' AND id = (
                  SELECT t.id FROM tasks t WHERE t.agent_id = ?1 AND t.status = 'pending' AND",
             ready!(),
@@ -191,7 +192,7 @@ fn claim_task(
         // Without statistics SQLite prefers the status index's equality, then sorts the
         // pool by id in a temporary b-tree; `tasks_pool` holds the whole claim order.
         TriggerKind::PoolTask => concat!(
-            "UPDATE tasks SET status = 'in_progress', agent_id = ?1, from_pool = 1,
+            "UPDATE OR FAIL tasks SET status = 'in_progress', agent_id = ?1, from_pool = 1,
                               last_updated_at = ?2, lease_expires_at = ?3
              WHERE status = 'unassigned' AND id = (
                  SELECT t.id FROM tasks t INDEXED BY tasks_pool WHERE t.status = 'unassigned' AND",

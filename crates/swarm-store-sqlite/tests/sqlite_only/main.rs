@@ -350,6 +350,67 @@ async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
     store.close().await;
 }
 
+/// Claims and finishes run as `UPDATE OR FAIL` (no statement journal, `apply::guarded_update`)
+/// inside groups of concurrent writes, with the counting triggers firing in each: workers
+/// claiming and finishing at once, and finishes of tasks already finished (refused) among
+/// them, leave every task completed once and the counts what counting the rows gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_claims_and_finishes_keep_the_counts_exact() {
+    use swarm_domain::poll::{Trigger, TriggerKind};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("swarm.db");
+    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let now = Timestamp::now();
+    let mut workers = JoinSet::new();
+    for w in 0..8 {
+        let agent = worker(&format!("worker {w}"), 1);
+        store.agent_register(&agent, now).await.unwrap();
+        for n in 0..25 {
+            let draft =
+                TaskDraft { task: format!("task {w}.{n}"), agent_id: Some(agent.id), ..TaskDraft::default() };
+            store.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap();
+        }
+        let store = Arc::clone(&store);
+        workers.spawn(async move {
+            let mut finished = 0;
+            let kinds = [TriggerKind::TaskAssigned];
+            while let Some((_, trigger)) = store
+                .poll_claim_for_runner(agent.id, &kinds, now, now.plus_millis(60_000), None)
+                .await
+                .unwrap()
+            {
+                let Trigger::TaskAssigned { task_id, .. } = trigger else { panic!("{trigger:?}") };
+                let finish = finish_completed(agent.id).change();
+                let first = store.task_apply(task_id, &finish, Some(agent.id), now).await.unwrap();
+                assert!(matches!(first, Applied::Changed { .. }), "{first:?}");
+                let again = store.task_apply(task_id, &finish, Some(agent.id), now).await.unwrap();
+                assert!(matches!(again, Applied::Refused { .. }), "{again:?}");
+                finished += 1;
+            }
+            finished
+        });
+    }
+    let mut finished = 0;
+    while let Some(joined) = workers.join_next().await {
+        finished += joined.unwrap();
+    }
+    assert_eq!(finished, 200);
+    let mut raw = raw_connection(&path).await;
+    let counted: Vec<(String, i64)> = sqlx::query_as("SELECT status, count(*) FROM tasks GROUP BY status")
+        .fetch_all(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(counted, vec![("completed".to_string(), 200)]);
+    let stats = store.stats().await.unwrap().tasks;
+    assert_eq!(
+        [stats.total, stats.completed, stats.pending, stats.in_progress],
+        [200, 200, 0, 0],
+        "{stats:?}"
+    );
+    sqlx::Connection::close(raw).await.unwrap();
+    store.close().await;
+}
+
 /// An idle agent's poll view is kept while nothing commits (`view_cache`): it must never
 /// hide work, whether this store wrote it or another connection to the file did (a second
 /// hub, `swarm mcp`).
