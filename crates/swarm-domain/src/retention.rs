@@ -2,8 +2,8 @@
 //!
 //! Only the record of work that is over is ever removed: a finished task's session logs
 //! and events, trigger hand-outs that were delivered, mail that was read, inbox messages
-//! that were handled. Tasks themselves, agents, schedules, costs and anything still in
-//! play stay, whatever their age.
+//! that were handled, MCP tasks whose time ran out. Tasks themselves, agents, schedules,
+//! costs and anything still in play stay, whatever their age.
 
 use std::time::Duration;
 
@@ -28,15 +28,19 @@ pub enum Expiring {
     /// need no telling), that no task depends on, no trigger session awaits and no inbox
     /// message was delegated to. Off unless asked for.
     FinishedTasks,
+    /// MCP tasks (the Tasks extension) past their own `expires_at`: nobody can read them
+    /// any more, so their window is nil and no policy keeps them.
+    McpTasks,
 }
 
 impl Expiring {
-    pub const ALL: [Expiring; 5] = [
+    pub const ALL: [Expiring; 6] = [
         Expiring::SessionLogs,
         Expiring::Events,
         Expiring::DeliveredTriggers,
         Expiring::ReadMail,
         Expiring::FinishedTasks,
+        Expiring::McpTasks,
     ];
 
     /// The name in metrics and logs.
@@ -47,6 +51,7 @@ impl Expiring {
             Expiring::DeliveredTriggers => "delivered_triggers",
             Expiring::ReadMail => "read_mail",
             Expiring::FinishedTasks => "finished_tasks",
+            Expiring::McpTasks => "mcp_tasks",
         }
     }
 
@@ -58,6 +63,7 @@ impl Expiring {
             Expiring::DeliveredTriggers => 2,
             Expiring::ReadMail => 3,
             Expiring::FinishedTasks => 4,
+            Expiring::McpTasks => 5,
         }
     }
 }
@@ -111,6 +117,8 @@ impl RetentionPolicy {
         }
     }
 
+    /// An MCP task's window is nil: it carries its own expiry (SEP-2663's `ttlMs`), and
+    /// past it no client can read it.
     pub fn window(&self, kind: Expiring) -> Option<Duration> {
         match kind {
             Expiring::SessionLogs => self.session_logs,
@@ -118,6 +126,7 @@ impl RetentionPolicy {
             Expiring::DeliveredTriggers => self.delivered_triggers,
             Expiring::ReadMail => self.read_mail,
             Expiring::FinishedTasks => self.finished_tasks,
+            Expiring::McpTasks => Some(Duration::ZERO),
         }
     }
 
@@ -138,6 +147,7 @@ mod tests {
         let now = Timestamp::from_unix_millis(100 * 86_400_000).expect("a time");
         assert_eq!(policy.cutoff(Expiring::Events, now), None);
         assert_eq!(policy.cutoff(Expiring::SessionLogs, now), Timestamp::from_unix_millis(86 * 86_400_000));
+        assert_eq!(policy.cutoff(Expiring::McpTasks, now), Some(now), "expired MCP tasks go at once");
         for (index, kind) in Expiring::ALL.iter().enumerate() {
             assert_eq!(kind.index(), index);
         }

@@ -27,6 +27,7 @@ mod process;
 mod runner;
 mod settle;
 mod shipper;
+mod supervise;
 mod view;
 mod work;
 mod worktree;

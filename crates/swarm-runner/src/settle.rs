@@ -12,9 +12,10 @@ use swarm_domain::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    agent_run::{Context, Outcome, Supervised},
+    agent_run::{Context, Outcome},
     hub::with_retry,
     process::ChildExit,
+    supervise::Supervised,
     view::human_duration,
     work::Work,
 };

@@ -68,6 +68,8 @@ impl Service {
                 events = report.removed(Expiring::Events),
                 delivered_triggers = report.removed(Expiring::DeliveredTriggers),
                 read_mail = report.removed(Expiring::ReadMail),
+                finished_tasks = report.removed(Expiring::FinishedTasks),
+                mcp_tasks = report.removed(Expiring::McpTasks),
                 pages_reclaimed = report.pages_reclaimed,
                 "retention removed finished work's records older than their windows"
             );

@@ -74,6 +74,9 @@ pub(crate) async fn remove(
                  ORDER BY last_updated_at LIMIT $2)",
         ],
         Expiring::FinishedTasks => &[],
+        // Its own expiry, not its age: `mcp_task_get` stops seeing a task at `expires_at`.
+        Expiring::McpTasks => &["DELETE FROM mcp_tasks WHERE id IN (
+             SELECT id FROM mcp_tasks WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)"],
     };
     let mut tx = pool.begin().await.map_err(db)?;
     let mut removed = 0;

@@ -91,6 +91,13 @@ pub(crate) fn remove(tx: &Connection, kind: Expiring, older_than: Timestamp, lim
             mail + inbox
         }
         Expiring::FinishedTasks => remove_finished_tasks(tx, cutoff, limit)?,
+        // Its own expiry, not its age: `mcp_task_get` stops seeing a task at `expires_at`.
+        Expiring::McpTasks => sql::execute(
+            tx,
+            "DELETE FROM mcp_tasks WHERE id IN (
+                 SELECT id FROM mcp_tasks WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+            params![cutoff, limit],
+        )?,
     };
     Ok(u64::try_from(removed).unwrap_or(0))
 }

@@ -577,7 +577,8 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
     // ----- retention -----
 
     /// Removes at most `limit` rows of `kind` that are older than `older_than` and belong
-    /// to no unfinished work (see [`Expiring`]), in one short transaction; returns how many
+    /// to no unfinished work (see [`Expiring`]; MCP tasks: that expired at or before
+    /// `older_than`), in one short transaction; returns how many
     /// it removed. The caller repeats it while it returns `limit`, so that no write waits
     /// long behind it.
     async fn retention_remove(&self, kind: Expiring, older_than: Timestamp, limit: u32) -> StoreResult<u64>;

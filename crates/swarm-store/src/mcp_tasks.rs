@@ -14,7 +14,11 @@ use crate::{Applied, StoreResult};
 
 #[async_trait]
 pub trait McpTaskStore: Send + Sync {
-    /// Keep `task`; in the same transaction forget the tasks whose time ran out.
+    /// Keep `task`; in the same transaction forget the tasks whose time ran out (the
+    /// hub's retention pass also does, in batches: [`Expiring::McpTasks`]; this covers a
+    /// `swarm mcp` over stdio, which runs no retention).
+    ///
+    /// [`Expiring::McpTasks`]: swarm_domain::retention::Expiring::McpTasks
     async fn mcp_task_create(&self, task: &McpTask) -> StoreResult<()>;
     /// The task, unless its time ran out by `now`.
     async fn mcp_task_get(&self, id: McpTaskId, now: Timestamp) -> StoreResult<Option<McpTask>>;

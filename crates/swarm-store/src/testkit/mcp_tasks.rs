@@ -6,6 +6,7 @@ use serde_json::json;
 use swarm_domain::{
     id::{AgentId, McpTaskId},
     mcp_task::{McpTask, McpTaskStatus},
+    retention::{Expiring, RetentionPolicy},
     time::Timestamp,
 };
 
@@ -20,7 +21,11 @@ macro_rules! __store_conformance_mcp_tasks {
         $crate::__store_conformance_area!(
             $fresh,
             mcp_tasks,
-            [a_task_is_kept_then_settled_once, an_expired_task_is_gone_and_forgotten],
+            [
+                a_task_is_kept_then_settled_once,
+                an_expired_task_is_gone_and_forgotten,
+                retention_removes_expired_tasks_in_batches_and_keeps_live_ones,
+            ],
             multi_thread: [concurrent_settlements_have_one_winner]
         );
     };
@@ -83,6 +88,29 @@ pub async fn an_expired_task_is_gone_and_forgotten(store: Arc<dyn Store>) {
     // The next task's creation removes it: even a read at its creation time finds nothing.
     fx.store.mcp_task_create(&task(agent, later, 3_600_000)).await.unwrap();
     assert_eq!(fx.store.mcp_task_get(short.id, short.created_at).await.unwrap(), None);
+}
+
+pub async fn retention_removes_expired_tasks_in_batches_and_keeps_live_ones(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let agent = fx.worker("w").await;
+    // Long enough that creating the others does not forget them already.
+    let expired = [task(agent, fx.now(), 10_000), task(agent, fx.now(), 10_000)];
+    let live = task(agent, fx.now(), 3_600_000);
+    for task in expired.iter().chain([&live]) {
+        fx.store.mcp_task_create(task).await.unwrap();
+    }
+    let later = fx.now().plus_millis(30_000);
+    let cutoff = RetentionPolicy::keep_all().cutoff(Expiring::McpTasks, later).expect("no policy keeps them");
+    let mut batches = Vec::new();
+    for _ in 0..3 {
+        batches.push(fx.store.retention_remove(Expiring::McpTasks, cutoff, 1).await.unwrap());
+    }
+    assert_eq!(batches, [1, 1, 0], "one expired task per batch of one, then none");
+    // Read at their creation time, when they were still live: only removal hides them.
+    for task in &expired {
+        assert_eq!(fx.store.mcp_task_get(task.id, task.created_at).await.unwrap(), None, "removed");
+    }
+    assert_eq!(fx.store.mcp_task_get(live.id, later).await.unwrap(), Some(live.clone()), "live, kept");
 }
 
 pub async fn concurrent_settlements_have_one_winner(store: Arc<dyn Store>) {

@@ -1,8 +1,9 @@
 //! The MCP Tasks extension (SEP-2663) with rmcp's client: a client that declares it gets
 //! `poll-task` as a task, reads the outcome with `tasks/get` from any process on the same
-//! database, and cancels it; a client that does not declare it calls as before.
+//! database, and cancels it; a client that does not declare it calls as before. The hub's
+//! retention removes an expired one.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ErrorCode, GetTaskParams,
@@ -10,12 +11,15 @@ use rmcp::model::{
 };
 use rmcp::service::ServiceError;
 use serde_json::{Value, json};
+use swarm_hub::HubOptions;
 
 use crate::{
     hub::{Hub, sqlite_file},
     mcp_client::{
         Client, Revision, client_info, connect_http, connect_http_as, connect_stdio_as, new_agent_id, ok,
     },
+    metrics::scrape,
+    support::eventually,
 };
 
 const KEY: &str = "mcp-tasks-key";
@@ -24,6 +28,18 @@ fn declaring_tasks() -> rmcp::model::ClientConfig {
     let mut info = client_info();
     info.capabilities = ClientCapabilities::builder().enable_tasks().build();
     info
+}
+
+/// A stateless (2026-07-28) client of `agent` that declares the extension.
+async fn declaring_client(hub: &Hub, agent: &str) -> Client {
+    connect_http_as(
+        hub,
+        hub.bearer_for(Some(agent)).as_deref(),
+        Some(agent),
+        Revision::Stateless,
+        declaring_tasks(),
+    )
+    .await
 }
 
 async fn poll_once(client: &Client, wait_seconds: u64) -> CallToolResponse {
@@ -83,14 +99,7 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
         let client = connect_http(&hub, Some(id), Revision::Initialize).await;
         ok(&client, "join-swarm", json!({"name": name})).await;
     }
-    let client = connect_http_as(
-        &hub,
-        hub.bearer_for(Some(&worker)).as_deref(),
-        Some(&worker),
-        Revision::Stateless,
-        declaring_tasks(),
-    )
-    .await;
+    let client = declaring_client(&hub, &worker).await;
 
     // The call answers at once with a task, durable before its id is seen: no work yet.
     let id = start(&client, 30).await;
@@ -130,14 +139,7 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
     assert_eq!(result["structuredContent"]["trigger"], Value::Null, "{result}");
 
     // Only its caller reads a task; an unknown or malformed id is -32602.
-    let stranger = connect_http_as(
-        &hub,
-        hub.bearer_for(Some(&other)).as_deref(),
-        Some(&other),
-        Revision::Stateless,
-        declaring_tasks(),
-    )
-    .await;
+    let stranger = declaring_client(&hub, &other).await;
     let err = stranger.get_task(GetTaskParams::new(id.clone())).await.unwrap_err();
     assert_eq!(code(err), ErrorCode::INVALID_PARAMS.0);
     let err = client.get_task(GetTaskParams::new(uuid::Uuid::new_v4().to_string())).await.unwrap_err();
@@ -153,4 +155,39 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
     assert!(matches!(poll_once(&plain, 1).await, CallToolResponse::Complete(_)));
     let err = plain.get_task(GetTaskParams::new(id)).await.unwrap_err();
     assert_eq!(code(err), -32021, "missing required client capability");
+}
+
+/// The hub's retention pass removes a task whose `ttlMs` ran out, with no other task
+/// created to sweep it, and counts it in `/metrics`; a live one stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_task_is_removed_by_the_hubs_retention_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let started = chrono::Utc::now();
+    std::fs::write(&clock, started.to_rfc3339()).unwrap();
+    let options = HubOptions {
+        clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.clone()))),
+        retention_every: Duration::from_millis(100),
+        ..HubOptions::default()
+    };
+    let hub = Hub::start_with_options(&sqlite_file(dir.path()), Some(KEY), &[], options);
+    let worker = new_agent_id();
+    let joining = connect_http(&hub, Some(&worker), Revision::Initialize).await;
+    ok(&joining, "join-swarm", json!({"name": "builder"})).await;
+    let client = declaring_client(&hub, &worker).await;
+    let id = start(&client, 30).await;
+
+    let removed =
+        || async { scrape(&hub).await.get("swarm_retention_removed_rows_total", &[("kind", "mcp_tasks")]) };
+    let passes = || async { scrape(&hub).await.get("swarm_retention_passes_total", &[]) };
+    let first = passes().await;
+    eventually("two retention passes", || async { (passes().await >= first + 2.0).then_some(()) }).await;
+    assert_eq!(removed().await, 0.0, "a live task stays");
+    assert_eq!(get(&client, &id).await.task.status(), TaskStatus::Working);
+
+    // Two hours on: past the task's hour.
+    std::fs::write(&clock, (started + chrono::Duration::hours(2)).to_rfc3339()).unwrap();
+    eventually("the expired task removed", || async { (removed().await >= 1.0).then_some(()) }).await;
+    let err = client.get_task(GetTaskParams::new(id)).await.unwrap_err();
+    assert_eq!(code(err), ErrorCode::INVALID_PARAMS.0);
 }
