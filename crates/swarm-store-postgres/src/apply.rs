@@ -79,20 +79,13 @@ pub(crate) async fn apply_in(
     actor: Option<AgentId>,
     now: Timestamp,
 ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)> {
-    let Some(before) = lock_task(tx, id).await? else {
+    let new_assignee = match change.updates.agent_id {
+        FieldUpdate::Set(agent) => Some(agent),
+        FieldUpdate::Keep | FieldUpdate::Clear => None,
+    };
+    let Some(before) = lock_task_and_agents(tx, id, change.guard.capacity_of, new_assignee).await? else {
         return Ok((Applied::NotFound, None));
     };
-
-    let assignee_after = match change.updates.agent_id {
-        FieldUpdate::Keep => before.agent_id,
-        FieldUpdate::Set(agent) => Some(agent),
-        FieldUpdate::Clear => None,
-    };
-    // Every agent row this transaction may write or must count for, locked up front in
-    // id order: the capacity guard and the status updates below then cannot deadlock.
-    let mut involved: Vec<AgentId> =
-        [change.guard.capacity_of, before.agent_id, assignee_after].into_iter().flatten().collect();
-    agents::lock_in_order(tx, &mut involved).await?;
 
     let mut update = guarded_update(id, change, now);
     let changed: Option<(Uuid, bool, Option<Uuid>)> =
@@ -243,6 +236,40 @@ pub(crate) async fn edit_text(
     let after = get_known(&mut tx, id).await?;
     tx.commit().await.map_err(db)?;
     Ok(Applied::Changed { before, after })
+}
+
+/// The task as it stands, its row locked until the transaction ends, and then, in the
+/// same statement, every agent row the change may write or must count for (`capacity_of`,
+/// the assignee before, `new_assignee`), in id order: the capacity guard and the status
+/// updates that follow then cannot deadlock, and the crate's lock order (task rows
+/// before agent rows) holds. One round trip instead of two. The guarded `UPDATE` that
+/// counts the agent's work is a later statement, so it reads with a snapshot taken after
+/// these locks were granted.
+async fn lock_task_and_agents(
+    tx: &mut PgConnection,
+    id: TaskId,
+    capacity_of: Option<AgentId>,
+    new_assignee: Option<AgentId>,
+) -> StoreResult<Option<Task>> {
+    // MATERIALIZED, and the agents' CTE read by the outer query: a CTE that is not read
+    // is never run, and its locks would not be taken.
+    sqlx::query(concat!(
+        "WITH locked AS MATERIALIZED (",
+        task_select!(),
+        " WHERE t.id = $1 FOR NO KEY UPDATE OF t), \
+         involved AS MATERIALIZED ( \
+             SELECT a.id FROM agents a \
+             WHERE a.id = ANY(ARRAY[$2::uuid, $3::uuid, (SELECT agent_id FROM locked)]) \
+             ORDER BY a.id FOR NO KEY UPDATE) \
+         SELECT locked.*, (SELECT count(*) FROM involved) AS agents_locked FROM locked"
+    ))
+    .bind(id.as_uuid())
+    .bind(capacity_of.map(|agent| agent.as_uuid()))
+    .bind(new_assignee.map(|agent| agent.as_uuid()))
+    .try_map(task_from_row)
+    .fetch_optional(tx)
+    .await
+    .map_err(db)
 }
 
 /// The task as it stands, its row locked until the transaction ends, so the guarded

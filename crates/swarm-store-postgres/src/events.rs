@@ -16,6 +16,10 @@ use crate::{
 /// Ids are v7: within one timestamp they still sort in the order they were written,
 /// which `ORDER BY created_at DESC, id DESC` relies on.
 pub(crate) async fn insert(conn: &mut PgConnection, event: &NewEvent, now: Timestamp) -> StoreResult<()> {
+    insert_raw(conn, event, now).await.map_err(db)
+}
+
+async fn insert_raw(conn: &mut PgConnection, event: &NewEvent, now: Timestamp) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -29,8 +33,7 @@ pub(crate) async fn insert(conn: &mut PgConnection, event: &NewEvent, now: Times
     .bind(event.metadata.as_ref())
     .bind(now.datetime())
     .execute(conn)
-    .await
-    .map_err(db)?;
+    .await?;
     Ok(())
 }
 
@@ -50,22 +53,7 @@ pub(crate) async fn insert_all_raw(
 ) -> Result<(), sqlx::Error> {
     match events {
         [] => {}
-        [event] => {
-            sqlx::query(
-                "INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(EventId::new_v7().as_uuid())
-            .bind(event.event_type.as_str())
-            .bind(event.agent_id.map(|id| id.as_uuid()))
-            .bind(event.task_id.map(|id| id.as_uuid()))
-            .bind(event.old_value.as_deref())
-            .bind(event.new_value.as_deref())
-            .bind(event.metadata.as_ref())
-            .bind(now.datetime())
-            .execute(conn)
-            .await?;
-        }
+        [event] => insert_raw(conn, event, now).await?,
         _ => {
             let query = sqlx::query(
                 "INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
