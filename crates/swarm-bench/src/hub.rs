@@ -152,7 +152,8 @@ impl Http {
         body: Bytes,
         headers: &[(&str, &str)],
     ) -> anyhow::Result<T> {
-        self.exchange(Method::POST, path, None, Some(body), headers).await
+        let bytes = self.exchange(Method::POST, path, None, Some(body), headers).await?;
+        json_answer(&Method::POST, path, &bytes)
     }
 
     async fn send<T: DeserializeOwned>(
@@ -163,31 +164,18 @@ impl Http {
         body: Option<&serde_json::Value>,
     ) -> anyhow::Result<T> {
         let body = body.map(serde_json::to_vec).transpose()?.map(Bytes::from);
-        self.exchange(method, path, agent, body, &[]).await
+        let bytes = self.exchange(method.clone(), path, agent, body, &[]).await?;
+        json_answer(&method, path, &bytes)
     }
 
     /// `GET path` as the operator, the answer as text (`/metrics`).
     pub(crate) async fn get_text(&self, path: &str) -> anyhow::Result<String> {
-        let bytes = self.exchange_bytes(Method::GET, path, None, None, &[]).await?;
+        let bytes = self.exchange(Method::GET, path, None, None, &[]).await?;
         String::from_utf8(bytes.to_vec()).with_context(|| format!("GET {path} answered something not UTF-8"))
     }
 
-    async fn exchange<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        agent: Option<&str>,
-        body: Option<Bytes>,
-        headers: &[(&str, &str)],
-    ) -> anyhow::Result<T> {
-        let bytes = self.exchange_bytes(method.clone(), path, agent, body, headers).await?;
-        serde_json::from_slice(&bytes).with_context(|| {
-            format!("{method} {path} answered something unexpected: {}", String::from_utf8_lossy(&bytes))
-        })
-    }
-
     /// Any answer but a 2xx is an error: the bench measures the happy path only.
-    async fn exchange_bytes(
+    async fn exchange(
         &self,
         method: Method,
         path: &str,
@@ -267,6 +255,12 @@ impl Http {
     }
 }
 
+fn json_answer<T: DeserializeOwned>(method: &Method, path: &str, bytes: &[u8]) -> anyhow::Result<T> {
+    serde_json::from_slice(bytes).with_context(|| {
+        format!("{method} {path} answered something unexpected: {}", String::from_utf8_lossy(bytes))
+    })
+}
+
 /// A database for the bench to start a hub on.
 #[derive(Debug, Clone)]
 pub(crate) enum Backend {
@@ -278,6 +272,17 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
+    /// A scratch database on the PostgreSQL server of `--postgres` when given, else SQLite.
+    pub(crate) fn from_postgres_flag(url: Option<&str>) -> anyhow::Result<Backend> {
+        let Some(url) = url.map(str::trim) else {
+            return Ok(Backend::Sqlite);
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            bail!("--postgres must be a postgres:// URL");
+        }
+        Ok(Backend::Postgres { server_url: url.to_string() })
+    }
+
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Backend::Sqlite => "SQLite",
@@ -315,10 +320,7 @@ impl SpawnedHub {
                     description = described;
                 }
                 Err(err) => {
-                    for mut child in children {
-                        let _ = child.start_kill();
-                        let _ = child.wait().await;
-                    }
+                    kill(&mut children).await;
                     scratch.remove().await;
                     return Err(err);
                 }
@@ -357,13 +359,63 @@ impl SpawnedHub {
     }
 
     pub(crate) async fn stop(mut self) {
-        // Killed rather than asked to stop: its data is thrown away anyway.
-        for child in &mut self.children {
-            let _ = child.start_kill();
-            let _ = child.wait().await;
-        }
+        kill(&mut self.children).await;
         self.scratch.remove().await;
     }
+}
+
+/// Killed rather than asked to stop: a scratch hub's data is thrown away anyway.
+async fn kill(children: &mut [Child]) {
+    for child in children {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+}
+
+/// The report of a command that measures a hub it starts itself (`memory`, `soak`).
+pub(crate) trait HubReport: serde::Serialize {
+    fn markdown(&self) -> String;
+    /// Why it did not pass; empty when it did.
+    fn failures(&self) -> &[String];
+}
+
+/// What a measuring command learns of its hub before it begins.
+pub(crate) struct Started {
+    pub target: Target,
+    pub pid: u32,
+    pub health: Health,
+}
+
+/// Starts a hub on a scratch database, runs `measure` on it, stops it, prints the report
+/// (Markdown, or JSON with `json`) and fails when the report says it did not pass.
+pub(crate) async fn measure_scratch_hub<R: HubReport>(
+    command: &str,
+    postgres: Option<&str>,
+    json: bool,
+    measure: impl AsyncFnOnce(&mut SpawnedHub, Started) -> anyhow::Result<R>,
+) -> anyhow::Result<()> {
+    let backend = Backend::from_postgres_flag(postgres)?;
+    eprintln!("{command}: starting a hub on a scratch {} database", backend.name());
+    let mut hub = SpawnedHub::start(&backend).await?;
+    let outcome = async {
+        let target = hub.target().clone();
+        let pid = target.pid().context("the hub's process id is unknown")?;
+        let health: Health = Http::new(&target).get("/health", None).await.context("GET /health")?;
+        measure(&mut hub, Started { target, pid, health }).await
+    }
+    .await;
+    hub.stop().await;
+    let report = outcome?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.markdown());
+    }
+    let failures = report.failures();
+    if !failures.is_empty() {
+        bail!("the {command} bench failed: {}", failures.join("; "));
+    }
+    Ok(())
 }
 
 async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {

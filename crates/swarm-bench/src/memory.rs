@@ -15,9 +15,8 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::{
-    hub::{Backend, Health, Http, SpawnedHub, Target},
+    hub::{Http, HubReport, SpawnedHub, Started, Target, measure_scratch_hub},
     soak::{memory_kb, parse_duration},
-    soak_load::postgres_url,
 };
 
 /// The long help of `swarm bench memory`.
@@ -75,6 +74,9 @@ pub(crate) struct Reading {
     /// The anonymous part (heap, stacks); the rest is files mapped in, above all the
     /// hub's own program.
     pub rss_anon_kb: u64,
+    /// The pages of the hub's own program file (its code and read-only data), resident
+    /// from the file cache: the part of VmRSS only a smaller program shrinks.
+    pub program_kb: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -115,35 +117,20 @@ pub async fn run(args: MemoryArgs) -> anyhow::Result<()> {
             bail!("{name} must be a number of 0 or more");
         }
     }
-    let backend = match &args.postgres {
-        Some(url) => Backend::Postgres { server_url: postgres_url(url)? },
-        None => Backend::Sqlite,
-    };
-    eprintln!("memory: starting a hub on a scratch {} database", backend.name());
-    let mut hub = SpawnedHub::start(&backend).await?;
-    let outcome = measure(&mut hub, &args).await;
-    hub.stop().await;
-    let report = outcome?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.markdown());
-    }
-    if !report.passed {
-        bail!("the memory bench failed: {}", report.failures.join("; "));
-    }
-    Ok(())
+    measure_scratch_hub("memory", args.postgres.as_deref(), args.json, async |hub, started| {
+        measure(hub, started, &args).await
+    })
+    .await
 }
 
-async fn measure(hub: &mut SpawnedHub, args: &MemoryArgs) -> anyhow::Result<MemoryReport> {
-    let target = hub.target().clone();
-    let pid = target.pid().context("the hub's process id is unknown")?;
+async fn measure(hub: &mut SpawnedHub, started: Started, args: &MemoryArgs) -> anyhow::Result<MemoryReport> {
+    let Started { target, pid, health } = started;
     let read = |at: Duration| -> anyhow::Result<Reading> {
         let (rss_kb, rss_anon_kb) = memory_kb(pid).context("cannot read the hub's VmRSS from /proc")?;
-        Ok(Reading { at_seconds: at.as_secs_f64(), rss_kb, rss_anon_kb })
+        let program_kb = program_kb(pid).context("cannot read the hub's mappings from /proc")?;
+        Ok(Reading { at_seconds: at.as_secs_f64(), rss_kb, rss_anon_kb, program_kb })
     };
     let operator = Http::new(&target);
-    let health: Health = operator.get("/health", None).await.context("GET /health")?;
     tokio::time::sleep(args.settle).await;
     let idle = read(Duration::ZERO)?;
     eprintln!("memory [{}]: idle {}", health.database, mb(idle));
@@ -306,42 +293,70 @@ fn parked_polls(metrics: &str) -> Option<usize> {
     metrics.lines().find_map(|line| line.strip_prefix("swarm_parked_polls ")?.trim().parse().ok())
 }
 
+/// The resident kB of the process's own executable file, from `/proc/<pid>/smaps`: its
+/// mappings' pages less their anonymous ones (data the loader relocated or the program
+/// wrote, counted in `RssAnon`).
+fn program_kb(pid: u32) -> Option<u64> {
+    let program = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let program = format!(" {}", program.to_str()?);
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let mut in_program = false;
+    let (mut resident, mut anonymous) = (0, 0);
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        match fields.next() {
+            Some("Rss:") if in_program => resident += fields.next()?.parse::<u64>().ok()?,
+            Some("Anonymous:") if in_program => anonymous += fields.next()?.parse::<u64>().ok()?,
+            // A mapping's header, `start-end perms offset dev inode [path]`; the rest
+            // are `Name: value` lines.
+            Some(first) if !first.ends_with(':') => in_program = line.trim_end().ends_with(&program),
+            _ => {}
+        }
+    }
+    Some(resident.saturating_sub(anonymous))
+}
+
 fn mb(reading: Reading) -> String {
     format!(
-        "{:.1} MB ({:.1} MB anonymous)",
+        "{:.1} MB ({:.1} MB anonymous, {:.1} MB the program's own file)",
         reading.rss_kb as f64 / 1024.0,
-        reading.rss_anon_kb as f64 / 1024.0
+        reading.rss_anon_kb as f64 / 1024.0,
+        reading.program_kb as f64 / 1024.0
     )
 }
 
-impl MemoryReport {
-    pub(crate) fn markdown(&self) -> String {
+impl HubReport for MemoryReport {
+    fn failures(&self) -> &[String] {
+        &self.failures
+    }
+
+    fn markdown(&self) -> String {
         let megabytes = |kb: u64| kb as f64 / 1024.0;
         let mut out = format!(
             "## memory: {}, {} (swarm {})\n\n{} agents, each with one `GET /api/poll?wait={:.0}` on its own connection.\n\n",
             self.backend, self.hub, self.version, self.polls, self.wait_seconds
         );
-        out.push_str("| hub | VmRSS | of it anonymous | bound |\n|---|---|---|---|\n");
-        out.push_str(&format!(
-            "| idle | {:.1} MB | {:.1} MB | ≤ {:.1} MB |\n",
-            megabytes(self.idle.rss_kb),
-            megabytes(self.idle.rss_anon_kb),
-            megabytes(self.idle_max_kb)
+        out.push_str(
+            "| hub | VmRSS | of it anonymous | of it the program's file | bound |\n|---|---|---|---|---|\n",
+        );
+        let row = |what: String, reading: &Reading, bound: String| {
+            format!(
+                "| {what} | {:.1} MB | {:.1} MB | {:.1} MB | {bound} |\n",
+                megabytes(reading.rss_kb),
+                megabytes(reading.rss_anon_kb),
+                megabytes(reading.program_kb)
+            )
+        };
+        out.push_str(&row("idle".into(), &self.idle, format!("≤ {:.1} MB", megabytes(self.idle_max_kb))));
+        out.push_str(&row(
+            format!("{} polls parked", self.polls),
+            &self.parked,
+            format!("≤ {:.1} MB", megabytes(self.parked_max_kb)),
         ));
-        out.push_str(&format!(
-            "| {} polls parked | {:.1} MB | {:.1} MB | ≤ {:.1} MB |\n",
-            self.polls,
-            megabytes(self.parked.rss_kb),
-            megabytes(self.parked.rss_anon_kb),
-            megabytes(self.parked_max_kb)
-        ));
-        out.push_str(&format!(
-            "| {:.0} s after they ended | {:.1} MB | {:.1} MB | ≤ {:.1} MB within {:.0} s |\n",
-            self.returned.at_seconds,
-            megabytes(self.returned.rss_kb),
-            megabytes(self.returned.rss_anon_kb),
-            megabytes(self.return_bound_kb),
-            self.return_within_seconds
+        out.push_str(&row(
+            format!("{:.0} s after they ended", self.returned.at_seconds),
+            &self.returned,
+            format!("≤ {:.1} MB within {:.0} s", megabytes(self.return_bound_kb), self.return_within_seconds),
         ));
         out.push_str(&format!("\neach parked poll: {:.1} kB\n", self.per_poll_kb));
         out.push_str(&format!(

@@ -12,9 +12,9 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::{
-    hub::{Backend, Health, Http, SpawnedHub},
+    hub::{HubReport, SpawnedHub, Started, measure_scratch_hub},
     soak_kinds::{self, KindLatency},
-    soak_load::{Interval, Load, Shape, Totals, postgres_url},
+    soak_load::{Interval, Load, Shape, Totals},
 };
 
 /// The long help of `swarm bench soak`.
@@ -126,30 +126,14 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
     if !(args.rss_tolerance.is_finite() && args.rss_tolerance >= 0.0) {
         bail!("--rss-tolerance must be a percentage of 0 or more");
     }
-    let backend = match &args.postgres {
-        Some(url) => Backend::Postgres { server_url: postgres_url(url)? },
-        None => Backend::Sqlite,
-    };
-    eprintln!("soak: starting a hub on a scratch {} database", backend.name());
-    let mut hub = SpawnedHub::start(&backend).await?;
-    let outcome = soak(&mut hub, &args).await;
-    hub.stop().await;
-    let report = outcome?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.markdown());
-    }
-    if !report.passed {
-        bail!("the soak failed: {}", report.failures.join("; "));
-    }
-    Ok(())
+    measure_scratch_hub("soak", args.postgres.as_deref(), args.json, async |hub, started| {
+        soak(hub, started, &args).await
+    })
+    .await
 }
 
-async fn soak(hub: &mut SpawnedHub, args: &SoakArgs) -> anyhow::Result<SoakReport> {
-    let target = hub.target().clone();
-    let pid = target.pid().context("the hub's process id is unknown")?;
-    let health: Health = Http::new(&target).get("/health", None).await.context("GET /health")?;
+async fn soak(hub: &mut SpawnedHub, started: Started, args: &SoakArgs) -> anyhow::Result<SoakReport> {
+    let Started { target, pid, health } = started;
     let (start_kb, _) = memory_kb(pid).context("cannot read the hub's VmRSS from /proc")?;
     let shape = Shape { workers: args.workers as usize, pause: Duration::from_millis(args.pause_ms) };
     let load = Load::start(&target, shape).await?;
@@ -275,8 +259,12 @@ fn milliseconds(value: Option<f64>) -> String {
     value.map_or_else(|| "—".to_string(), |ms| format!("{ms:.1} ms"))
 }
 
-impl SoakReport {
-    pub(crate) fn markdown(&self) -> String {
+impl HubReport for SoakReport {
+    fn failures(&self) -> &[String] {
+        &self.failures
+    }
+
+    fn markdown(&self) -> String {
         let mut out = format!(
             "## soak: {}, {} (swarm {})\n\n{:.0} s of mixed load, {} workers and a lead, sampled every {:.0} s.\n\n",
             self.backend, self.hub, self.version, self.duration_seconds, self.workers, self.sample_seconds

@@ -17,7 +17,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use bytes::Bytes;
 use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize, de::IgnoredAny};
@@ -429,13 +429,4 @@ struct TriggerAnswer {
 struct FinishAnswer {
     #[serde(default)]
     already_finished: bool,
-}
-
-/// Fails unless `url` is a PostgreSQL URL.
-pub(crate) fn postgres_url(url: &str) -> anyhow::Result<String> {
-    let url = url.trim();
-    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-        bail!("--postgres must be a postgres:// URL");
-    }
-    Ok(url.to_string())
 }
