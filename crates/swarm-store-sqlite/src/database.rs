@@ -46,11 +46,9 @@ const MIN_SNAPSHOT_READS: usize = 4;
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// WAL size (in pages, 64 MiB) past which the writer finishes a checkpoint so that the WAL
 /// starts over. Each time, the writer stops for two `fsync`s and the next commit pays a
-/// third: 5 to 20 ms on this VM's disk, with every write queued behind it. At SQLite's
-/// own threshold (1,000 pages) that happened every second under the soak's mixed load, and
-/// the writes that arrived during those stalls were the soak's slowest one in a hundred,
-/// growing with the database as the checkpoint's pages scattered (BENCHMARKS.md, the
-/// soak). 16 times the threshold, 16 times fewer stalls; the WAL file keeps its 64 MiB.
+/// third (5 to 20 ms on this VM's disk, every write queued behind them): at SQLite's own
+/// threshold (1,000 pages) that came every second under the soak's mixed load. 16 times
+/// the threshold, 16 times fewer stalls; the WAL file keeps its 64 MiB.
 const WAL_RESTART_FRAMES: i64 = 16_384;
 /// Prepared statements kept per connection.
 const STATEMENT_CACHE: usize = 64;

@@ -274,38 +274,10 @@ fn finish_completed(agent: AgentId) -> TaskAction {
 /// the rows gives.
 #[tokio::test]
 async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
-    use swarm_domain::retention::Expiring;
-    use swarm_store::TaskFilter;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
     let store = SqliteStore::open(&path).await.unwrap();
-    let now = Timestamp::now();
-    let agent = worker("counted", 5);
-    store.agent_register(&agent, now).await.unwrap();
-    let mut tasks = Vec::new();
-    for n in 0..8 {
-        let agent_id = (n % 2 == 0).then_some(agent.id);
-        let draft = TaskDraft { task: format!("task {n}"), agent_id, ..TaskDraft::default() };
-        tasks.push(store.task_create(&NewTask::parse(draft, None).unwrap(), now).await.unwrap().id);
-    }
-    let apply = |id, action: TaskAction| {
-        let store = &store;
-        async move {
-            let applied = store.task_apply(id, &action.change(), Some(agent.id), now).await.unwrap();
-            assert!(matches!(applied, Applied::Changed { .. }), "{applied:?}");
-        }
-    };
-    apply(tasks[0], TaskAction::Start { agent: agent.id }).await;
-    apply(tasks[0], finish_completed(agent.id)).await;
-    apply(tasks[1], TaskAction::Claim { agent: agent.id }).await;
-    apply(tasks[2], TaskAction::Start { agent: agent.id }).await;
-    let cancel = TaskAction::Cancel { reason: None, unstarted_only: false };
-    for id in [tasks[3], tasks[4], tasks[5]] {
-        apply(id, cancel.clone()).await;
-    }
-    // Cancelled tasks need no telling: retention removes them (here all three).
-    let removed = store.retention_remove(Expiring::FinishedTasks, now.plus_millis(1), 500).await.unwrap();
-    assert_eq!(removed, 3);
+    swarm_store::testkit::counts::counted_history(&store, Timestamp::now()).await;
     let mut raw = raw_connection(&path).await;
     sqlx::query(
         "INSERT INTO tasks (id, task, status, source, created_at, last_updated_at)
@@ -320,32 +292,8 @@ async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
             .fetch_all(&mut raw)
             .await
             .unwrap();
-    let count =
-        |status: TaskStatus| counted.iter().find(|(name, _)| name == status.as_str()).map_or(0, |(_, n)| *n);
-    let stats = store.stats().await.unwrap().tasks;
-    let total: i64 = counted.iter().map(|(_, n)| n).sum();
-    assert_eq!(total, 6, "{counted:?}");
-    assert_eq!(
-        [stats.total, stats.completed, stats.in_progress, stats.pending, stats.unassigned, stats.backlog],
-        [
-            total,
-            count(TaskStatus::Completed),
-            count(TaskStatus::InProgress),
-            count(TaskStatus::Pending),
-            count(TaskStatus::Unassigned),
-            count(TaskStatus::Backlog)
-        ],
-        "{stats:?} against {counted:?}"
-    );
-    assert_eq!(stats.cancelled, 0);
-    let listed = |statuses: Vec<TaskStatus>| {
-        let filter = TaskFilter { statuses, limit: 2, ..TaskFilter::default() };
-        let store = &store;
-        async move { store.task_list(&filter).await.unwrap().1 }
-    };
-    assert_eq!(listed(Vec::new()).await, total);
-    let working = vec![TaskStatus::InProgress, TaskStatus::Unassigned];
-    assert_eq!(listed(working).await, count(TaskStatus::InProgress) + count(TaskStatus::Unassigned));
+    assert_eq!(counted.iter().map(|(_, n)| n).sum::<i64>(), 6, "{counted:?}");
+    swarm_store::testkit::counts::assert_counts_are(&store, &counted, "counted").await;
     sqlx::Connection::close(raw).await.unwrap();
     store.close().await;
 }

@@ -15,6 +15,7 @@
 pub mod agents;
 pub mod chat;
 pub mod claims;
+pub mod counts;
 pub mod endings;
 pub mod epics;
 pub mod handback;
