@@ -330,6 +330,27 @@ pub(crate) struct Settle {
     pub clear_reason: bool,
 }
 
+/// The guarded `UPDATE` of [`settle`] and [`settle_and_log`], with its `cur` (the agent as
+/// it is and the status its `in_progress` tasks call for) and without its `RETURNING`:
+/// `$1` the agent, `$2` now, `$3` whether to settle the status, `$4` whether an offline
+/// agent wakes, `$5` whether to clear the status reason.
+macro_rules! settle_update {
+    () => {
+        "WITH cur AS ( \
+             SELECT a.id, a.status, a.status_reason, \
+                    CASE WHEN NOT $3 OR (a.status = 'offline' AND NOT $4) THEN a.status \
+                         WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress') \
+                         THEN 'busy' ELSE 'idle' END AS target \
+             FROM agents a WHERE a.id = $1) \
+         UPDATE agents a SET status = cur.target, \
+                last_updated_at = CASE WHEN cur.target <> cur.status THEN $2 ELSE a.last_updated_at END, \
+                status_reason = CASE WHEN $5 THEN NULL ELSE a.status_reason END \
+         FROM cur \
+         WHERE a.id = cur.id AND a.status = cur.status \
+           AND (cur.target <> cur.status OR ($5 AND cur.status_reason IS NOT NULL))"
+    };
+}
+
 /// The agent's busy/idle status brought in line with its `in_progress` tasks, and its
 /// status reason cleared when asked, in one guarded `UPDATE` (the from-status read in
 /// the same statement is in its `WHERE`). Returns the events to log with the change,
@@ -343,29 +364,16 @@ pub(crate) async fn settle(
     if settle.status.is_none() && !settle.clear_reason {
         return Ok(Vec::new());
     }
-    let row: Option<(String, String, Option<String>)> = sqlx::query_as(
-        "WITH cur AS ( \
-             SELECT a.id, a.status, a.status_reason, \
-                    CASE WHEN NOT $3 OR (a.status = 'offline' AND NOT $4) THEN a.status \
-                         WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress') \
-                         THEN 'busy' ELSE 'idle' END AS target \
-             FROM agents a WHERE a.id = $1) \
-         UPDATE agents a SET status = cur.target, \
-                last_updated_at = CASE WHEN cur.target <> cur.status THEN $2 ELSE a.last_updated_at END, \
-                status_reason = CASE WHEN $5 THEN NULL ELSE a.status_reason END \
-         FROM cur \
-         WHERE a.id = cur.id AND a.status = cur.status \
-           AND (cur.target <> cur.status OR ($5 AND cur.status_reason IS NOT NULL)) \
-         RETURNING cur.status, cur.target, cur.status_reason",
-    )
-    .bind(id.as_uuid())
-    .bind(now.datetime())
-    .bind(settle.status.is_some())
-    .bind(settle.status == Some(Wake::Yes))
-    .bind(settle.clear_reason)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db)?;
+    let row: Option<(String, String, Option<String>)> =
+        sqlx::query_as(concat!(settle_update!(), " RETURNING cur.status, cur.target, cur.status_reason"))
+            .bind(id.as_uuid())
+            .bind(now.datetime())
+            .bind(settle.status.is_some())
+            .bind(settle.status == Some(Wake::Yes))
+            .bind(settle.clear_reason)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db)?;
     let Some((old, new, old_reason)) = row else {
         return Ok(Vec::new());
     };
@@ -405,20 +413,10 @@ pub(crate) async fn settle_and_log(
     // Drawn after the others': v7 ids keep the order the events happened in.
     let (status_event, reason_event) = (EventId::new_v7().as_uuid(), EventId::new_v7().as_uuid());
     let query = sqlx::query(
-        "WITH cur AS ( \
-             SELECT a.id, a.status, a.status_reason, \
-                    CASE WHEN NOT $3 OR (a.status = 'offline' AND NOT $4) THEN a.status \
-                         WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.agent_id = a.id AND t.status = 'in_progress') \
-                         THEN 'busy' ELSE 'idle' END AS target \
-             FROM agents a WHERE a.id = $1), \
-         upd AS ( \
-             UPDATE agents a SET status = cur.target, \
-                    last_updated_at = CASE WHEN cur.target <> cur.status THEN $2 ELSE a.last_updated_at END, \
-                    status_reason = CASE WHEN $5 THEN NULL ELSE a.status_reason END \
-             FROM cur \
-             WHERE a.id = cur.id AND a.status = cur.status \
-               AND (cur.target <> cur.status OR ($5 AND cur.status_reason IS NOT NULL)) \
-             RETURNING cur.status AS old, cur.target AS new, cur.status_reason AS old_reason), \
+        concat!(
+            "WITH upd AS (",
+            settle_update!(),
+            " RETURNING cur.status AS old, cur.target AS new, cur.status_reason AS old_reason), \
          logged AS ( \
              INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
              SELECT u.id, u.event_type, u.agent_id, u.task_id, u.old_value, u.new_value, u.metadata, $2 \
@@ -430,7 +428,8 @@ pub(crate) async fn settle_and_log(
              UNION ALL \
              SELECT $7::uuid, $16::text, $1, NULL::uuid, upd.old_reason, NULL::text, NULL::jsonb, $2 FROM upd \
              WHERE $5 AND upd.old_reason IS NOT NULL) \
-         SELECT old, new FROM upd",
+         SELECT old, new FROM upd"
+        ),
     )
     .bind(id.as_uuid())
     .bind(now.datetime())
