@@ -146,3 +146,88 @@ pub(crate) fn results_to_hand_over(connection: &Connection, since: Timestamp) ->
         [since.unix_millis()],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::{Connection, StatementStatus, params};
+    use swarm_store::sql::{Dialect, held_claims::ALL};
+
+    /// The virtual machine steps of each claim's lease extension (a heartbeat's), for `agent`.
+    fn extension_steps(connection: &Connection, agent: &str) -> Vec<(String, i32)> {
+        ALL.iter()
+            .map(|claim| {
+                let sql = claim.extend_leases(Dialect::Sqlite);
+                let mut statement = connection.prepare(&sql).unwrap();
+                statement.execute(params![1_000_000, agent, "runner"]).unwrap();
+                (sql, statement.get_status(StatementStatus::VmStep))
+            })
+            .collect()
+    }
+
+    /// A heartbeat finds what the agent holds without reading what it was ever sent: the
+    /// mail it read, the results delivered to it, the Slack messages it answered. Walking
+    /// them put a stall that grew with the mailbox on the writer, every write queued behind
+    /// it: the soak's `poll` and `create a task` p99 climbed with it (issue 25).
+    #[tokio::test]
+    async fn a_heartbeat_does_not_read_the_agent_s_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("swarm.db");
+        crate::SqliteStore::open(&path).await.unwrap().close().await;
+        let connection = Connection::open(&path).unwrap();
+        connection.pragma_update(None, "foreign_keys", false).unwrap();
+        connection
+            .execute_batch(
+                "INSERT INTO agents (id, name, is_lead, status, created_at, last_updated_at)
+                     VALUES ('agent', 'agent', 1, 'idle', 0, 0), ('other', 'other', 0, 'idle', 0, 0);
+                 INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority,
+                                   priority_rank, status, processing_since, lease_expires_at, created_at)
+                     VALUES ('held-mail', 'other', 'agent', 'message', 's', 'b', 'urgent', 0,
+                             'processing', 1, 2, 1);
+                 INSERT INTO task_awaits (task_id, agent_id, parent_task_id, trigger_name, session_key,
+                                          created_at, processing_since, lease_expires_at)
+                     VALUES ('held-task', 'agent', 'parent', 't', 'k', 1, 1, 2);
+                 INSERT INTO inbox_messages (id, agent_id, content, status, lease_expires_at,
+                                             created_at, last_updated_at)
+                     VALUES ('held-message', 'agent', 'hi', 'processing', 2, 1, 1);",
+            )
+            .unwrap();
+        let before = extension_steps(&connection, "agent");
+
+        connection
+            .execute_batch(
+                "WITH RECURSIVE n (value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < 5000)
+                 INSERT INTO mail (id, from_agent_id, to_agent_id, type, subject, body, priority,
+                                   priority_rank, status, read_at, created_at)
+                     SELECT 'mail-' || value, 'other', 'agent', 'message', 's', 'b', 'normal', 1,
+                            'read', value, value FROM n;
+                 WITH RECURSIVE n (value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < 5000)
+                 INSERT INTO task_awaits (task_id, agent_id, parent_task_id, trigger_name, session_key,
+                                          created_at, delivered_at)
+                     SELECT 'task-' || value, 'agent', 'parent', 't', 'k', value, value FROM n;
+                 WITH RECURSIVE n (value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < 5000)
+                 INSERT INTO inbox_messages (id, agent_id, content, status, created_at, last_updated_at)
+                     SELECT 'message-' || value, 'agent', 'hi', 'responded', value, value FROM n;",
+            )
+            .unwrap();
+        // An index search may take a step or two more in a bigger tree; a walk takes 5,000.
+        for ((sql, steps_before), (_, steps_after)) in
+            before.iter().zip(extension_steps(&connection, "agent"))
+        {
+            assert!(
+                steps_after <= steps_before + 10,
+                "5,000 more handled items took {steps_before} steps to {steps_after}: {sql}"
+            );
+        }
+
+        let extended: i64 = connection
+            .query_row(
+                "SELECT (SELECT count(*) FROM mail WHERE lease_expires_at = 1000000)
+                      + (SELECT count(*) FROM task_awaits WHERE lease_expires_at = 1000000)
+                      + (SELECT count(*) FROM inbox_messages WHERE lease_expires_at = 1000000)",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(extended, 3, "the held mail, result and message each had their lease extended");
+    }
+}
