@@ -1,8 +1,9 @@
 //! `swarm bench soak`: a real `swarm serve` on a scratch database under a mixed load for
 //! minutes (see `soak_load.rs`), its memory (VmRSS from `/proc/<pid>/status`) and the
 //! latency of its answers sampled at every interval. It passes when no request failed,
-//! no task was handed out or finished twice, and the hub's RSS stayed within a bound
-//! over its size at the end of the warm-up; otherwise it exits non-zero.
+//! no task was handed out or finished twice, the hub's RSS stayed within a bound over its
+//! size at the end of the warm-up, and each kind of request's p99 held from the first half
+//! of the run to the second; otherwise it exits non-zero.
 
 use std::time::Duration;
 
@@ -26,8 +27,10 @@ pub const SOAK_ABOUT: &str = "Soak a real hub under a mixed load and watch its m
     and fire a signed webhook every fourth round; and a lead that long-polls for finished tasks. \
     Every --sample-every it prints the interval's requests, errors, p50 and p99 latency (answers \
     that do not wait; long-polls left out) and the hub's RSS. Passes when nothing failed, no task \
-    was handed out or finished twice, and the hub's RSS never grew past --rss-tolerance percent \
-    over its size at the end of --warmup; exits 1 otherwise. Progress \
+    was handed out or finished twice, the hub's RSS never grew past --rss-tolerance percent \
+    over its size at the end of --warmup, and no kind of request's p99 grew more than \
+    --p99-tolerance percent (the median of its per-interval p99 over the second half of the \
+    intervals after the warm-up, against the first half); exits 1 otherwise. Progress \
     goes to stderr, the report (Markdown, or --json) to stdout.";
 
 #[derive(Debug, Args)]
@@ -48,6 +51,10 @@ pub struct SoakArgs {
     /// How far (in percent) the hub's RSS may grow over its size at the end of the warm-up.
     #[arg(long, default_value_t = 10.0)]
     rss_tolerance: f64,
+    /// How far (in percent) a kind of request's p99 may grow from the first half of the run
+    /// (after the warm-up) to the second, each half's median of its per-interval p99.
+    #[arg(long, default_value_t = 50.0)]
+    p99_tolerance: f64,
     /// How long the hub may take to reach its working size (caches filling, code paged in):
     /// the bound on RSS is taken from the last sample within it (or the first sample).
     #[arg(long, default_value = "1m", value_parser = parse_duration)]
@@ -109,6 +116,7 @@ pub(crate) struct SoakReport {
     pub samples: Vec<Sample>,
     pub totals: Totals,
     pub rss: Rss,
+    pub p99: soak_kinds::P99Stability,
     /// The first errors, word for word.
     pub errors: Vec<String>,
     pub passed: bool,
@@ -125,6 +133,9 @@ pub async fn run(args: SoakArgs) -> anyhow::Result<()> {
     }
     if !(args.rss_tolerance.is_finite() && args.rss_tolerance >= 0.0) {
         bail!("--rss-tolerance must be a percentage of 0 or more");
+    }
+    if !(args.p99_tolerance.is_finite() && args.p99_tolerance >= 0.0) {
+        bail!("--p99-tolerance must be a percentage of 0 or more");
     }
     measure_scratch_hub("soak", args.postgres.as_deref(), args.json, async |hub, started| {
         soak(hub, started, &args).await
@@ -168,6 +179,12 @@ async fn soak(hub: &mut SpawnedHub, started: Started, args: &SoakArgs) -> anyhow
     load.stop().await;
     let totals = stats.totals();
     let rss = rss_summary(start_kb, &samples, args.warmup, args.rss_tolerance);
+    let after_warmup: Vec<&[KindLatency]> = samples
+        .iter()
+        .skip(warm_index(&samples, args.warmup) + 1)
+        .map(|sample| sample.by_kind.as_slice())
+        .collect();
+    let p99 = soak_kinds::stability(&after_warmup, args.p99_tolerance);
     if totals.errors > 0 {
         failures.push(format!("{} request(s) failed", totals.errors));
     }
@@ -183,6 +200,7 @@ async fn soak(hub: &mut SpawnedHub, started: Started, args: &SoakArgs) -> anyhow
             rss.max_kb, rss.bound_kb, args.rss_tolerance, rss.after_warmup_kb
         ));
     }
+    failures.extend(p99.failures());
     Ok(SoakReport {
         backend: health.database,
         hub: hub.description().to_string(),
@@ -193,6 +211,7 @@ async fn soak(hub: &mut SpawnedHub, started: Started, args: &SoakArgs) -> anyhow
         samples,
         totals,
         rss,
+        p99,
         errors: stats.kept_errors(),
         passed: failures.is_empty(),
         failures,
@@ -225,10 +244,15 @@ pub(crate) fn percentile(sorted: &[Duration], percent: f64) -> Option<f64> {
     Some(value.as_secs_f64() * 1000.0)
 }
 
+/// The last sample within the warm-up (or the first sample): the run is judged after it.
+fn warm_index(samples: &[Sample], warmup: Duration) -> usize {
+    samples.iter().rposition(|sample| sample.at_seconds <= warmup.as_secs_f64()).unwrap_or(0)
+}
+
 fn rss_summary(start_kb: u64, samples: &[Sample], warmup: Duration, tolerance: f64) -> Rss {
     let first_kb = samples.first().map_or(start_kb, |sample| sample.rss_kb);
     let last_kb = samples.last().map_or(start_kb, |sample| sample.rss_kb);
-    let warm = samples.iter().rposition(|sample| sample.at_seconds <= warmup.as_secs_f64()).unwrap_or(0);
+    let warm = warm_index(samples, warmup);
     let after_warmup_kb = samples.get(warm).map_or(start_kb, |sample| sample.rss_kb);
     let max_kb = samples.iter().skip(warm).map(|sample| sample.rss_kb).max().unwrap_or(start_kb);
     let bound_kb = (after_warmup_kb as f64 * (1.0 + tolerance / 100.0)).floor() as u64;
@@ -322,6 +346,7 @@ impl HubReport for SoakReport {
             r.tolerance_percent,
             if r.within_bound { "within" } else { "exceeded" }
         ));
+        out.push_str(&self.p99.markdown());
         for error in &self.errors {
             out.push_str(&format!("error: {error}\n"));
         }
