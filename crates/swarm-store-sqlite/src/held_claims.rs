@@ -170,10 +170,7 @@ mod tests {
     /// it: the soak's `poll` and `create a task` p99 climbed with it (issue 25).
     #[tokio::test]
     async fn a_heartbeat_does_not_read_the_agent_s_history() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("swarm.db");
-        crate::SqliteStore::open(&path).await.unwrap().close().await;
-        let connection = Connection::open(&path).unwrap();
+        let (_dir, connection) = crate::test_file::migrated().await;
         connection.pragma_update(None, "foreign_keys", false).unwrap();
         connection
             .execute_batch(

@@ -32,6 +32,8 @@ mod services;
 mod sessions;
 mod sql;
 mod tasks;
+#[cfg(test)]
+mod test_file;
 mod tokens;
 mod triggers;
 mod view_cache;

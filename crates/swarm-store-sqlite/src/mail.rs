@@ -313,10 +313,7 @@ mod tests {
     /// finish must not grow with the mail an agent ever sent or read (issue 25's soak).
     #[tokio::test]
     async fn pending_and_unread_mail_are_found_without_reading_the_history() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("swarm.db");
-        crate::SqliteStore::open(&path).await.unwrap().close().await;
-        let connection = Connection::open(&path).unwrap();
+        let (_dir, connection) = crate::test_file::migrated().await;
         let (worker, peer) = (AgentId::new_v7(), AgentId::new_v7());
         let (waits, unread_id) = (MailId::new_v7(), MailId::new_v7());
         for (id, name) in [(worker, "worker"), (peer, "peer")] {

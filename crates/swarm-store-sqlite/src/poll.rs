@@ -303,10 +303,7 @@ mod tests {
     /// history, or the soak's p99 climbs with the database (issue 25).
     #[tokio::test]
     async fn the_lead_s_finished_tasks_are_found_without_reading_the_history() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("swarm.db");
-        crate::SqliteStore::open(&path).await.unwrap().close().await;
-        let connection = Connection::open(&path).unwrap();
+        let (_dir, connection) = crate::test_file::migrated().await;
         connection
             .execute_batch(
                 "INSERT INTO agents (id, name, is_lead, status, created_at, last_updated_at)
