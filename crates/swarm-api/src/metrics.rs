@@ -49,6 +49,8 @@ type LatencyFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
 
 /// What the hub counts itself, and whether scraping needs the API key.
 pub struct Metrics {
+    /// Requests begun plus requests answered: whether the hub has been quiet.
+    comings_and_goings: std::sync::atomic::AtomicU64,
     requests: Family<RequestLabels, Counter>,
     latency: LatencyFamily,
     public: bool,
@@ -72,6 +74,7 @@ impl Metrics {
     /// `public`: `GET /metrics` answers without the API key (`--metrics-public`).
     pub fn new(public: bool) -> Self {
         Metrics {
+            comings_and_goings: std::sync::atomic::AtomicU64::new(0),
             requests: Family::default(),
             latency: Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS)),
             public,
@@ -83,8 +86,15 @@ impl Metrics {
         self.public
     }
 
+    /// Requests this hub has begun to serve so far plus those it has answered: unchanged
+    /// over a while, the hub was quiet (a parked poll that answers is not).
+    pub fn requests_begun_and_answered(&self) -> u64 {
+        self.comings_and_goings.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The labels of a request, read before the handler consumes it.
     pub(crate) fn start(&self, request: &Request) -> RequestStart {
+        self.comings_and_goings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let route = request
             .extensions()
             .get::<MatchedPath>()
@@ -95,6 +105,7 @@ impl Metrics {
     /// Counts a finished request. A streamed answer (`GET /api/events`) counts when its
     /// headers go out, which is when a client knows it was accepted.
     pub(crate) fn finish(&self, start: RequestStart, response: &Response) {
+        self.comings_and_goings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let labels =
             RequestLabels { method: start.method, route: start.route, status: response.status().as_u16() };
         self.requests.get_or_create(&labels).inc();

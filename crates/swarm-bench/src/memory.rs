@@ -40,8 +40,10 @@ pub struct MemoryArgs {
     /// How long each poll waits for a trigger (its `?wait=`): seconds, or with a unit.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     wait: Duration,
-    /// How long the hub is left alone after it starts before its idle memory is read.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    /// How long the hub is left alone after it starts (and after the bench's one request,
+    /// `GET /health`) before its idle memory is read. A hub gives back what serving needs
+    /// once it has been quiet for 5 s; the default reads it after that.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     settle: Duration,
     /// How long after the polls end the memory may take to come back.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]

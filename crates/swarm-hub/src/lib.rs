@@ -173,6 +173,7 @@ impl Hub {
             allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
             shutdown: stop.child_token(),
         };
+        let metrics = Arc::new(swarm_api::Metrics::new(args.metrics_public));
         let caps = swarm_api::Limits::new(args.limits.max_streams_per_agent, args.limits.max_polls_per_agent);
         let app = app(
             AppState::new(AppStateParts {
@@ -180,7 +181,7 @@ impl Hub {
                 api_key: api_key.clone(),
                 shutdown: stop.child_token(),
                 limits: caps,
-                metrics: Arc::new(swarm_api::Metrics::new(args.metrics_public)),
+                metrics: Arc::clone(&metrics),
             }),
             mcp_options,
             slack.as_ref().map(|bridge| bridge.router()),
@@ -196,6 +197,7 @@ impl Hub {
         banner.splice(0..0, lines);
         let dashboard_login = hub_key.key().map(|key| format!("http://{local_addr}/#key={key}"));
         tracing::info!(%local_addr, database = %description, "hub started");
+        let trimmer = memory::Trimmer::start(service.clone(), metrics);
         Ok(Hub {
             service,
             local_addr,
@@ -207,7 +209,7 @@ impl Hub {
             _scheduler: scheduler,
             _retention: retention,
             _history: history,
-            _trimmer: memory::Trimmer::start(),
+            _trimmer: trimmer,
             _slack: slack,
         })
     }

@@ -217,6 +217,11 @@ impl Service {
         self.store.poll_views_from_memory()
     }
 
+    /// Lets the store drop its caches: the hub has gone quiet (see `swarm_hub::memory`).
+    pub async fn release_store_memory(&self) -> ServiceResult<()> {
+        Ok(self.store.release_memory().await?)
+    }
+
     pub fn backend_name(&self) -> &'static str {
         self.store.backend_name()
     }

@@ -65,8 +65,8 @@ impl Service {
         // Pool wakes go to one parked worker at a time (no thundering herd): a poll that
         // saw pool work and did not take it hands the wake on to the next worker.
         loop {
-            let mine = self.waiters.agent(agent);
-            let mine = mine.notified();
+            let waiter = self.waiters.agent(agent);
+            let mine = waiter.notified();
             // Role-wide wakes (a new pool task, a dependency done) only matter to an agent
             // that could start something; a full worker hears of its freed slot through
             // its own waiter.

@@ -18,10 +18,20 @@ pub(crate) struct Waiters {
 }
 
 impl Waiters {
-    /// The agent's own waiter; one per agent that ever polled, kept for reuse.
-    pub(crate) fn agent(&self, id: AgentId) -> Arc<Notify> {
+    /// The agent's own waiter, shared by its polls in flight and dropped with the last of
+    /// them: a waiter kept for every agent that ever polled grew with every agent ever
+    /// registered, and each one, allocated amid a burst of polls, kept a page of the heap
+    /// from going back to the OS after the burst (BENCHMARKS.md, "Memory").
+    pub(crate) fn agent(&self, id: AgentId) -> AgentWaiter<'_> {
         let mut agents = self.agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        agents.entry(id).or_default().clone()
+        let notify = agents.entry(id).or_default().clone();
+        AgentWaiter { waiters: self, id, notify }
+    }
+
+    /// Agents with a waiter: those with a poll in flight.
+    #[cfg(test)]
+    fn agents_waiting(&self) -> usize {
+        self.agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
     }
 
     pub(crate) fn role(&self, is_lead: bool) -> &Notify {
@@ -50,5 +60,67 @@ impl Waiters {
                 self.leads.notify_waiters();
             }
         }
+    }
+}
+
+/// A poll's hold on its agent's waiter (see [`Waiters::agent`]).
+pub(crate) struct AgentWaiter<'a> {
+    waiters: &'a Waiters,
+    id: AgentId,
+    notify: Arc<Notify>,
+}
+
+impl std::ops::Deref for AgentWaiter<'_> {
+    type Target = Notify;
+
+    fn deref(&self) -> &Notify {
+        &self.notify
+    }
+}
+
+impl Drop for AgentWaiter<'_> {
+    fn drop(&mut self) {
+        let mut agents = self.waiters.agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Counted under the lock that every new hold takes: the map's and this one.
+        if Arc::strong_count(&self.notify) == 2
+            && agents.get(&self.id).is_some_and(|kept| Arc::ptr_eq(kept, &self.notify))
+        {
+            agents.remove(&self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_agent_s_waiter_lives_as_long_as_its_polls_and_still_wakes_them() {
+        let waiters = Waiters::default();
+        let agent = AgentId::new_v7();
+        let first = waiters.agent(agent);
+        let second = waiters.agent(agent);
+        assert!(Arc::ptr_eq(&first.notify, &second.notify), "two polls of one agent share its waiter");
+
+        {
+            let woken = second.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            drop(first);
+            assert_eq!(waiters.agents_waiting(), 1, "a poll still in flight keeps the waiter");
+            waiters.wake(Wake::Agent(agent));
+            tokio::time::timeout(std::time::Duration::from_secs(5), woken)
+                .await
+                .expect("the remaining poll is woken");
+        }
+        drop(second);
+        assert_eq!(waiters.agents_waiting(), 0, "the last poll's end drops the waiter");
+
+        // Nothing parked: a wake finds no waiter and is no error; the next poll gets a new one.
+        waiters.wake(Wake::Agent(agent));
+        let again = waiters.agent(agent);
+        assert_eq!(waiters.agents_waiting(), 1);
+        drop(again);
+        assert_eq!(waiters.agents_waiting(), 0);
     }
 }

@@ -627,4 +627,8 @@ impl Store for SqliteStore {
     async fn reclaim_space(&self) -> StoreResult<u64> {
         self.database.on_writer(retention::reclaim).await
     }
+
+    async fn release_memory(&self) -> StoreResult<()> {
+        self.database.release_memory().await
+    }
 }

@@ -575,6 +575,13 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
         None
     }
 
+    /// Frees the caches this store keeps for speed, for a hub that has gone quiet: the next
+    /// requests fill them again. SQLite empties each connection's page cache
+    /// (`PRAGMA shrink_memory`); a store that keeps no cache in the hub does nothing.
+    async fn release_memory(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
     /// Poll views answered from memory, without reading the database, since the store
     /// opened (PostgreSQL's null-poll cache); `None` for a store without one.
     fn poll_views_from_memory(&self) -> Option<u64> {
