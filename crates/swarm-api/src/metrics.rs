@@ -87,25 +87,32 @@ impl Metrics {
     }
 
     /// Requests this hub has begun to serve so far plus those it has answered: unchanged
-    /// over a while, the hub was quiet (a parked poll that answers is not).
+    /// over a while, the hub was quiet (a parked poll that answers is not). Probes and
+    /// scrapes (`GET /health`, `GET /metrics`) do not count: a liveness probe every few
+    /// seconds would otherwise keep a hub that serves nobody from ever being quiet.
     pub fn requests_begun_and_answered(&self) -> u64 {
         self.comings_and_goings.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The labels of a request, read before the handler consumes it.
     pub(crate) fn start(&self, request: &Request) -> RequestStart {
-        self.comings_and_goings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let counted = !matches!(request.uri().path(), "/health" | METRICS_PATH);
+        if counted {
+            self.comings_and_goings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let route = request
             .extensions()
             .get::<MatchedPath>()
             .map_or_else(|| self.unmatched.clone(), |path| Arc::from(path.as_str()));
-        RequestStart { method: method_label(request.method()), route, at: Instant::now() }
+        RequestStart { method: method_label(request.method()), route, at: Instant::now(), counted }
     }
 
     /// Counts a finished request. A streamed answer (`GET /api/events`) counts when its
     /// headers go out, which is when a client knows it was accepted.
     pub(crate) fn finish(&self, start: RequestStart, response: &Response) {
-        self.comings_and_goings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if start.counted {
+            self.comings_and_goings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let labels =
             RequestLabels { method: start.method, route: start.route, status: response.status().as_u16() };
         self.requests.get_or_create(&labels).inc();
@@ -335,6 +342,8 @@ pub(crate) struct RequestStart {
     method: &'static str,
     route: Arc<str>,
     at: Instant,
+    /// Whether it counts in [`Metrics::requests_begun_and_answered`].
+    counted: bool,
 }
 
 /// Methods a client invents would each make a series; they count as `other`.
@@ -374,4 +383,26 @@ async fn scrape(State(state): State<AppState>) -> Result<Response, ApiError> {
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(prometheus_text::CONTENT_TYPE));
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_count_toward_activity_but_probes_and_scrapes_do_not() {
+        let metrics = Metrics::new(false);
+        let request = |path: &str| Request::builder().uri(path).body(axum::body::Body::empty()).unwrap();
+        let answer = || axum::http::StatusCode::OK.into_response();
+        for path in ["/health", METRICS_PATH] {
+            let start = metrics.start(&request(path));
+            metrics.finish(start, &answer());
+        }
+        assert_eq!(metrics.requests_begun_and_answered(), 0, "a probe and a scrape leave the hub quiet");
+
+        let start = metrics.start(&request("/api/poll?wait=30"));
+        assert_eq!(metrics.requests_begun_and_answered(), 1, "a poll that begins is activity");
+        metrics.finish(start, &answer());
+        assert_eq!(metrics.requests_begun_and_answered(), 2, "and so is its answer");
+    }
 }

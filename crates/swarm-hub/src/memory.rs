@@ -17,7 +17,8 @@
 //! - SQLite's page caches, which the quiet hub does not need either.
 //!
 //! So every [`TRIM_EVERY`] the trimmer hands free heap pages back, and once no request has
-//! begun or ended for [`QUIET_AFTER`] it also releases the program's pages and the store's
+//! begun or ended for [`QUIET_AFTER`] (probes of `/health` and scrapes of `/metrics` aside)
+//! it also releases the program's pages and the store's
 //! caches, once per quiet spell: an idle hub's own periodic work (rescue passes,
 //! schedules, checkpoints) maps back the little code it runs, and repeating the release
 //! would only make it fault that in again.
@@ -60,65 +61,150 @@ fn trim() {
     }
 }
 
-/// Unmap the pages of this process's read-only file mappings (its program and shared
-/// libraries' code and constants) that were never written: the kernel maps them back
-/// from the file cache when they are next used. Returns the bytes of the mappings
-/// released (not all of them were resident).
+/// Unmap the pages of this program's own code and constants (its segments that are not
+/// writable, less its relocated read-only data), which the kernel maps back from the file
+/// cache when they are next used. Returns the bytes of the ranges released (not all of
+/// them were resident).
 ///
-/// Only mappings that are private, not writable and hold no anonymous page qualify: for
-/// them `MADV_DONTNEED` only drops the mapping of file pages, whereas a page the process
-/// (or the loader, relocating `.data.rel.ro`) wrote is a private copy that it would
-/// discard.
+/// The ranges come from the program's headers, read with `dl_iterate_phdr`, and are
+/// released inside its callback, where glibc holds the loader's lock: no library can be
+/// mapped over a range between the moment it is chosen and the `madvise`. Those pages are
+/// never written (a position-independent program has no text relocations; one with them
+/// is left alone), so `MADV_DONTNEED` only drops their mapping, where on a page the
+/// process wrote it would discard the only copy. A segment of a mapping that holds a
+/// private page all the same (a debugger's breakpoint, a uprobe) is left alone too.
 pub(crate) fn release_program_pages() -> u64 {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
     {
         let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
             return 0;
         };
-        let mut released = 0;
-        for (start, end) in clean_file_mappings(&smaps) {
-            // SAFETY: the range is one whole mapping of this process, read-only and with no
-            // private copy of a page, so dropping its pages loses nothing: the next access
-            // maps the file's page again, as on first use.
-            let dropped =
-                unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
-            if dropped == 0 {
-                released += (end - start) as u64;
-            }
+        let mut release = program::Release { written: mappings_with_private_pages(&smaps), released: 0 };
+        // SAFETY: the callback reads the headers glibc passes it and writes only `release`,
+        // which outlives the call; it releases only ranges it may (see `program`).
+        unsafe {
+            libc::dl_iterate_phdr(Some(program::release_main_program), (&raw mut release).cast());
         }
-        released
+        release.released
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64")))]
     0
 }
 
-/// The `(start, end)` of each mapping in `smaps` that [`release_program_pages`] may release.
-fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
-    let mut clean = Vec::new();
-    let mut current: Option<(usize, usize)> = None;
+/// The `(start, end)` of each mapping in `smaps` that holds a private page, in memory
+/// (`Anonymous`) or swapped out (`Swap`).
+fn mappings_with_private_pages(smaps: &str) -> Vec<(u64, u64)> {
+    let mut written = Vec::new();
+    let mut current: Option<(u64, u64)> = None;
     for line in smaps.lines() {
         let mut fields = line.split_ascii_whitespace();
         let Some(first) = fields.next() else { continue };
         if let Some((start, end)) = first.split_once('-')
-            && let (Ok(start), Ok(end)) = (usize::from_str_radix(start, 16), usize::from_str_radix(end, 16))
+            && let (Ok(start), Ok(end)) = (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
         {
             // A mapping's header: `start-end perms offset dev inode [path]`.
-            let perms = fields.next().unwrap_or("");
-            let path = fields.nth(3).unwrap_or("");
-            current = (perms.len() == 4
-                && perms.starts_with('r')
-                && !perms.contains('w')
-                && perms.ends_with('p')
-                && path.starts_with('/'))
-            .then_some((start, end));
-        } else if first == "Anonymous:"
-            && let Some(mapping) = current.take()
-            && fields.next() == Some("0")
+            current = Some((start, end));
+        } else if (first == "Anonymous:" || first == "Swap:")
+            && fields.next().is_some_and(|kb| kb != "0")
+            && let Some(mapping) = current
+            && written.last() != Some(&mapping)
         {
-            clean.push(mapping);
+            written.push(mapping);
         }
     }
-    clean
+    written
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+mod program {
+    use libc::{Elf64_Phdr, PF_W, PT_DYNAMIC, PT_GNU_RELRO, PT_LOAD, c_int, c_void, dl_phdr_info, size_t};
+
+    /// `dynamic` entries' tags that say the program's code is written at load time.
+    const DT_NULL: i64 = 0;
+    const DT_TEXTREL: i64 = 22;
+    const DT_FLAGS: i64 = 30;
+    const DF_TEXTREL: u64 = 0x4;
+
+    pub(super) struct Release {
+        /// Mappings that hold a private page: nothing in them is released.
+        pub(super) written: Vec<(u64, u64)>,
+        pub(super) released: u64,
+    }
+
+    /// An entry of the `dynamic` section (`Elf64_Dyn`).
+    #[repr(C)]
+    struct Dynamic {
+        tag: i64,
+        value: u64,
+    }
+
+    /// `dl_iterate_phdr`'s callback: the first object it is given is the main program;
+    /// returning 1 stops after it.
+    pub(super) unsafe extern "C" fn release_main_program(
+        info: *mut dl_phdr_info,
+        _size: size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: glibc passes a valid `dl_phdr_info` whose headers are `dlpi_phnum` long,
+        // and `data` is the `Release` that `release_program_pages` passed.
+        let (info, release) = unsafe { (&*info, &mut *data.cast::<Release>()) };
+        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+        let base = info.dlpi_addr;
+        // SAFETY: the program's `dynamic` segment is mapped while the program runs.
+        if unsafe { has_text_relocations(base, headers) } {
+            return 1;
+        }
+        let page = page_size();
+        let relro = headers.iter().find(|header| header.p_type == PT_GNU_RELRO).map(|header| {
+            let start = base + header.p_vaddr;
+            (start / page * page, (start + header.p_memsz).div_ceil(page) * page)
+        });
+        for header in headers.iter().filter(|header| header.p_type == PT_LOAD && header.p_flags & PF_W == 0) {
+            let start = base + header.p_vaddr;
+            // Whole pages of the segment only: a page it shares with its neighbour may be
+            // the neighbour's.
+            let (start, end) = (start.div_ceil(page) * page, (start + header.p_memsz) / page * page);
+            let overlaps = |(from, to): (u64, u64)| from < end && start < to;
+            if start >= end || relro.is_some_and(overlaps) || release.written.iter().copied().any(overlaps) {
+                continue;
+            }
+            let length = (end - start) as usize;
+            // SAFETY: whole pages of a read-only segment of the program, never written (no
+            // text relocations, no private page in its mapping), mapped for as long as the
+            // program runs; dropping their mapping loses nothing.
+            if unsafe { libc::madvise(start as *mut c_void, length, libc::MADV_DONTNEED) } == 0 {
+                release.released += end - start;
+            }
+        }
+        1
+    }
+
+    /// Whether the object's `dynamic` section asks for its code to be relocated.
+    ///
+    /// # Safety
+    /// `base` and `headers` must be a loaded object's, as `dl_iterate_phdr` gives them.
+    unsafe fn has_text_relocations(base: u64, headers: &[Elf64_Phdr]) -> bool {
+        let Some(dynamic) = headers.iter().find(|header| header.p_type == PT_DYNAMIC) else {
+            return false;
+        };
+        let mut entry = (base + dynamic.p_vaddr) as *const Dynamic;
+        loop {
+            // SAFETY: the loader read this same array, which ends with `DT_NULL`.
+            let Dynamic { tag, value } = unsafe { entry.read() };
+            match tag {
+                DT_NULL => return false,
+                DT_TEXTREL => return true,
+                DT_FLAGS if value & DF_TEXTREL != 0 => return true,
+                _ => {}
+            }
+            entry = unsafe { entry.add(1) };
+        }
+    }
+
+    fn page_size() -> u64 {
+        // SAFETY: sysconf reads a constant of the system.
+        u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1)
+    }
 }
 
 /// Trims every [`TRIM_EVERY`] until dropped, and releases the program's pages and the
@@ -159,9 +245,13 @@ async fn release(service: &swarm_service::Service) {
     if let Err(error) = service.release_store_memory().await {
         tracing::warn!(%error, "the store could not release its caches");
     }
-    trim();
-    let bytes = release_program_pages();
-    tracing::debug!(released_mappings_bytes = bytes, "quiet: memory released");
+    // Reading `smaps` and trimming every arena take a millisecond or two: not on a worker.
+    let released = tokio::task::spawn_blocking(|| {
+        trim();
+        release_program_pages()
+    })
+    .await;
+    tracing::debug!(program_bytes = released.unwrap_or(0), "quiet: memory released");
 }
 
 impl Drop for Trimmer {
@@ -178,33 +268,34 @@ mod tests {
 55ddf4e28000-55ddf55b0000 r--p 00000000 08:01 123 /usr/bin/swarm
 Rss:                 828 kB
 Anonymous:             0 kB
+Swap:                  0 kB
 55ddf55b0000-55ddf7091000 r-xp 00788000 08:01 123 /usr/bin/swarm
 Rss:                3788 kB
-Anonymous:             0 kB
+Anonymous:             4 kB
+Swap:                  0 kB
 55ddf7091000-55ddf7240000 r--p 02268000 08:01 123 /usr/bin/swarm
-Rss:                1708 kB
-Anonymous:          1708 kB
-55ddf7240000-55ddf7247000 rw-p 02417000 08:01 123 /usr/bin/swarm
-Anonymous:            28 kB
-7f0000000000-7f0000100000 r--s 00000000 08:01 456 /data/swarm.db
+Rss:                   0 kB
 Anonymous:             0 kB
+Swap:               1708 kB
 7f0000200000-7f0000300000 rw-p 00000000 00:00 0 
 Anonymous:           512 kB
-7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]
-Anonymous:             0 kB
+Swap:                 64 kB
 ";
 
     #[test]
-    fn only_read_only_private_file_mappings_without_a_written_page_are_released() {
+    fn a_mapping_with_a_private_page_in_memory_or_in_swap_counts_as_written() {
         assert_eq!(
-            clean_file_mappings(SMAPS),
-            vec![(0x55dd_f4e2_8000, 0x55dd_f55b_0000), (0x55dd_f55b_0000, 0x55dd_f709_1000)],
-            "the program's constants and code; not its relocated data, its data, a shared \
-             mapping, the heap or the vdso"
+            mappings_with_private_pages(SMAPS),
+            vec![
+                (0x55dd_f55b_0000, 0x55dd_f709_1000),
+                (0x55dd_f709_1000, 0x55dd_f724_0000),
+                (0x7f00_0020_0000, 0x7f00_0030_0000),
+            ],
+            "code with a breakpoint's copy, relocated data swapped out, the heap (once)"
         );
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
     #[test]
     fn releasing_the_program_s_pages_shrinks_the_resident_set_and_the_program_still_runs() {
         fn program_rss_kb() -> u64 {

@@ -25,7 +25,7 @@ impl Waiters {
     pub(crate) fn agent(&self, id: AgentId) -> AgentWaiter<'_> {
         let mut agents = self.agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let notify = agents.entry(id).or_default().clone();
-        AgentWaiter { waiters: self, id, notify }
+        AgentWaiter { waiters: self, id, notify: Some(notify) }
     }
 
     /// Agents with a waiter: those with a poll in flight.
@@ -67,24 +67,25 @@ impl Waiters {
 pub(crate) struct AgentWaiter<'a> {
     waiters: &'a Waiters,
     id: AgentId,
-    notify: Arc<Notify>,
+    /// Always there until dropped, where it is let go of under the map's lock.
+    notify: Option<Arc<Notify>>,
 }
 
 impl std::ops::Deref for AgentWaiter<'_> {
     type Target = Notify;
 
     fn deref(&self) -> &Notify {
-        &self.notify
+        self.notify.as_ref().expect("an agent's waiter is held until dropped")
     }
 }
 
 impl Drop for AgentWaiter<'_> {
     fn drop(&mut self) {
         let mut agents = self.waiters.agents.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Counted under the lock that every new hold takes: the map's and this one.
-        if Arc::strong_count(&self.notify) == 2
-            && agents.get(&self.id).is_some_and(|kept| Arc::ptr_eq(kept, &self.notify))
-        {
+        // Every hold is taken and let go of under this lock, so the count is exact here:
+        // the map's alone means no poll of the agent is in flight.
+        drop(self.notify.take());
+        if agents.get(&self.id).is_some_and(|kept| Arc::strong_count(kept) == 1) {
             agents.remove(&self.id);
         }
     }
@@ -100,7 +101,10 @@ mod tests {
         let agent = AgentId::new_v7();
         let first = waiters.agent(agent);
         let second = waiters.agent(agent);
-        assert!(Arc::ptr_eq(&first.notify, &second.notify), "two polls of one agent share its waiter");
+        assert!(
+            Arc::ptr_eq(first.notify.as_ref().unwrap(), second.notify.as_ref().unwrap()),
+            "two polls of one agent share its waiter"
+        );
 
         {
             let woken = second.notified();
