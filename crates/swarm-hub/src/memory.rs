@@ -16,10 +16,11 @@
 //!   back with a minor fault (no disk read while the cache has it).
 //! - SQLite's page caches, which the quiet hub does not need either.
 //!
-//! So every [`TRIM_EVERY`] the trimmer hands free heap pages back, and once no request has
-//! begun or ended for [`QUIET_AFTER`] (probes of `/health` and scrapes of `/metrics` aside)
-//! it also releases the program's pages and the store's
-//! caches, once per quiet spell: an idle hub's own periodic work (rescue passes,
+//! So every [`TRIM_EVERY`] the trimmer hands free heap pages back, and once the hub has
+//! been quiet for [`QUIET_AFTER`] (no request begun or ended, probes of `/health` and
+//! scrapes of `/metrics` aside, and no change to its state, such as the rescue pass
+//! marking agents offline) it also releases the program's pages and the store's
+//! caches, once per quiet spell (start-up is the first): an idle hub's own periodic work (rescue passes,
 //! schedules, checkpoints) maps back the little code it runs, and repeating the release
 //! would only make it fault that in again.
 
@@ -31,8 +32,8 @@ use std::{
 /// How often freed memory is handed back: well within the minute in which a burst of
 /// parked polls should give its memory back, rarely enough to cost nothing.
 const TRIM_EVERY: Duration = Duration::from_secs(10);
-/// How long a hub must have begun and answered no request before it gives back what only
-/// serving needs: long enough that a hub at work does not fault its code in again and
+/// How long a hub must have begun and answered no request, and changed nothing, before it
+/// gives back what only serving needs: long enough that a hub at work does not fault its code in again and
 /// again (a request now and then costs a few hundred minor faults after a release).
 const QUIET_AFTER: Duration = Duration::from_secs(5);
 /// How often the trimmer looks at the request count.
@@ -208,8 +209,8 @@ mod program {
 }
 
 /// Trims every [`TRIM_EVERY`] until dropped, and releases the program's pages and the
-/// store's caches at once (start-up's code is not needed again) and then each time the
-/// hub has been quiet for [`QUIET_AFTER`].
+/// store's caches each time the hub has been quiet for [`QUIET_AFTER`], the first time
+/// after start-up (whose code is not needed again).
 pub(crate) struct Trimmer(tokio::task::JoinHandle<()>);
 
 impl Trimmer {
@@ -217,16 +218,17 @@ impl Trimmer {
         Trimmer(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(QUIET_CHECK_EVERY);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            ticks.tick().await;
-            release(&service).await;
-            let (mut seen, mut quiet_since, mut released) =
-                (metrics.requests_begun_and_answered(), Instant::now(), true);
+            // Start-up counts as activity: its code, and the background work's first passes
+            // (which on a busy machine may run a while after the hub listens), are released
+            // once the hub has been quiet for a while, as after any request.
+            let activity = || metrics.requests_begun_and_answered() + service.changes_published();
+            let (mut seen, mut quiet_since, mut released) = (activity(), Instant::now(), false);
             let mut trimmed = Instant::now();
             loop {
                 ticks.tick().await;
-                let requests = metrics.requests_begun_and_answered();
-                if requests != seen {
-                    (seen, quiet_since, released) = (requests, Instant::now(), false);
+                let now_seen = activity();
+                if now_seen != seen {
+                    (seen, quiet_since, released) = (now_seen, Instant::now(), false);
                 } else if !released && quiet_since.elapsed() >= QUIET_AFTER {
                     release(&service).await;
                     (released, trimmed) = (true, Instant::now());

@@ -149,6 +149,8 @@ pub struct Service {
     activity: Arc<activity::Activity>,
     /// The dashboard's last hour.
     history: Arc<history::History>,
+    /// Changes published so far (see [`Service::changes_published`]).
+    published: Arc<std::sync::atomic::AtomicU64>,
     lease: LeasePolicy,
     /// Slack's Web API, when the hub has Slack credentials.
     slack: Option<Arc<dyn slack_api::SlackApi>>,
@@ -176,6 +178,7 @@ impl Service {
             waiters: Arc::default(),
             activity: Arc::default(),
             history: Arc::default(),
+            published: Arc::default(),
             lease,
             slack: None,
             clock: Arc::new(clock::SystemClock),
@@ -233,8 +236,16 @@ impl Service {
     }
 
     fn publish(&self, change: Change) {
+        self.published.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // No receiver is fine: nobody is waiting.
         let _ = self.changes.send(change);
+    }
+
+    /// Changes committed through this process (or seen from others) so far, whoever made
+    /// them: requests, or background work such as the rescue pass. Unchanged over a while,
+    /// with no request either, the hub was quiet.
+    pub fn changes_published(&self) -> u64 {
+        self.published.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A task change committed: tell live views, and wake the polls it may concern, here
