@@ -591,6 +591,11 @@ impl Store for PgStore {
         self.wrote(retention::remove(&self.pool, kind, older_than, limit).await)
     }
 
+    async fn release_memory(&self) -> StoreResult<()> {
+        self.poll_cache.release();
+        Ok(())
+    }
+
     fn pool_usage(&self) -> Option<(u32, u32)> {
         Some((self.pool.size(), u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX)))
     }

@@ -99,6 +99,12 @@ impl PollCache {
         views.insert(agent, Cached { generation, read_at, view: view.clone() });
     }
 
+    /// Forget every view and the map's room for them: the hub has gone quiet, and a view
+    /// outlives [`VIEW_TTL`] only as memory the map holds.
+    pub(crate) fn release(&self) {
+        *self.views.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = HashMap::new();
+    }
+
     /// Views served from memory since the start, for tests and measurements.
     pub(crate) fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
@@ -166,5 +172,18 @@ mod tests {
         cache.set_listening(false);
         cache.set_listening(true);
         assert_eq!(cache.get(agent), None);
+    }
+
+    #[test]
+    fn a_release_forgets_every_view_and_later_ones_are_kept_again() {
+        let cache = PollCache::default();
+        cache.set_listening(true);
+        let agent = AgentId::new_v7();
+        cache.keep(agent, cache.generation(), Instant::now(), &view(Vec::new()));
+        assert!(cache.get(agent).is_some());
+        cache.release();
+        assert_eq!(cache.get(agent), None);
+        cache.keep(agent, cache.generation(), Instant::now(), &view(Vec::new()));
+        assert!(cache.get(agent).is_some());
     }
 }

@@ -629,6 +629,7 @@ impl Store for SqliteStore {
     }
 
     async fn release_memory(&self) -> StoreResult<()> {
+        self.views.release();
         self.database.release_memory().await
     }
 }

@@ -65,6 +65,12 @@ impl ViewCache {
         lock(&self.kept).views.clear();
     }
 
+    /// Forget every kept view and the map's room for them (the hub has gone quiet); the
+    /// next poll of each agent reads the database.
+    pub(crate) fn release(&self) {
+        lock(&self.kept).views = HashMap::new();
+    }
+
     /// The agent's view kept at `version`, if that is still the version.
     pub(crate) fn get(&self, version: i64, agent: AgentId) -> Option<PollView> {
         let kept = lock(&self.kept);
@@ -85,5 +91,33 @@ impl ViewCache {
         if version == kept.version {
             kept.views.insert(agent, view.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use swarm_domain::{agent::AgentStatus, time::Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn a_release_forgets_the_kept_views() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ViewCache::open(&dir.path().join("views.db")).unwrap();
+        let agent = AgentId::new_v7();
+        let view = PollView {
+            is_lead: false,
+            status: AgentStatus::Idle,
+            last_seen_at: Timestamp::now(),
+            in_progress: 0,
+            max_tasks: 1,
+            waiting: Vec::new(),
+        };
+        cache.keep(7, agent, &view);
+        assert_eq!(cache.get(7, agent), Some(view.clone()));
+        cache.release();
+        assert_eq!(cache.get(7, agent), None, "the next poll reads the database");
+        cache.keep(7, agent, &view);
+        assert_eq!(cache.get(7, agent), Some(view));
     }
 }

@@ -576,8 +576,8 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
     }
 
     /// Frees the caches this store keeps for speed, for a hub that has gone quiet: the next
-    /// requests fill them again. SQLite empties each connection's page cache
-    /// (`PRAGMA shrink_memory`); a store that keeps no cache in the hub does nothing.
+    /// requests fill them again. Both stores forget their null polls' views; SQLite also
+    /// empties each connection's page cache (`PRAGMA shrink_memory`).
     async fn release_memory(&self) -> StoreResult<()> {
         Ok(())
     }
