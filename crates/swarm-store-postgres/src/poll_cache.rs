@@ -128,6 +128,15 @@ mod tests {
         }
     }
 
+    /// A cache that hears other processes' changes, holding a current view of one agent.
+    fn listening_with_one_view() -> (PollCache, AgentId) {
+        let cache = PollCache::default();
+        cache.set_listening(true);
+        let agent = AgentId::new_v7();
+        cache.keep(agent, cache.generation(), Instant::now(), &view(Vec::new()));
+        (cache, agent)
+    }
+
     #[test]
     fn serves_nothing_while_not_listening() {
         let cache = PollCache::default();
@@ -165,10 +174,7 @@ mod tests {
 
     #[test]
     fn losing_the_listener_drops_every_view() {
-        let cache = PollCache::default();
-        cache.set_listening(true);
-        let agent = AgentId::new_v7();
-        cache.keep(agent, cache.generation(), Instant::now(), &view(Vec::new()));
+        let (cache, agent) = listening_with_one_view();
         cache.set_listening(false);
         cache.set_listening(true);
         assert_eq!(cache.get(agent), None);
@@ -176,10 +182,7 @@ mod tests {
 
     #[test]
     fn a_release_forgets_every_view_and_later_ones_are_kept_again() {
-        let cache = PollCache::default();
-        cache.set_listening(true);
-        let agent = AgentId::new_v7();
-        cache.keep(agent, cache.generation(), Instant::now(), &view(Vec::new()));
+        let (cache, agent) = listening_with_one_view();
         assert!(cache.get(agent).is_some());
         cache.release();
         assert_eq!(cache.get(agent), None);
