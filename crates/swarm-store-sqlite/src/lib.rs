@@ -37,6 +37,7 @@ mod test_file;
 mod tokens;
 mod triggers;
 mod view_cache;
+mod wal_index;
 
 use std::{path::Path, sync::Arc};
 
