@@ -21,8 +21,6 @@
 //! cannot while any of ours is open.
 
 use std::{
-    fs::File,
-    os::fd::AsRawFd,
     path::Path,
     ptr::NonNull,
     sync::atomic::{AtomicU32, Ordering, fence},
@@ -51,10 +49,18 @@ unsafe impl Send for WalIndex {}
 unsafe impl Sync for WalIndex {}
 
 impl WalIndex {
+    /// Without `mmap`, the view cache reads `PRAGMA data_version` instead.
+    #[cfg(not(unix))]
+    pub(crate) fn map(_database: &Path) -> Option<WalIndex> {
+        None
+    }
+
     /// Map the wal-index of the database at `database` (the path SQLite reports for the
     /// main database of a connection that has read in WAL mode); `None` when there is no
     /// such file of the expected size, e.g. a database not in WAL mode.
+    #[cfg(unix)]
     pub(crate) fn map(database: &Path) -> Option<WalIndex> {
+        use std::{fs::File, os::fd::AsRawFd};
         let mut shm = database.as_os_str().to_owned();
         shm.push("-shm");
         let file = File::open(shm).ok()?;
@@ -109,7 +115,10 @@ impl WalIndex {
 impl Drop for WalIndex {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map`, not used after this.
-        unsafe { libc::munmap(self.header.as_ptr().cast(), MAPPED_BYTES) };
+        #[cfg(unix)]
+        unsafe {
+            libc::munmap(self.header.as_ptr().cast(), MAPPED_BYTES)
+        };
     }
 }
 
