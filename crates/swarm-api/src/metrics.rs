@@ -7,7 +7,7 @@
 //! a hub nobody scrapes pays nothing for them.
 
 use std::{
-    sync::Arc,
+    sync::{Arc, atomic::AtomicU64},
     time::{Duration, Instant},
 };
 
@@ -125,8 +125,7 @@ impl Metrics {
         activity: &swarm_service::ActivitySnapshot,
         stats: &Stats,
         backend: &'static str,
-        pool: Option<(u32, u32)>,
-        views_from_memory: Option<u64>,
+        store: &StoreObservations,
     ) -> String {
         let mut registry = Registry::with_prefix("swarm");
         registry.register(
@@ -248,7 +247,7 @@ impl Metrics {
             "Agent CLI starts reported by runners, by CLI (claude, codex, other) and outcome (started, not_started)",
             spawns,
         );
-        if let Some((open, idle)) = pool {
+        if let Some((open, idle)) = store.pool {
             gauge(
                 &mut registry,
                 "store_pool_connections",
@@ -262,12 +261,33 @@ impl Metrics {
                 i64::from(idle),
             );
         }
-        if let Some(served) = views_from_memory {
+        if let Some(served) = store.views_from_memory {
             counter(
                 &mut registry,
                 "store_poll_views_from_memory",
-                "Polls that found nothing and were answered without reading the database (PostgreSQL)",
+                "Polls that found nothing and were answered without reading the database",
                 served,
+            );
+        }
+        if let Some(writer) = store.writer {
+            counter(
+                &mut registry,
+                "store_writer_transactions",
+                "Write transactions of the SQLite writer thread, each a group of writes",
+                writer.transactions,
+            );
+            counter(
+                &mut registry,
+                "store_writer_writes",
+                "Writes the SQLite writer thread ran",
+                writer.writes,
+            );
+            let busy = Counter::<f64, AtomicU64>::default();
+            busy.inc_by(writer.busy.as_secs_f64());
+            registry.register(
+                "store_writer_busy_seconds",
+                "Time the SQLite writer thread spent writing; its rate near 1 means writes queue for it",
+                busy,
             );
         }
 
@@ -360,6 +380,15 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
+/// What the store reports of itself, each where it applies.
+struct StoreObservations {
+    /// PostgreSQL's pool: `(open, idle)` connections.
+    pool: Option<(u32, u32)>,
+    views_from_memory: Option<u64>,
+    /// SQLite's writer thread.
+    writer: Option<swarm_service::WriterUsage>,
+}
+
 fn seconds(elapsed: Duration) -> f64 {
     elapsed.as_secs_f64()
 }
@@ -375,8 +404,11 @@ async fn scrape(State(state): State<AppState>) -> Result<Response, ApiError> {
         &activity,
         &stats,
         state.service.backend_name(),
-        state.service.store_pool_usage(),
-        state.service.store_poll_views_from_memory(),
+        &StoreObservations {
+            pool: state.service.store_pool_usage(),
+            views_from_memory: state.service.store_poll_views_from_memory(),
+            writer: state.service.store_writer_usage(),
+        },
     );
     let mut response = text.into_response();
     response

@@ -65,6 +65,7 @@ pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
 pub use retention::{RETENTION_BATCH, RETENTION_EVERY, RetentionReport};
 pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
+pub use swarm_store::WriterUsage;
 pub use swarm_store::{HeldItems, Released, ServiceFilter};
 pub use tasks::{ActionOutcome, TaskDetail, TaskListQuery, TaskRequest};
 pub use triggers::{FireRequest, SCHEDULER_TICK};
@@ -215,9 +216,14 @@ impl Service {
         self.store.pool_usage()
     }
 
-    /// Poll views the store answered from memory (PostgreSQL's null-poll cache).
+    /// Poll views the store answered from memory (both stores' null-poll caches).
     pub fn store_poll_views_from_memory(&self) -> Option<u64> {
         self.store.poll_views_from_memory()
+    }
+
+    /// SQLite's writer thread: its transactions, writes and busy time.
+    pub fn store_writer_usage(&self) -> Option<WriterUsage> {
+        self.store.writer_usage()
     }
 
     /// Lets the store drop its caches: the hub has gone quiet (see `swarm_hub::memory`).

@@ -23,7 +23,7 @@
 use std::{
     panic::AssertUnwindSafe,
     path::{Path, PathBuf},
-    sync::{Mutex, mpsc},
+    sync::{Arc, Mutex, mpsc},
     thread,
     time::{Duration, Instant},
 };
@@ -32,7 +32,10 @@ use rusqlite::Connection;
 use swarm_store::{StoreError, StoreResult};
 use tokio::sync::oneshot;
 
-use crate::error::{corrupt, db};
+use crate::{
+    error::{corrupt, db},
+    writer_usage::WriterCounters,
+};
 
 /// How long a connection waits for another process's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -161,9 +164,10 @@ pub(crate) struct Database {
     /// that none is opened and closed again under load.
     max_idle_readers: usize,
     /// Turns for snapshot reads on the blocking pool.
-    snapshots: std::sync::Arc<tokio::sync::Semaphore>,
+    snapshots: Arc<tokio::sync::Semaphore>,
     /// Dropping it stops the checkpointer.
     _checkpointer: mpsc::Sender<()>,
+    writer_counters: Arc<WriterCounters>,
 }
 
 impl Database {
@@ -176,9 +180,11 @@ impl Database {
         }
         let writer_connection = open_connection(path, Role::Writer).map_err(db)?;
         let (writer, commands) = mpsc::channel();
+        let writer_counters = Arc::new(WriterCounters::default());
+        let counted = Arc::clone(&writer_counters);
         thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || run_writer(writer_connection, commands))
+            .spawn(move || run_writer(writer_connection, commands, &counted))
             .map_err(|error| StoreError::Backend(Box::new(error)))?;
 
         let checkpoint_connection = open_connection(path, Role::Checkpointer).map_err(db)?;
@@ -201,9 +207,15 @@ impl Database {
             writer,
             readers: Mutex::new(Vec::new()),
             max_idle_readers: (cores + snapshot_reads).max(MIN_IDLE_READERS),
-            snapshots: std::sync::Arc::new(tokio::sync::Semaphore::new(snapshot_reads)),
+            snapshots: Arc::new(tokio::sync::Semaphore::new(snapshot_reads)),
             _checkpointer: checkpointer,
+            writer_counters,
         })
+    }
+
+    /// What the writer thread has done since it started.
+    pub(crate) fn writer_usage(&self) -> swarm_store::WriterUsage {
+        self.writer_counters.usage()
     }
 
     /// Run `work` as one write transaction (`BEGIN IMMEDIATE`) on the writer thread.
@@ -267,13 +279,13 @@ impl Database {
 
     /// Run a read that may take a while (a page of a listing) on tokio's blocking pool,
     /// inside one read transaction so that all of its statements see one snapshot.
-    pub(crate) async fn read_snapshot<T, F>(self: &std::sync::Arc<Self>, work: F) -> StoreResult<T>
+    pub(crate) async fn read_snapshot<T, F>(self: &Arc<Self>, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        let database = std::sync::Arc::clone(self);
-        let turn = std::sync::Arc::clone(&self.snapshots)
+        let database = Arc::clone(self);
+        let turn = Arc::clone(&self.snapshots)
             .acquire_owned()
             .await
             .map_err(|_| StoreError::Backend("the store's snapshot reads were closed".into()))?;
@@ -373,13 +385,14 @@ fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
     Ok(connection)
 }
 
-fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
+fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>, counters: &WriterCounters) {
     let mut next: Option<Command> = None;
     // Start with a batch: another process, or this one before a restart, may have left
     // events unindexed.
     let mut unindexed_since = Some(Instant::now());
     loop {
         if unindexed_since.is_some_and(|since| since.elapsed() >= AGENT_EVENTS_INTERVAL) {
+            let began = Instant::now();
             unindexed_since = match crate::events::index_agent_events(&connection) {
                 Ok(true) => None,
                 // A batch stopped at its size: the next one comes after the next interval.
@@ -389,6 +402,7 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                     None
                 }
             };
+            counters.busy_for(began.elapsed());
         }
         let command = match next.take() {
             Some(command) => command,
@@ -407,6 +421,7 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                 }
             }
         };
+        let began = Instant::now();
         match command {
             Command::Stop(stopped) => {
                 drop(connection);
@@ -428,10 +443,11 @@ fn run_writer(connection: Connection, commands: mpsc::Receiver<Command>) {
                 let _ = answer.send(indexed.map(|_| ()));
             }
             Command::Write(first) => {
-                next = commit_group(&connection, first, &commands);
+                next = commit_group(&connection, first, &commands, counters);
                 unindexed_since.get_or_insert_with(Instant::now);
             }
         }
+        counters.busy_for(began.elapsed());
     }
 }
 
@@ -448,7 +464,9 @@ fn commit_group(
     connection: &Connection,
     first: Box<dyn WriteJob>,
     commands: &mpsc::Receiver<Command>,
+    counters: &WriterCounters,
 ) -> Option<Command> {
+    counters.transaction_began();
     let mut jobs = vec![first];
     if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
         answer_all(jobs, Err(GroupFailure::of("cannot start a write transaction", &error)));
@@ -474,7 +492,10 @@ fn commit_group(
             break;
         }
         match commands.try_recv() {
-            Ok(Command::Write(more)) => jobs.push(more),
+            Ok(Command::Write(more)) => {
+                counters.write_joined();
+                jobs.push(more);
+            }
             Ok(other) => held_back = Some(other),
             Err(_) => {}
         }

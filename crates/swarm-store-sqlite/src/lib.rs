@@ -38,6 +38,7 @@ mod tokens;
 mod triggers;
 mod view_cache;
 mod wal_index;
+mod writer_usage;
 
 use std::{path::Path, sync::Arc};
 
@@ -632,5 +633,13 @@ impl Store for SqliteStore {
     async fn release_memory(&self) -> StoreResult<()> {
         self.views.release();
         self.database.release_memory().await
+    }
+
+    fn poll_views_from_memory(&self) -> Option<u64> {
+        Some(self.views.served())
+    }
+
+    fn writer_usage(&self) -> Option<swarm_store::WriterUsage> {
+        Some(self.database.writer_usage())
     }
 }

@@ -22,7 +22,7 @@ use std::{
     path::Path,
     sync::{
         Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -40,6 +40,8 @@ pub(crate) struct ViewCache {
     wal_index: Option<WalIndex>,
     closed: AtomicBool,
     kept: Mutex<Kept>,
+    /// Views served from memory since the store opened.
+    served: AtomicU64,
 }
 
 #[derive(Default)]
@@ -65,6 +67,7 @@ impl ViewCache {
             wal_index,
             closed: AtomicBool::new(false),
             kept: Mutex::default(),
+            served: AtomicU64::new(0),
         })
     }
 
@@ -102,7 +105,16 @@ impl ViewCache {
         if kept.version != version {
             return None;
         }
-        kept.views.get(&agent).cloned()
+        let view = kept.views.get(&agent).cloned();
+        if view.is_some() {
+            self.served.fetch_add(1, Ordering::Relaxed);
+        }
+        view
+    }
+
+    /// Views served from memory since the store opened.
+    pub(crate) fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 
     /// Keep `view`, read after `version` was: a later version drops what was kept; a view

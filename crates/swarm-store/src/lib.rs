@@ -78,6 +78,18 @@ pub enum Applied<T> {
     NotFound,
 }
 
+/// What a store that writes on one thread (SQLite) has done there since it opened, for
+/// metrics: how close that thread is to being the hub's limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterUsage {
+    /// Transactions committed (or rolled back), each a group of writes.
+    pub transactions: u64,
+    /// Writes run in those transactions.
+    pub writes: u64,
+    /// Time the writer spent on them and on its own upkeep, not waiting for work.
+    pub busy: std::time::Duration,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EventFilter {
     pub agent_id: Option<AgentId>,
@@ -583,8 +595,14 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
     }
 
     /// Poll views answered from memory, without reading the database, since the store
-    /// opened (PostgreSQL's null-poll cache); `None` for a store without one.
+    /// opened (both stores' null-poll caches); `None` for a store without one.
     fn poll_views_from_memory(&self) -> Option<u64> {
+        None
+    }
+
+    /// The writer thread's work since the store opened; `None` for a store that writes
+    /// on many connections (PostgreSQL).
+    fn writer_usage(&self) -> Option<WriterUsage> {
         None
     }
 }

@@ -345,6 +345,31 @@ async fn metrics_count_trigger_waits_store_calls_webhooks_and_run_reports() {
     assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "session_ok")]), 1.0);
     assert_eq!(delta(&after, "swarm_run_reports_total", &[("outcome", "failed")]), 0.0);
     assert_eq!(after.value("swarm_store_pool_connections", &[]), None, "SQLite has no pool");
+    // The trigger, the agent, the task, its claim, the session's cost and the finish: each
+    // a write of its own on SQLite's writer thread, grouped into as many transactions or
+    // fewer, and time spent on them.
+    let writes = delta(&after, "swarm_store_writer_writes_total", &[]);
+    let transactions = delta(&after, "swarm_store_writer_transactions_total", &[]);
+    assert!(writes >= 6.0, "{writes} writes counted");
+    assert!((1.0..=writes).contains(&transactions), "{transactions} transactions for {writes} writes");
+    assert!(delta(&after, "swarm_store_writer_busy_seconds_total", &[]) > 0.0);
+
+    // A full agent's polls: the first reads the database, later ones are answered from
+    // the view it kept while nothing commits (the writer's own upkeep may commit between
+    // two of them, so a few are asked). It fills up with the webhook's pool task.
+    let idle = uuid::Uuid::new_v4().to_string();
+    let (status, body) = hub.post("/api/agents", Some(&idle), json!({"name": "idle", "maxTasks": 1})).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, polled) = hub.get("/api/poll", Some(&idle)).await;
+    assert_eq!((status, polled["trigger"]["task"]["source"].as_str()), (200, Some("webhook")), "{polled}");
+    for _ in 0..10 {
+        let (status, polled) = hub.get("/api/poll", Some(&idle)).await;
+        assert_eq!((status, &polled["trigger"]), (200, &serde_json::Value::Null), "{polled}");
+    }
+    let polled = scrape(&hub).await;
+    let from_memory = polled.get("swarm_store_poll_views_from_memory_total", &[])
+        - after.value("swarm_store_poll_views_from_memory_total", &[]).unwrap_or(0.0);
+    assert!(from_memory >= 1.0, "{from_memory} of 10 empty polls answered from memory");
 
     // The dashboard's last hour: a point taken at start-up, in camelCase.
     let (status, history) = hub.get("/api/stats/history", None).await;
