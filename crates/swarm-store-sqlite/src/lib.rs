@@ -313,7 +313,10 @@ impl Store for SqliteStore {
             return Ok(Some(view));
         }
         let view = self.database.read(|connection| poll::view(connection, agent))?;
-        if let (Some(version), Some(view)) = (version, &view) {
+        // Kept only if nothing committed while it was read: it is then that version's.
+        if let (Some(version), Some(view)) = (version, &view)
+            && self.views.version()? == Some(version)
+        {
             self.views.keep(version, agent, view);
         }
         Ok(view)

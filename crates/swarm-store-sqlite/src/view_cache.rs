@@ -5,24 +5,24 @@
 //! function of the database's contents and the agent alone (it reads no clock), so while
 //! no transaction commits it cannot change, and the last view of the agent is the answer.
 //!
-//! What proves that nothing committed is the database's committed state as the wal-index
-//! header names it (`wal_index.rs`): it moves with every commit of any connection, this
-//! store's writer or another process's on the same file (a second hub, `swarm mcp`), and
-//! a read transaction begun after it was read sees every commit it counts. Each view is
-//! kept with the version read *before* the view's own read began: a commit in between
-//! makes that version stale, never the view newer than its version says, so a view is
-//! only ever served while it is exact. A version that changed drops every kept view.
-//! Nothing here can hide work: the worst case, a version that changes without a commit
-//! (the WAL starting over), costs a read; a header caught mid-commit gives no version,
-//! and the poll reads the database. Where the wal-index cannot be mapped, the version is
-//! SQLite's `PRAGMA data_version`, read on a connection of this store that never writes.
+//! What proves that nothing committed is the database's version, the wal-index header
+//! (`wal_index.rs`): every commit of any connection, this store's writer or another
+//! process's on the same file (a second hub, `swarm mcp`), writes a header not seen
+//! before, and a read transaction begun after a header was read sees every commit before
+//! it. A view is kept only if the version was the same before and after the view's read,
+//! so it is exactly the database at that version, and it is served only while the version
+//! is still that one; any other version replaces what was kept. Nothing here can hide
+//! work: the worst case, a version that changes without a commit (the WAL starting over),
+//! costs a read; a header caught mid-commit gives no version, and the poll reads the
+//! database and keeps nothing. Where SQLite has no wal-index mapped, the version is
+//! `PRAGMA data_version`, read on a connection of this store that never writes.
 
 use std::{
     collections::HashMap,
     path::Path,
     sync::{
-        Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        Mutex, MutexGuard, PoisonError, RwLock,
+        atomic::{AtomicU64, Ordering},
     },
 };
 
@@ -30,15 +30,24 @@ use rusqlite::Connection;
 use swarm_domain::id::AgentId;
 use swarm_store::{PollView, StoreResult};
 
-use crate::{error::db, wal_index::WalIndex};
+use crate::{
+    error::db,
+    wal_index::{Header, WalIndex},
+};
+
+/// A committed state of the database: equal versions, the same contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    Header(Header),
+    DataVersion(i64),
+}
 
 pub(crate) struct ViewCache {
-    /// Only ever reads `data_version`; gone once the store is closed. Open as long as
-    /// the store is, which keeps `wal_index`'s file in place (see there).
+    /// Open until the store closes; it keeps SQLite's mapping of the wal-index alive,
+    /// and reads `data_version` where there is none.
     watcher: Mutex<Option<Connection>>,
-    /// The versions' source where the database has one to map.
-    wal_index: Option<WalIndex>,
-    closed: AtomicBool,
+    /// SQLite's wal-index as mapped for `watcher`; taken away before the watcher closes.
+    wal_index: RwLock<Option<WalIndex>>,
     kept: Mutex<Kept>,
     /// Views served from memory since the store opened.
     served: AtomicU64,
@@ -46,7 +55,7 @@ pub(crate) struct ViewCache {
 
 #[derive(Default)]
 struct Kept {
-    version: u64,
+    version: Option<Version>,
     views: HashMap<AgentId, PollView>,
 }
 
@@ -59,36 +68,37 @@ impl ViewCache {
         let watcher = Connection::open(path).map_err(db)?;
         watcher.busy_timeout(crate::database::BUSY_TIMEOUT).map_err(db)?;
         watcher.pragma_update(None, "query_only", true).map_err(db)?;
-        // A read in WAL mode opens the wal-index, so its file exists before it is mapped.
+        // A read in WAL mode maps the wal-index for this connection.
         let _: i64 = watcher.query_row("PRAGMA data_version", [], |row| row.get(0)).map_err(db)?;
-        let wal_index = watcher.path().and_then(|path| WalIndex::map(Path::new(path)));
+        // SAFETY: the watcher stays open, in WAL mode, until `close`, which takes the
+        // index away first (under the write lock, so no read of it is under way).
+        let wal_index = unsafe { WalIndex::of(&watcher) };
         Ok(ViewCache {
             watcher: Mutex::new(Some(watcher)),
-            wal_index,
-            closed: AtomicBool::new(false),
+            wal_index: RwLock::new(wal_index),
             kept: Mutex::default(),
             served: AtomicU64::new(0),
         })
     }
 
-    /// The database's version now; none once closed, or while a commit is being
-    /// published (the caller reads the database and keeps nothing).
-    pub(crate) fn version(&self) -> StoreResult<Option<u64>> {
-        if self.closed.load(Ordering::Acquire) {
-            return Ok(None);
-        }
-        if let Some(wal_index) = &self.wal_index {
-            return Ok(wal_index.committed_state());
+    /// The database's version now; none once closed, or while a commit is rewriting the
+    /// header (the caller reads the database and keeps nothing).
+    pub(crate) fn version(&self) -> StoreResult<Option<Version>> {
+        if let Some(wal_index) = &*self.wal_index.read().unwrap_or_else(PoisonError::into_inner) {
+            return Ok(wal_index.header().map(Version::Header));
         }
         let watcher = lock(&self.watcher);
         let Some(watcher) = watcher.as_ref() else { return Ok(None) };
         let mut statement = watcher.prepare_cached("PRAGMA data_version").map_err(db)?;
-        statement.query_row([], |row| row.get::<_, i64>(0)).map(|version| Some(version as u64)).map_err(db)
+        statement
+            .query_row([], |row| row.get(0))
+            .map(|version| Some(Version::DataVersion(version)))
+            .map_err(db)
     }
 
     /// Close the watcher's connection; views are read afresh from then on.
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Release);
+        self.wal_index.write().unwrap_or_else(PoisonError::into_inner).take();
         lock(&self.watcher).take();
         lock(&self.kept).views.clear();
     }
@@ -100,9 +110,9 @@ impl ViewCache {
     }
 
     /// The agent's view kept at `version`, if that is still the version.
-    pub(crate) fn get(&self, version: u64, agent: AgentId) -> Option<PollView> {
+    pub(crate) fn get(&self, version: Version, agent: AgentId) -> Option<PollView> {
         let kept = lock(&self.kept);
-        if kept.version != version {
+        if kept.version != Some(version) {
             return None;
         }
         let view = kept.views.get(&agent).cloned();
@@ -117,17 +127,15 @@ impl ViewCache {
         self.served.load(Ordering::Relaxed)
     }
 
-    /// Keep `view`, read after `version` was: a later version drops what was kept; a view
-    /// read under an earlier one than the kept is not kept (it may be stale already).
-    pub(crate) fn keep(&self, version: u64, agent: AgentId, view: &PollView) {
+    /// Keep `view`, read while the version was `version` from before its read to after
+    /// it; any other version kept before is dropped with its views.
+    pub(crate) fn keep(&self, version: Version, agent: AgentId, view: &PollView) {
         let mut kept = lock(&self.kept);
-        if version > kept.version {
-            kept.version = version;
+        if kept.version != Some(version) {
+            kept.version = Some(version);
             kept.views.clear();
         }
-        if version == kept.version {
-            kept.views.insert(agent, view.clone());
-        }
+        kept.views.insert(agent, view.clone());
     }
 }
 
@@ -150,12 +158,14 @@ mod tests {
             max_tasks: 1,
             waiting: Vec::new(),
         };
-        cache.keep(7, agent, &view);
-        assert_eq!(cache.get(7, agent), Some(view.clone()));
+        let version = Version::DataVersion(7);
+        cache.keep(version, agent, &view);
+        assert_eq!(cache.get(version, agent), Some(view.clone()));
+        assert_eq!(cache.get(Version::DataVersion(8), agent), None, "another version");
         cache.release();
-        assert_eq!(cache.get(7, agent), None, "the next poll reads the database");
-        cache.keep(7, agent, &view);
-        assert_eq!(cache.get(7, agent), Some(view));
+        assert_eq!(cache.get(version, agent), None, "the next poll reads the database");
+        cache.keep(version, agent, &view);
+        assert_eq!(cache.get(version, agent), Some(view));
     }
 
     #[test]
@@ -166,14 +176,49 @@ mod tests {
         other.pragma_update(None, "journal_mode", "WAL").unwrap();
         other.execute_batch("CREATE TABLE notes (text TEXT)").unwrap();
         let cache = ViewCache::open(&path).unwrap();
-        assert!(cache.wal_index.is_some(), "read from the wal-index, not with a lock");
-
         let version = cache.version().unwrap().unwrap();
+        assert!(matches!(version, Version::Header(_)), "read from the wal-index, not with a lock");
         assert_eq!(cache.version().unwrap(), Some(version));
         other.execute("INSERT INTO notes VALUES ('a')", []).unwrap();
         let next = cache.version().unwrap().unwrap();
-        assert!(next > version);
+        assert_ne!(next, version);
         cache.close();
         assert_eq!(cache.version().unwrap(), None, "closed: every poll reads");
     }
+
+    /// Closing any descriptor of a file drops every POSIX lock the process holds on it:
+    /// the cache must read the wal-index without opening `-shm` itself, or SQLite's lock
+    /// that tells other processes the wal-index is in use would be gone.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn opening_the_cache_leaves_sqlite_s_locks_on_the_wal_index_in_place() {
+        use std::os::fd::IntoRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locks.db");
+        let other = Connection::open(&path).unwrap();
+        other.pragma_update(None, "journal_mode", "WAL").unwrap();
+        other.execute_batch("CREATE TABLE notes (text TEXT)").unwrap();
+        let cache = ViewCache::open(&path).unwrap();
+        assert!(matches!(cache.version().unwrap(), Some(Version::Header(_))));
+
+        // Never closed, for the reason above.
+        let probe = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.path().join("locks.db-shm"))
+            .unwrap()
+            .into_raw_fd();
+        // SAFETY: a zeroed `flock` is a valid value of this plain C struct.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as _;
+        lock.l_whence = libc::SEEK_SET as _;
+        // SQLite's "DMS" byte of the wal-index (os_unix.c), read-locked while open.
+        lock.l_start = 128;
+        lock.l_len = 1;
+        // SAFETY: an open descriptor and a valid `flock` the kernel writes into.
+        assert_eq!(unsafe { libc::fcntl(probe, libc::F_OFD_GETLK, &mut lock) }, 0);
+        assert_eq!(i32::from(lock.l_type), libc::F_RDLCK, "SQLite's lock on the wal-index is held");
+        drop(other);
+    }
 }
+
