@@ -307,11 +307,11 @@ impl Store for SqliteStore {
     }
 
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
-        // Before the view's read: see `view_cache`.
-        let version = self.views.version()?;
-        if let Some(view) = version.and_then(|version| self.views.get(version, agent)) {
-            return Ok(Some(view));
-        }
+        // The version is read before the view: see `view_cache`.
+        let version = match self.views.lookup(agent)? {
+            view_cache::Lookup::Kept(view) => return Ok(Some(view)),
+            view_cache::Lookup::Read(version) => version,
+        };
         let view = self.database.read(|connection| poll::view(connection, agent))?;
         // Kept only if nothing committed while it was read: it is then that version's.
         if let (Some(version), Some(view)) = (version, &view)

@@ -20,10 +20,7 @@
 use std::{
     collections::HashMap,
     path::Path,
-    sync::{
-        Mutex, MutexGuard, PoisonError, RwLock,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Mutex, MutexGuard, PoisonError},
 };
 
 use rusqlite::Connection;
@@ -46,17 +43,26 @@ pub(crate) struct ViewCache {
     /// Open until the store closes; it keeps SQLite's mapping of the wal-index alive,
     /// and reads `data_version` where there is none.
     watcher: Mutex<Option<Connection>>,
-    /// SQLite's wal-index as mapped for `watcher`; taken away before the watcher closes.
-    wal_index: RwLock<Option<WalIndex>>,
+    /// One lock for the views and the wal-index, so that a poll takes one lock, and the
+    /// index is taken away (before the watcher closes) while no poll reads it.
     kept: Mutex<Kept>,
-    /// Views served from memory since the store opened.
-    served: AtomicU64,
 }
 
 #[derive(Default)]
 struct Kept {
+    /// SQLite's wal-index as mapped for `watcher`.
+    wal_index: Option<WalIndex>,
     version: Option<Version>,
     views: HashMap<AgentId, PollView>,
+    /// Views served from memory since the store opened.
+    served: u64,
+}
+
+/// What a poll finds kept: the agent's view at the current version, or, when there is
+/// none, the version to read the view under (none: read, and keep nothing).
+pub(crate) enum Lookup {
+    Kept(PollView),
+    Read(Option<Version>),
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -71,22 +77,48 @@ impl ViewCache {
         // A read in WAL mode maps the wal-index for this connection.
         let _: i64 = watcher.query_row("PRAGMA data_version", [], |row| row.get(0)).map_err(db)?;
         // SAFETY: the watcher stays open, in WAL mode, until `close`, which takes the
-        // index away first (under the write lock, so no read of it is under way).
+        // index away first, under the lock that every read of it holds.
         let wal_index = unsafe { WalIndex::of(&watcher) };
         Ok(ViewCache {
             watcher: Mutex::new(Some(watcher)),
-            wal_index: RwLock::new(wal_index),
-            kept: Mutex::default(),
-            served: AtomicU64::new(0),
+            kept: Mutex::new(Kept { wal_index, ..Kept::default() }),
         })
     }
 
+    /// The agent's view if one is kept at the database's current version.
+    pub(crate) fn lookup(&self, agent: AgentId) -> StoreResult<Lookup> {
+        let mut kept = lock(&self.kept);
+        let version = match &kept.wal_index {
+            Some(wal_index) => wal_index.header().map(Version::Header),
+            None => {
+                drop(kept);
+                let version = self.data_version()?;
+                kept = lock(&self.kept);
+                version
+            }
+        };
+        if version.is_none() || version != kept.version {
+            return Ok(Lookup::Read(version));
+        }
+        match kept.views.get(&agent).cloned() {
+            Some(view) => {
+                kept.served += 1;
+                Ok(Lookup::Kept(view))
+            }
+            None => Ok(Lookup::Read(version)),
+        }
+    }
+
     /// The database's version now; none once closed, or while a commit is rewriting the
-    /// header (the caller reads the database and keeps nothing).
+    /// header.
     pub(crate) fn version(&self) -> StoreResult<Option<Version>> {
-        if let Some(wal_index) = &*self.wal_index.read().unwrap_or_else(PoisonError::into_inner) {
+        if let Some(wal_index) = &lock(&self.kept).wal_index {
             return Ok(wal_index.header().map(Version::Header));
         }
+        self.data_version()
+    }
+
+    fn data_version(&self) -> StoreResult<Option<Version>> {
         let watcher = lock(&self.watcher);
         let Some(watcher) = watcher.as_ref() else { return Ok(None) };
         let mut statement = watcher.prepare_cached("PRAGMA data_version").map_err(db)?;
@@ -98,9 +130,12 @@ impl ViewCache {
 
     /// Close the watcher's connection; views are read afresh from then on.
     pub(crate) fn close(&self) {
-        self.wal_index.write().unwrap_or_else(PoisonError::into_inner).take();
+        {
+            let mut kept = lock(&self.kept);
+            kept.wal_index = None;
+            kept.views.clear();
+        }
         lock(&self.watcher).take();
-        lock(&self.kept).views.clear();
     }
 
     /// Forget every kept view and the map's room for them (the hub has gone quiet); the
@@ -109,22 +144,9 @@ impl ViewCache {
         lock(&self.kept).views = HashMap::new();
     }
 
-    /// The agent's view kept at `version`, if that is still the version.
-    pub(crate) fn get(&self, version: Version, agent: AgentId) -> Option<PollView> {
-        let kept = lock(&self.kept);
-        if kept.version != Some(version) {
-            return None;
-        }
-        let view = kept.views.get(&agent).cloned();
-        if view.is_some() {
-            self.served.fetch_add(1, Ordering::Relaxed);
-        }
-        view
-    }
-
     /// Views served from memory since the store opened.
     pub(crate) fn served(&self) -> u64 {
-        self.served.load(Ordering::Relaxed)
+        lock(&self.kept).served
     }
 
     /// Keep `view`, read while the version was `version` from before its read to after
@@ -150,22 +172,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = ViewCache::open(&dir.path().join("views.db")).unwrap();
         let agent = AgentId::new_v7();
-        let view = PollView {
+        let view = view_for_test();
+        let kept = |cache: &ViewCache| match cache.lookup(agent).unwrap() {
+            Lookup::Kept(view) => Some(view),
+            Lookup::Read(_) => None,
+        };
+        let version = cache.version().unwrap().unwrap();
+        cache.keep(version, agent, &view);
+        assert_eq!(kept(&cache), Some(view.clone()));
+        assert_eq!(cache.served(), 1);
+        cache.release();
+        assert_eq!(kept(&cache), None, "the next poll reads the database");
+        cache.keep(version, agent, &view);
+        assert_eq!(kept(&cache), Some(view));
+        cache.keep(Version::DataVersion(-1), agent, &PollView { max_tasks: 2, ..view_for_test() });
+        assert_eq!(kept(&cache), None, "kept at another version: not served");
+    }
+
+    fn view_for_test() -> PollView {
+        PollView {
             is_lead: false,
             status: AgentStatus::Idle,
             last_seen_at: Timestamp::now(),
             in_progress: 0,
             max_tasks: 1,
             waiting: Vec::new(),
-        };
-        let version = Version::DataVersion(7);
-        cache.keep(version, agent, &view);
-        assert_eq!(cache.get(version, agent), Some(view.clone()));
-        assert_eq!(cache.get(Version::DataVersion(8), agent), None, "another version");
-        cache.release();
-        assert_eq!(cache.get(version, agent), None, "the next poll reads the database");
-        cache.keep(version, agent, &view);
-        assert_eq!(cache.get(version, agent), Some(view));
+        }
     }
 
     #[test]
@@ -221,4 +253,3 @@ mod tests {
         drop(other);
     }
 }
-
