@@ -200,14 +200,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_version_holds_while_nothing_commits_and_moves_with_another_connection_s_commit() {
+    /// A WAL database with a table, another connection to it, and a cache on it.
+    fn cache_beside_another_connection() -> (tempfile::TempDir, Connection, ViewCache) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("versions.db");
+        let path = dir.path().join("views.db");
         let other = Connection::open(&path).unwrap();
         other.pragma_update(None, "journal_mode", "WAL").unwrap();
         other.execute_batch("CREATE TABLE notes (text TEXT)").unwrap();
         let cache = ViewCache::open(&path).unwrap();
+        (dir, other, cache)
+    }
+
+    #[test]
+    fn the_version_holds_while_nothing_commits_and_moves_with_another_connection_s_commit() {
+        let (_dir, other, cache) = cache_beside_another_connection();
         let version = cache.version().unwrap().unwrap();
         assert!(matches!(version, Version::Header(_)), "read from the wal-index, not with a lock");
         assert_eq!(cache.version().unwrap(), Some(version));
@@ -225,19 +231,14 @@ mod tests {
     #[test]
     fn opening_the_cache_leaves_sqlite_s_locks_on_the_wal_index_in_place() {
         use std::os::fd::IntoRawFd;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("locks.db");
-        let other = Connection::open(&path).unwrap();
-        other.pragma_update(None, "journal_mode", "WAL").unwrap();
-        other.execute_batch("CREATE TABLE notes (text TEXT)").unwrap();
-        let cache = ViewCache::open(&path).unwrap();
+        let (dir, other, cache) = cache_beside_another_connection();
         assert!(matches!(cache.version().unwrap(), Some(Version::Header(_))));
 
         // Never closed, for the reason above.
         let probe = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .open(dir.path().join("locks.db-shm"))
+            .open(dir.path().join("views.db-shm"))
             .unwrap()
             .into_raw_fd();
         // SAFETY: a zeroed `flock` is a valid value of this plain C struct.
