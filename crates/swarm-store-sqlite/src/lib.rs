@@ -38,6 +38,7 @@ mod tokens;
 mod triggers;
 mod view_cache;
 mod wal_index;
+mod writer;
 mod writer_usage;
 
 use std::{path::Path, sync::Arc};
