@@ -113,20 +113,10 @@ impl PollCache {
 
 #[cfg(test)]
 mod tests {
-    use swarm_domain::{agent::AgentStatus, poll::TriggerKind, time::Timestamp};
+    use swarm_domain::poll::TriggerKind;
+    use swarm_store::testkit::idle_worker_view as view;
 
     use super::*;
-
-    fn view(waiting: Vec<TriggerKind>) -> PollView {
-        PollView {
-            is_lead: false,
-            status: AgentStatus::Idle,
-            last_seen_at: Timestamp::now(),
-            in_progress: 0,
-            max_tasks: 1,
-            waiting,
-        }
-    }
 
     /// A cache that hears other processes' changes, holding a current view of one agent.
     fn listening_with_one_view() -> (PollCache, AgentId) {

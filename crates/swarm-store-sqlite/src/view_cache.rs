@@ -163,7 +163,7 @@ impl ViewCache {
 
 #[cfg(test)]
 mod tests {
-    use swarm_domain::{agent::AgentStatus, time::Timestamp};
+    use swarm_store::testkit::idle_worker_view;
 
     use super::*;
 
@@ -172,7 +172,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = ViewCache::open(&dir.path().join("views.db")).unwrap();
         let agent = AgentId::new_v7();
-        let view = view_for_test();
+        let view = idle_worker_view(Vec::new());
         let kept = |cache: &ViewCache| match cache.lookup(agent).unwrap() {
             Lookup::Kept(view) => Some(view),
             Lookup::Read(_) => None,
@@ -185,19 +185,12 @@ mod tests {
         assert_eq!(kept(&cache), None, "the next poll reads the database");
         cache.keep(version, agent, &view);
         assert_eq!(kept(&cache), Some(view));
-        cache.keep(Version::DataVersion(-1), agent, &PollView { max_tasks: 2, ..view_for_test() });
+        cache.keep(
+            Version::DataVersion(-1),
+            agent,
+            &PollView { max_tasks: 2, ..idle_worker_view(Vec::new()) },
+        );
         assert_eq!(kept(&cache), None, "kept at another version: not served");
-    }
-
-    fn view_for_test() -> PollView {
-        PollView {
-            is_lead: false,
-            status: AgentStatus::Idle,
-            last_seen_at: Timestamp::now(),
-            in_progress: 0,
-            max_tasks: 1,
-            waiting: Vec::new(),
-        }
     }
 
     /// A WAL database with a table, another connection to it, and a cache on it.

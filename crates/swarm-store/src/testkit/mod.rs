@@ -49,6 +49,19 @@ use swarm_domain::{
     time::Timestamp,
 };
 
+/// An idle worker's poll view (one slot, none taken) with `waiting` listed: for the
+/// drivers' own tests of their null-poll caches.
+pub fn idle_worker_view(waiting: Vec<swarm_domain::poll::TriggerKind>) -> crate::PollView {
+    crate::PollView {
+        is_lead: false,
+        status: swarm_domain::agent::AgentStatus::Idle,
+        last_seen_at: Timestamp::now(),
+        in_progress: 0,
+        max_tasks: 1,
+        waiting,
+    }
+}
+
 /// 2026-01-20T10:00:00.123Z: a start with a non-zero millisecond part, so that a
 /// store that drops milliseconds is caught.
 const CLOCK_START_MILLIS: i64 = 1_768_903_200_123;
