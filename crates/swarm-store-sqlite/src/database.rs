@@ -246,7 +246,11 @@ const READER_CACHE_KIB: i64 = -512;
 const CHECKPOINTER_CACHE_KIB: i64 = -128;
 
 fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
-    let connection = Connection::open(path)?;
+    let connection = match role {
+        // One `write` per commit for the WAL's frames (see `wal_appends.rs`).
+        Role::Writer => crate::wal_appends::open_writer(path)?,
+        Role::Reader | Role::Checkpointer => Connection::open(path)?,
+    };
     connection.busy_timeout(BUSY_TIMEOUT)?;
     connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     connection.pragma_update(None, "foreign_keys", true)?;

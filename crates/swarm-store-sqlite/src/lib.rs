@@ -37,6 +37,7 @@ mod test_file;
 mod tokens;
 mod triggers;
 mod view_cache;
+mod wal_appends;
 mod wal_index;
 mod writer;
 mod writer_usage;
