@@ -105,7 +105,8 @@ struct WalFile {
     last_was_read: bool,
 }
 
-const WAL_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
+/// A `static`: SQLite keeps a pointer to it in every WAL file it opens.
+static WAL_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     iVersion: 1,
     xClose: Some(close),
     xRead: Some(read),
