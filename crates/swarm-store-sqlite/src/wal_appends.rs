@@ -341,6 +341,16 @@ mod tests {
         connection
     }
 
+    /// A writer through this VFS with a cache of `cache_pages`, on a new file with a table
+    /// `rows (id, body)`.
+    fn writer_on(dir: &tempfile::TempDir, name: &str, cache_pages: i64) -> (std::path::PathBuf, Connection) {
+        let path = dir.path().join(name);
+        let writer = open(&path, true);
+        writer.pragma_update(None, "cache_size", cache_pages).unwrap();
+        writer.execute_batch("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB NOT NULL)").unwrap();
+        (path, writer)
+    }
+
     /// A deterministic payload of `length` bytes for row `id`.
     fn payload(id: i64, length: usize) -> Vec<u8> {
         (0..length).map(|at| (id as usize * 31 + at * 7) as u8).collect()
@@ -348,16 +358,12 @@ mod tests {
 
     /// What a second connection, on the default VFS, reads at once after each commit:
     /// every row, whole, through commits of one page to several hundred KiB (more than
-    /// one write of the default VFS can take), a transaction rolled back after SQLite
-    /// spilled its pages into the WAL, and the WAL starting over after checkpoints.
+    /// one write of the default VFS can take), transactions larger than the writer's
+    /// cache rolled back, and the WAL starting over after checkpoints.
     #[test]
     fn every_commit_is_read_whole_by_another_connection_at_once() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("appends.db");
-        let writer = open(&path, true);
-        // A small cache makes SQLite spill a large transaction's pages before its commit.
-        writer.pragma_update(None, "cache_size", 16).unwrap();
-        writer.execute_batch("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB NOT NULL)").unwrap();
+        let (path, writer) = writer_on(&dir, "appends.db", 16);
         let reader = open(&path, false);
         let checkpointer = open(&path, false);
         let mut expected: Vec<(i64, usize)> = Vec::new();
@@ -420,10 +426,7 @@ mod tests {
     #[test]
     fn a_rolled_back_large_transaction_leaves_nothing_to_write_over_another_commit() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rollback.db");
-        let writer = open(&path, true);
-        writer.pragma_update(None, "cache_size", 10).unwrap();
-        writer.execute_batch("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB NOT NULL)").unwrap();
+        let (path, writer) = writer_on(&dir, "rollback.db", 10);
         let other = open(&path, false);
         for round in 0..5_i64 {
             // Copied into the file: the rollback reads nothing back from the WAL.
