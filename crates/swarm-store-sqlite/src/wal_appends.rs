@@ -268,13 +268,15 @@ unsafe extern "C" fn write(
     }
 }
 
-/// The methods that only need what is gathered written first.
+/// The methods that only need what is gathered written first (`reads`: the method is
+/// `xRead`, see `last_was_read`).
 macro_rules! settled_then_inner {
-    ($name:ident, $method:ident ( $($arg:ident : $ty:ty),* )) => {
+    ($name:ident, $method:ident ( $($arg:ident : $ty:ty),* ), reads = $reads:literal) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
             // SAFETY: ours (SQLite calls this WAL file's methods).
             let wal = unsafe { WalFile::of(file) };
             let code = wal.settle();
+            wal.last_was_read = $reads;
             if code != ffi::SQLITE_OK {
                 return code;
             }
@@ -285,31 +287,14 @@ macro_rules! settled_then_inner {
     };
 }
 
-unsafe extern "C" fn read(
-    file: *mut ffi::sqlite3_file,
-    buffer: *mut c_void,
-    amount: c_int,
-    offset: i64,
-) -> c_int {
-    // SAFETY: ours (SQLite calls this WAL file's methods).
-    let wal = unsafe { WalFile::of(file) };
-    let code = wal.settle();
-    wal.last_was_read = true;
-    if code != ffi::SQLITE_OK {
-        return code;
-    }
-    let method = wal.methods().xRead.expect("the default VFS has every method of version 1");
-    // SAFETY: the arguments are SQLite's, passed on.
-    unsafe { method(wal.inner, buffer, amount, offset) }
-}
-
-settled_then_inner!(truncate, xTruncate(size: i64));
-settled_then_inner!(sync, xSync(flags: c_int));
-settled_then_inner!(file_size, xFileSize(size: *mut i64));
-settled_then_inner!(lock, xLock(level: c_int));
-settled_then_inner!(unlock, xUnlock(level: c_int));
-settled_then_inner!(check_reserved_lock, xCheckReservedLock(reserved: *mut c_int));
-settled_then_inner!(file_control, xFileControl(operation: c_int, argument: *mut c_void));
+settled_then_inner!(read, xRead(buffer: *mut c_void, amount: c_int, offset: i64), reads = true);
+settled_then_inner!(truncate, xTruncate(size: i64), reads = false);
+settled_then_inner!(sync, xSync(flags: c_int), reads = false);
+settled_then_inner!(file_size, xFileSize(size: *mut i64), reads = false);
+settled_then_inner!(lock, xLock(level: c_int), reads = false);
+settled_then_inner!(unlock, xUnlock(level: c_int), reads = false);
+settled_then_inner!(check_reserved_lock, xCheckReservedLock(reserved: *mut c_int), reads = false);
+settled_then_inner!(file_control, xFileControl(operation: c_int, argument: *mut c_void), reads = false);
 
 unsafe extern "C" fn sector_size(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: ours.
