@@ -99,10 +99,11 @@ struct WalFile {
     gathered_at: i64,
     /// The last gathered write was a frame's header: `Some(true)` for a commit frame's.
     header: Option<bool>,
-    /// The file's last operation was a read: a frame header written now is
-    /// `walRewriteChecksums` rewriting the header of the frame it read, with no page
-    /// after it, and goes through at once.
-    last_was_read: bool,
+    /// Where the file's last operation read, if it was a read: a frame header written
+    /// there is `walRewriteChecksums` rewriting the header of the frame it just read, with
+    /// no page after it, and goes through at once. (It runs only in a transaction whose
+    /// pages were spilled, which the writer's never are; it is handled all the same.)
+    last_read_at: Option<i64>,
 }
 
 /// A `static`: SQLite keeps a pointer to it in every WAL file it opens.
@@ -160,7 +161,7 @@ unsafe extern "C" fn open(
             gathered: Vec::new(),
             gathered_at: 0,
             header: None,
-            last_was_read: false,
+            last_read_at: None,
         });
         ffi::SQLITE_OK
     }
@@ -206,11 +207,11 @@ impl WalFile {
         let continues = !self.gathered.is_empty()
             && i64::try_from(self.gathered.len()).is_ok_and(|length| offset == self.gathered_at + length);
         let appends = if bytes.len() == FRAME_HEADER_BYTES {
-            continues || (self.gathered.is_empty() && !self.last_was_read)
+            continues || (self.gathered.is_empty() && self.last_read_at != Some(offset))
         } else {
             continues && self.header.is_some()
         };
-        self.last_was_read = false;
+        self.last_read_at = None;
         if !appends {
             self.header = None;
             let code = self.flush();
@@ -268,15 +269,15 @@ unsafe extern "C" fn write(
     }
 }
 
-/// The methods that only need what is gathered written first (`reads`: the method is
-/// `xRead`, see `last_was_read`).
+/// The methods that only need what is gathered written first (`read_at`: where `xRead`
+/// reads, see `last_read_at`).
 macro_rules! settled_then_inner {
-    ($name:ident, $method:ident ( $($arg:ident : $ty:ty),* ), reads = $reads:literal) => {
+    ($name:ident, $method:ident ( $($arg:ident : $ty:ty),* ), read_at = $read_at:expr) => {
         unsafe extern "C" fn $name(file: *mut ffi::sqlite3_file, $($arg: $ty),*) -> c_int {
             // SAFETY: ours (SQLite calls this WAL file's methods).
             let wal = unsafe { WalFile::of(file) };
             let code = wal.settle();
-            wal.last_was_read = $reads;
+            wal.last_read_at = $read_at;
             if code != ffi::SQLITE_OK {
                 return code;
             }
@@ -287,14 +288,14 @@ macro_rules! settled_then_inner {
     };
 }
 
-settled_then_inner!(read, xRead(buffer: *mut c_void, amount: c_int, offset: i64), reads = true);
-settled_then_inner!(truncate, xTruncate(size: i64), reads = false);
-settled_then_inner!(sync, xSync(flags: c_int), reads = false);
-settled_then_inner!(file_size, xFileSize(size: *mut i64), reads = false);
-settled_then_inner!(lock, xLock(level: c_int), reads = false);
-settled_then_inner!(unlock, xUnlock(level: c_int), reads = false);
-settled_then_inner!(check_reserved_lock, xCheckReservedLock(reserved: *mut c_int), reads = false);
-settled_then_inner!(file_control, xFileControl(operation: c_int, argument: *mut c_void), reads = false);
+settled_then_inner!(read, xRead(buffer: *mut c_void, amount: c_int, offset: i64), read_at = Some(offset));
+settled_then_inner!(truncate, xTruncate(size: i64), read_at = None);
+settled_then_inner!(sync, xSync(flags: c_int), read_at = None);
+settled_then_inner!(file_size, xFileSize(size: *mut i64), read_at = None);
+settled_then_inner!(lock, xLock(level: c_int), read_at = None);
+settled_then_inner!(unlock, xUnlock(level: c_int), read_at = None);
+settled_then_inner!(check_reserved_lock, xCheckReservedLock(reserved: *mut c_int), read_at = None);
+settled_then_inner!(file_control, xFileControl(operation: c_int, argument: *mut c_void), read_at = None);
 
 unsafe extern "C" fn sector_size(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: ours.
@@ -475,5 +476,28 @@ mod tests {
         }
         assert!(writes[0] >= 24, "the default VFS wrote the commit with {} writes", writes[0]);
         assert_eq!(writes[1], 1, "this VFS wrote the commit with {} writes", writes[1]);
+    }
+
+    /// The same after the writer read pages back from the WAL (its cache emptied, as the
+    /// hub's memory release does): the reads leave the next commit's first frame to be
+    /// gathered like the others.
+    #[test]
+    fn a_commit_after_reads_from_the_wal_is_one_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, writer) = writer_on(&dir, "cold.db", 100);
+        for id in 0..12 {
+            writer.execute("INSERT INTO rows VALUES (?1, zeroblob(3000))", [id]).unwrap();
+        }
+        for round in 0..3 {
+            writer.execute_batch("PRAGMA shrink_memory").unwrap();
+            let before = writes_by_this_thread();
+            let tx = writer.unchecked_transaction().unwrap();
+            for id in 0..12 {
+                tx.execute("UPDATE rows SET body = zeroblob(2999 - ?2) WHERE id = ?1", [id, round]).unwrap();
+            }
+            tx.commit().unwrap();
+            let writes = writes_by_this_thread() - before;
+            assert_eq!(writes, 1, "round {round}: the commit took {writes} writes");
+        }
     }
 }
