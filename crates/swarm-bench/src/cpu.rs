@@ -24,6 +24,18 @@ pub(crate) struct CpuUse {
     pub others_seconds: f64,
 }
 
+impl CpuUse {
+    /// Two stretches of time taken together.
+    pub(crate) fn plus(&self, other: &CpuUse) -> CpuUse {
+        CpuUse {
+            wall_seconds: self.wall_seconds + other.wall_seconds,
+            hub_seconds: self.hub_seconds.zip(other.hub_seconds).map(|(one, two)| one + two),
+            bench_seconds: self.bench_seconds + other.bench_seconds,
+            others_seconds: self.others_seconds + other.others_seconds,
+        }
+    }
+}
+
 /// The counters at the start of a run.
 pub(crate) struct CpuClock {
     at: Instant,

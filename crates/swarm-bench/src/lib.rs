@@ -31,7 +31,8 @@ pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.
     temporary folder; on PostgreSQL a new database swarm_bench_<random> that is dropped after), \
     or benches a running hub with --url. Measures: trigger latency (task created → a parked \
     `GET /api/poll?wait=30` answers), null-poll throughput (an idle agent's `GET /api/poll`), \
-    `GET /health` throughput as a floor, and claim cycles per second (create → poll → finish) \
+    `GET /health` throughput as a floor (the same clients alternate between the two every half \
+    second, so both see the same machine), and claim cycles per second (create → poll → finish) \
     with many workers. Progress goes to stderr, a Markdown table (or --json) to stdout. \
     A default run takes about a minute per backend; build with --release for real numbers.";
 
@@ -59,7 +60,8 @@ pub struct BenchArgs {
     /// Trigger-latency samples taken first and thrown away.
     #[arg(long, default_value_t = 50)]
     latency_warmup: u32,
-    /// Seconds each throughput run is measured (fractions allowed).
+    /// Seconds each throughput run is measured (fractions allowed). Null polls and
+    /// `/health` get this long each, in turns of half a second.
     #[arg(long, default_value_t = 6.0, value_parser = parse_seconds)]
     seconds: f64,
     /// Seconds each throughput run goes on before measuring starts.
@@ -83,7 +85,7 @@ pub struct BenchArgs {
     /// poll waits on. The exactly-once counts cover every replica.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16), conflicts_with = "url")]
     replicas: u32,
-    /// Skip the `GET /health` runs (the floor the poll is compared with).
+    /// Skip `GET /health` (the floor the poll is compared with): null polls only.
     #[arg(long)]
     no_health: bool,
     /// The scale run: before measuring, give the scratch database a history of this many
@@ -224,15 +226,18 @@ async fn bench_hub(target: &Target, description: String, plan: &Plan) -> anyhow:
     let window =
         format!("{:.1} s after {:.1} s warm-up", plan.measure.as_secs_f64(), plan.warmup.as_secs_f64());
     let mut null_polls = Vec::new();
-    for &clients in &plan.concurrency {
-        progress(format!("null polls, {clients} concurrent, {window}"));
-        null_polls.push(measure::null_polls(target, plan, clients).await.context("null polls")?);
-    }
     let mut health_floor = Vec::new();
-    if plan.health {
-        for &clients in &plan.concurrency {
-            progress(format!("GET /health, {clients} concurrent, {window}"));
-            health_floor.push(measure::health(target, plan, clients).await.context("GET /health")?);
+    for &clients in &plan.concurrency {
+        if plan.health {
+            progress(format!("null polls and GET /health taking turns, {clients} concurrent, {window} each"));
+            let (polls, health) = measure::null_polls_and_health(target, plan, clients)
+                .await
+                .context("null polls and GET /health")?;
+            null_polls.push(polls);
+            health_floor.push(health);
+        } else {
+            progress(format!("null polls, {clients} concurrent, {window}"));
+            null_polls.push(measure::null_polls(target, plan, clients).await.context("null polls")?);
         }
     }
     let mut claim_cycles = Vec::new();

@@ -112,9 +112,10 @@ pub(crate) struct Throughput {
 }
 
 impl Throughput {
-    fn of(concurrency: usize, window: Window, samples: Vec<Duration>, cpu: Option<CpuUse>) -> Throughput {
+    /// `samples` taken over `measured` in all.
+    fn of(concurrency: usize, measured: Duration, samples: Vec<Duration>, cpu: Option<CpuUse>) -> Throughput {
         let requests = samples.len();
-        let per_second = requests as f64 / window.length().as_secs_f64();
+        let per_second = requests as f64 / measured.as_secs_f64();
         Throughput { concurrency, requests, per_second, latency: Percentiles::of(samples), cpu }
     }
 }
@@ -191,40 +192,133 @@ pub(crate) async fn null_polls(target: &Target, plan: &Plan, clients: usize) -> 
         let mut samples = Vec::new();
         loop {
             let began = Instant::now();
-            let answer: PollAnswer = agent.http.get("/api/poll", Some(&agent.id)).await?;
-            if let Some(trigger) = answer.trigger {
-                bail!(
-                    "an idle agent's poll returned {}: the hub has work waiting (pool tasks?); \
-                     bench a fresh hub",
-                    trigger.kind
-                );
-            }
+            agent.null_poll().await?;
             if !window.record(began, &mut samples) {
                 return Ok(samples);
             }
         }
     })
     .await?;
-    Ok(Throughput::of(clients, window, samples.concat(), cpu.await.ok().flatten()))
+    Ok(Throughput::of(clients, window.length(), samples.concat(), cpu.await.ok().flatten()))
 }
 
-/// `GET /health`: the same HTTP path without the store, the floor the poll is compared with.
-pub(crate) async fn health(target: &Target, plan: &Plan, clients: usize) -> anyhow::Result<Throughput> {
-    let connections: Vec<Http> = (0..clients).map(|index| Http::new(target.replica(index))).collect();
-    let window = Window::after(plan.warmup, plan.measure);
-    let cpu = window.cpu_use(target);
-    let samples = run_clients(connections, move |http| async move {
-        let mut samples = Vec::new();
+/// How long each turn of the null polls and of `GET /health` lasts when they alternate.
+const TURN: Duration = Duration::from_millis(500);
+
+/// Null polls (as `null_polls`) and `GET /health`, the floor they are compared with, by
+/// the same clients on the same connections, taking turns every `TURN` through one
+/// window. Each gets `plan.measure` in all. Measured one after the other, a machine that
+/// slowed down for some seconds moved the share by ten points either way; taking turns,
+/// both see the same seconds. A request that crosses from one turn into the next counts
+/// for neither.
+pub(crate) async fn null_polls_and_health(
+    target: &Target,
+    plan: &Plan,
+    clients: usize,
+) -> anyhow::Result<(Throughput, Throughput)> {
+    let agents = Agent::register_many(target, "idle", clients).await?;
+    let turns = Turns::after(plan.warmup, plan.measure);
+    let cpu = turns.cpu_use(target);
+    let samples = run_clients(agents, move |agent| async move {
+        let mut samples = [Vec::new(), Vec::new()];
         loop {
             let began = Instant::now();
-            let _: IgnoredAny = http.get("/health", None).await?;
-            if !window.record(began, &mut samples) {
+            let turn = turns.turn_at(began);
+            if turn.is_poll() {
+                agent.null_poll().await?;
+            } else {
+                let _: IgnoredAny = agent.http.get("/health", None).await?;
+            }
+            let ended = Instant::now();
+            if ended >= turns.window.end {
                 return Ok(samples);
+            }
+            if began >= turns.window.start && turns.turn_at(ended) == turn {
+                samples[turn.kind()].push(ended - began);
             }
         }
     })
     .await?;
-    Ok(Throughput::of(clients, window, samples.concat(), cpu.await.ok().flatten()))
+    let (mut polls, mut health) = (Vec::new(), Vec::new());
+    for [poll_samples, health_samples] in samples {
+        polls.extend(poll_samples);
+        health.extend(health_samples);
+    }
+    let [poll_cpu, health_cpu] =
+        cpu.await.ok().flatten().map_or([None, None], |[poll, health]| [Some(poll), Some(health)]);
+    Ok((
+        Throughput::of(clients, plan.measure, polls, poll_cpu),
+        Throughput::of(clients, plan.measure, health, health_cpu),
+    ))
+}
+
+/// A window cut into turns of `TURN`, null polls first, then `/health`, and so on; the
+/// warm-up takes turns too, so that both are warm.
+#[derive(Debug, Clone, Copy)]
+struct Turns {
+    window: Window,
+    turn: Duration,
+}
+
+/// The index of a turn since the window began; even turns are the null polls'. Turns
+/// before the window (the warm-up) count down from -1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Turn(i64);
+
+impl Turn {
+    fn is_poll(self) -> bool {
+        self.0.rem_euclid(2) == 0
+    }
+
+    /// 0 for the null polls, 1 for `/health`.
+    fn kind(self) -> usize {
+        usize::from(!self.is_poll())
+    }
+}
+
+impl Turns {
+    /// Each kind gets `measure` of the window, in whole turns (at least one each).
+    fn after(warmup: Duration, measure: Duration) -> Turns {
+        let count = (measure.as_secs_f64() / TURN.as_secs_f64()).round().max(1.0);
+        let turn = measure.div_f64(count);
+        Turns { window: Window::after(warmup, measure * 2), turn }
+    }
+
+    fn turn_at(&self, at: Instant) -> Turn {
+        let turn = self.turn.as_secs_f64();
+        let index = if at >= self.window.start {
+            ((at - self.window.start).as_secs_f64() / turn).floor()
+        } else {
+            -((self.window.start - at).as_secs_f64() / turn).ceil()
+        };
+        Turn(index as i64)
+    }
+
+    /// The CPUs' use during the null polls' turns and during `/health`'s.
+    fn cpu_use(self, target: &Target) -> tokio::task::JoinHandle<Option<[CpuUse; 2]>> {
+        let hub_pids = target.pids();
+        tokio::spawn(async move {
+            let mut totals: [Option<CpuUse>; 2] = [None, None];
+            let mut begins = self.window.start;
+            let mut index = 0;
+            while begins < self.window.end {
+                tokio::time::sleep_until(begins).await;
+                let clock = CpuClock::start(hub_pids.clone())?;
+                let ends = begins + self.turn;
+                tokio::time::sleep_until(ends).await;
+                let used = clock.stop()?;
+                let total = &mut totals[Turn(index).kind()];
+                *total = Some(match total.take() {
+                    Some(sum) => sum.plus(&used),
+                    None => used,
+                });
+                begins = ends;
+                index += 1;
+            }
+            let [Some(polls), Some(health)] = totals else { return None };
+            Some([polls, health])
+        })
+    }
 }
 
 /// Full claim cycles by `plan.workers` agents (maxTasks 1): create a task, poll (which
@@ -341,6 +435,19 @@ impl Agent {
         Ok(agents)
     }
 
+    /// A poll that must find nothing.
+    async fn null_poll(&self) -> anyhow::Result<()> {
+        let answer: PollAnswer = self.http.get("/api/poll", Some(&self.id)).await?;
+        if let Some(trigger) = answer.trigger {
+            bail!(
+                "an idle agent's poll returned {}: the hub has work waiting (pool tasks?); \
+                 bench a fresh hub",
+                trigger.kind
+            );
+        }
+        Ok(())
+    }
+
     async fn finish(&self, task_id: &str) -> anyhow::Result<()> {
         let _: IgnoredAny = self
             .http
@@ -452,4 +559,34 @@ struct FinishAnswer {
 
 fn seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64(duration.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_polls_and_health_take_equal_turns_warm_up_included() {
+        let turns = Turns::after(Duration::from_secs(1), Duration::from_secs(3));
+        assert_eq!(turns.turn, TURN);
+        assert_eq!(turns.window.length(), Duration::from_secs(6), "each kind gets the measured 3 s");
+        let middle_of = |index: u64| turns.window.start + TURN * (index as u32) + TURN / 2;
+        let kinds: Vec<usize> = (0..12).map(|index| turns.turn_at(middle_of(index)).kind()).collect();
+        assert_eq!(kinds, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1], "null polls first, then /health, in turn");
+        assert!(turns.turn_at(turns.window.start).is_poll());
+        assert_ne!(
+            turns.turn_at(middle_of(0)),
+            turns.turn_at(middle_of(1)),
+            "a request across turns is dropped"
+        );
+        // The warm-up takes turns too, ending with `/health`.
+        assert_eq!(turns.turn_at(turns.window.start - TURN / 2).kind(), 1);
+        assert_eq!(turns.turn_at(turns.window.start - TURN - TURN / 2).kind(), 0);
+
+        // A measured time that is not a whole number of turns is cut into equal ones.
+        let uneven = Turns::after(Duration::ZERO, Duration::from_millis(1_200));
+        assert_eq!(uneven.turn, Duration::from_millis(600));
+        let short = Turns::after(Duration::ZERO, Duration::from_millis(200));
+        assert_eq!(short.turn, Duration::from_millis(200), "at least one turn each");
+    }
 }

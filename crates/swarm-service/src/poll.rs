@@ -56,12 +56,20 @@ impl Service {
                 POLL_WAIT_MAX.as_secs()
             )));
         }
-        let deadline = Instant::now() + request.wait;
-        let mut view = self.poll_view(agent).await?;
         if request.wait.is_zero() {
+            let view = self.poll_view(agent).await?;
             self.keep_alive(agent, &view, request.runner).await?;
             return self.claim(agent, view, request.pool, request.runner).await;
         }
+        // Boxed: the waiting loop's state (waiters, a timer) is most of this future's
+        // size, and every answer at once would otherwise copy it along (a copy of
+        // kilobytes per null poll, a tenth of its time beside `/health`).
+        Box::pin(self.poll_waiting(agent, request)).await
+    }
+
+    async fn poll_waiting(&self, agent: AgentId, request: PollRequest) -> ServiceResult<Option<Trigger>> {
+        let deadline = Instant::now() + request.wait;
+        let mut view = self.poll_view(agent).await?;
         // Pool wakes go to one parked worker at a time (no thundering herd): a poll that
         // saw pool work and did not take it hands the wake on to the next worker.
         loop {
@@ -157,32 +165,35 @@ impl Service {
         which: Claimable,
     ) -> ServiceResult<Option<Trigger>> {
         for attempt in 1..=CLAIM_ATTEMPTS {
+            // The view is read again here rather than after a claim that lost its race,
+            // so that no claimed trigger (hundreds of bytes) is alive across an await:
+            // this future stays small, and so do the ones of every null poll around it.
+            if attempt > 1 {
+                view = self.poll_view(agent).await?;
+            }
             let kinds = claimable(&view, pool, which);
-            let claimed = if kinds.is_empty() {
-                None
-            } else {
-                let now = Timestamp::now();
-                self.timed(
+            // Pool work is there and this poll may not take it (full, a lead, busy with an
+            // offer): let another parked worker look.
+            let pass_pool_wake_on = view.waiting.contains(&TriggerKind::PoolTask);
+            if kinds.is_empty() {
+                if pass_pool_wake_on {
+                    self.waiters.wake(Wake::Workers);
+                }
+                return Ok(None);
+            }
+            let now = Timestamp::now();
+            let claimed = self
+                .timed(
                     "poll_claim",
                     self.store.poll_claim_for_runner(agent, &kinds, now, self.lease_until(now), runner),
                 )
-                .await?
-            };
-            let took_pool_task = matches!(claimed, Some((TriggerKind::PoolTask, _)));
-            if view.waiting.contains(&TriggerKind::PoolTask) && !took_pool_task {
-                // Pool work is there and this poll is not taking it (full, a lead, busy
-                // with an offer): let another parked worker look.
+                .await?;
+            if pass_pool_wake_on && !matches!(claimed, Some((TriggerKind::PoolTask, _))) {
                 self.waiters.wake(Wake::Workers);
             }
             if let Some((_, trigger)) = claimed {
                 self.trigger_claimed(&trigger);
                 return Ok(Some(trigger));
-            }
-            if kinds.is_empty() {
-                return Ok(None);
-            }
-            if attempt < CLAIM_ATTEMPTS {
-                view = self.poll_view(agent).await?;
             }
         }
         Ok(None)

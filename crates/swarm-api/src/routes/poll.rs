@@ -144,6 +144,8 @@ async fn poll_get(
     // Only a poll that may park holds a slot: an immediate answer costs nothing to keep.
     let _slot =
         if wait.is_zero() { None } else { Some(state.limits.take(crate::limits::Held::Poll, caller)?) };
-    let trigger = state.service.poll(caller, PollRequest { wait, pool, runner }).await?;
+    // Boxed: a future held inline is copied whole each time axum's layers move this
+    // handler's future along, and a poll's is ten times the size of `/health`'s.
+    let trigger = Box::pin(state.service.poll(caller, PollRequest { wait, pool, runner })).await?;
     Ok(Json(PollResponse { trigger }))
 }

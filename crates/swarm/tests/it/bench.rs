@@ -76,6 +76,14 @@ fn bench_measures_a_running_hub_given_by_url_as_json() {
     assert_eq!(run["backend"], "sqlite");
     assert_eq!(run["latency"]["trigger"]["samples"], 3);
     assert_eq!(run["nullPolls"].as_array().map(Vec::len), Some(2));
+    // The floor is measured beside the polls at each concurrency, and both got requests.
+    let floor = run["health"].as_array().expect("health");
+    assert_eq!(floor.len(), 2, "{run}");
+    for (polls, health) in run["nullPolls"].as_array().unwrap().iter().zip(floor) {
+        assert_eq!(polls["concurrency"], health["concurrency"], "{run}");
+        assert!(polls["requests"].as_u64().is_some_and(|requests| requests > 0), "{polls}");
+        assert!(health["requests"].as_u64().is_some_and(|requests| requests > 0), "{health}");
+    }
     let cycles = &run["claimCycles"][0];
     assert_eq!(cycles["kind"], "pool");
     assert_eq!(cycles["duplicates"], 0);
