@@ -214,7 +214,8 @@ async fn tasks_create(
         origin: Default::default(),
         epic_id: None,
     };
-    let task = state.service.task_create(caller, draft).await?;
+    // Boxed, as every task action below: see `act`.
+    let task = Box::pin(state.service.task_create(caller, draft)).await?;
     Ok((StatusCode::CREATED, Json(task)))
 }
 
@@ -262,7 +263,10 @@ async fn act(
     id: &str,
     request: TaskRequest,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
-    let outcome = state.service.task_act(caller, TaskId::parse(id)?, request).await?;
+    // Boxed: the service's future is kilobytes (a task action holds tasks across its
+    // awaits), and held inline it would be copied whole each time axum's layers move the
+    // handler's future along, several times per request.
+    let outcome = Box::pin(state.service.task_act(caller, TaskId::parse(id)?, request)).await?;
     Ok(Json(outcome.into()))
 }
 
