@@ -21,6 +21,13 @@ impl Timestamp {
     pub fn from_unix_millis(millis: i64) -> Option<Self> {
         Utc.timestamp_millis_opt(millis).single().map(Timestamp)
     }
+    /// `Timestamp::now().unix_millis()`, without building a date: for comparisons made on
+    /// every poll.
+    pub fn unix_millis_now() -> i64 {
+        let since_epoch =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
+    }
     pub fn unix_millis(&self) -> i64 {
         self.0.timestamp_millis()
     }

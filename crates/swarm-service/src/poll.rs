@@ -121,6 +121,10 @@ impl Service {
     }
 
     async fn poll_view(&self, agent: AgentId) -> ServiceResult<PollView> {
+        // A view kept in memory is no store query: not timed as one, and not awaited.
+        if let Some(view) = self.store.poll_view_kept(agent)? {
+            return Ok(view);
+        }
         self.timed("poll_view", self.store.poll_view(agent)).await?.ok_or_else(|| unknown_agent(agent))
     }
 
@@ -136,7 +140,7 @@ impl Service {
         runner: Option<RunnerId>,
     ) -> ServiceResult<()> {
         let stale_after = i64::try_from(self.keep_alive_every().as_millis()).unwrap_or(i64::MAX);
-        let stale = Timestamp::now().unix_millis() - view.last_seen_at.unix_millis() >= stale_after;
+        let stale = Timestamp::unix_millis_now() - view.last_seen_at.unix_millis() >= stale_after;
         if view.status == AgentStatus::Offline || stale {
             self.heartbeat(agent, runner).await?;
         }

@@ -311,6 +311,10 @@ impl Store for PgStore {
         self.wrote(apply::set_progress(&self.pool, id, progress, assignee, actor, now).await)
     }
 
+    fn poll_view_kept(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
+        Ok(self.poll_cache.get(agent))
+    }
+
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
         if let Some(view) = self.poll_cache.get(agent) {
             return Ok(Some(view));

@@ -308,6 +308,13 @@ impl Store for SqliteStore {
         self.database.write(move |tx| apply::set_progress(tx, id, &progress, assignee, actor, now)).await
     }
 
+    fn poll_view_kept(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
+        Ok(match self.views.lookup(agent)? {
+            view_cache::Lookup::Kept(view) => Some(view),
+            view_cache::Lookup::Read(_) => None,
+        })
+    }
+
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
         // The version is read before the view: see `view_cache`.
         let version = match self.views.lookup(agent)? {

@@ -345,6 +345,14 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
     /// `None` when the agent does not exist.
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>>;
 
+    /// The agent's poll view if the store keeps it in memory and it is still the
+    /// database's (both stores' null-poll caches), without reading the database or
+    /// waiting; `None`: ask `poll_view`. An idle runner's every poll comes here first, so
+    /// it costs neither a store call's future nor its clock.
+    fn poll_view_kept(&self, _agent: AgentId) -> StoreResult<Option<PollView>> {
+        Ok(None)
+    }
+
     /// Claim, in one transaction, the first of `kinds` (in that order) that has something
     /// for the agent, and return it as a trigger with the kind that yielded it. The caller has already filtered `kinds`
     /// by the agent's role; capacity is checked here, in the claim's guard. A claimed

@@ -26,6 +26,7 @@ macro_rules! __store_conformance_poll {
             poll,
             [
                 poll_view_reports_what_waits,
+                a_kept_poll_view_never_hides_a_write,
                 poll_claims_in_order_each_once,
                 poll_respects_capacity_and_dependencies,
                 tasks_finished_go_to_the_lead_once,
@@ -106,6 +107,29 @@ pub async fn poll_view_reports_what_waits(store: Arc<dyn Store>) {
     let other = fx.worker("other").await;
     fx.completed_task("done", other).await;
     assert_eq!(fx.store.poll_view(lead).await.unwrap().unwrap().waiting, vec![TriggerKind::TasksFinished]);
+}
+
+/// `poll_view_kept` may answer from memory, but only with what `poll_view` would read
+/// now: never a view from before a write.
+pub async fn a_kept_poll_view_never_hides_a_write(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    assert_eq!(fx.store.poll_view_kept(AgentId::new_v7()).unwrap(), None, "unknown agent");
+    let worker = fx.worker("worker").await;
+    let idle = fx.store.poll_view(worker).await.unwrap().expect("the worker exists");
+    assert!(idle.waiting.is_empty(), "{idle:?}");
+    if let Some(kept) = fx.store.poll_view_kept(worker).unwrap() {
+        assert_eq!(kept, idle, "a kept view is the one read");
+    }
+
+    fx.assigned_task("mine", worker).await;
+    if let Some(kept) = fx.store.poll_view_kept(worker).unwrap() {
+        assert!(
+            kept.waiting.contains(&TriggerKind::TaskAssigned),
+            "the idle view outlived the task: {kept:?}"
+        );
+    }
+    let read = fx.store.poll_view(worker).await.unwrap().unwrap();
+    assert!(read.waiting.contains(&TriggerKind::TaskAssigned), "{read:?}");
 }
 
 pub async fn poll_claims_in_order_each_once(store: Arc<dyn Store>) {
