@@ -61,9 +61,9 @@ impl Service {
             self.keep_alive(agent, &view, request.runner).await?;
             return self.claim(agent, view, request.pool, request.runner).await;
         }
-        // Boxed: the waiting loop's state (waiters, a timer) is most of this future's
-        // size, and every answer at once would otherwise copy it along (a copy of
-        // kilobytes per null poll, a tenth of its time beside `/health`).
+        // Boxed: the waiting loop's state (waiters, a timer) would otherwise be part of
+        // every immediate poll's future too, which axum's layers copy whole each time they
+        // move it (BENCHMARKS.md, "Issue 22's null polls").
         Box::pin(self.poll_waiting(agent, request)).await
     }
 
