@@ -102,6 +102,16 @@ impl<'de> Deserialize<'de> for Timestamp {
 mod tests {
     use super::*;
 
+    /// The poll's presence check reads the clock this way; it must be the same clock and
+    /// unit as the timestamps it is compared with.
+    #[test]
+    fn unix_millis_now_is_now_s_milliseconds() {
+        let before = Timestamp::now().unix_millis();
+        let now = Timestamp::unix_millis_now();
+        let after = Timestamp::now().unix_millis();
+        assert!((before..=after).contains(&now), "{before} <= {now} <= {after}");
+    }
+
     #[test]
     fn writes_milliseconds_even_when_zero() {
         let at = Timestamp::from_unix_millis(1_768_903_200_000).unwrap();
