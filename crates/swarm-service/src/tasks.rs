@@ -303,9 +303,12 @@ impl Service {
             .await?
         {
             (Applied::Changed { before, after }, waiters) => {
+                let mail_pending = waiters.as_ref().is_some_and(|waiters| waiters.assignee_mail_pending);
                 self.task_changed_with(&after, before.agent_id, waiters).await;
                 // Its work is done: whoever delegated it hears of mail it left pending.
-                self.stopped_after_finish(agent).await;
+                if mail_pending {
+                    self.stopped_after_finish(agent).await;
+                }
                 self.activity.run_reported(after.status.as_str());
                 Ok(Some(ActionOutcome { task: after, already_finished: false }))
             }

@@ -29,15 +29,10 @@ impl Service {
         self.tell_coordinator(&me).await
     }
 
-    /// After a finish by its assignee: the same alert, best effort (the finish stands).
+    /// After a finish by its assignee with mail pending (the finish's transaction read
+    /// [`swarm_store::TaskWaiters::assignee_mail_pending`]): the same alert, best effort
+    /// (the finish stands).
     pub(crate) async fn stopped_after_finish(&self, agent: AgentId) {
-        let counts = match self.store.mail_counts(agent).await {
-            Ok(counts) => counts,
-            Err(error) => return tracing::warn!(%error, "cannot look at a finishing agent's mail"),
-        };
-        if counts.unread == 0 && counts.awaiting_response == 0 {
-            return;
-        }
         let outcome = match self.store.agent_get(agent).await {
             Ok(Some(me)) => self.tell_coordinator(&me).await,
             Ok(None) => Ok(None),

@@ -88,12 +88,16 @@ pub(crate) async fn apply_in(
     };
 
     let mut update = guarded_update(id, change, now);
-    let changed: Option<(Uuid, bool, Option<Uuid>)> =
+    let changed: Option<(Uuid, bool, Option<Uuid>, bool)> =
         update.build_query_as().fetch_optional(&mut *tx).await.map_err(db)?;
-    let Some((_, has_dependents, awaiting_agent)) = changed else {
+    let Some((_, has_dependents, awaiting_agent, assignee_mail_pending)) = changed else {
         return Ok((Applied::Refused { current: before }, None));
     };
-    let waiters = TaskWaiters { has_dependents, awaiting_agent: awaiting_agent.map(AgentId::from_uuid) };
+    let waiters = TaskWaiters {
+        has_dependents,
+        awaiting_agent: awaiting_agent.map(AgentId::from_uuid),
+        assignee_mail_pending,
+    };
 
     let after = change.applied_to(&before, now);
     #[cfg(debug_assertions)]
@@ -156,11 +160,12 @@ fn guarded_update(id: TaskId, change: &TaskChange, now: Timestamp) -> QueryBuild
             }
         }
     }
-    query.push(
+    query.push(concat!(
         " RETURNING id, \
          EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = tasks.id), \
-         (SELECT agent_id FROM task_awaits WHERE task_id = tasks.id)",
-    );
+         (SELECT agent_id FROM task_awaits WHERE task_id = tasks.id), ",
+        assignee_mail_pending!()
+    ));
     query
 }
 

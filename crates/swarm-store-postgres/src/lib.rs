@@ -11,6 +11,16 @@
 //! on the task), which take only `FOR KEY SHARE`. Registration serializes on one advisory
 //! lock instead (see `agents.rs`).
 
+/// [`swarm_store::TaskWaiters::assignee_mail_pending`] of the task row `tasks` in scope:
+/// one expression, so that the finish's `RETURNING` and `task_waiters` agree.
+macro_rules! assignee_mail_pending {
+    () => {
+        "(EXISTS (SELECT 1 FROM mail WHERE to_agent_id = tasks.agent_id AND status <> 'read') \
+          OR EXISTS (SELECT 1 FROM mail WHERE from_agent_id = tasks.agent_id \
+                                          AND awaiting_response AND answered_at IS NULL))"
+    };
+}
+
 mod agents;
 mod apply;
 mod chat;

@@ -31,15 +31,23 @@ pub(crate) async fn get_known(conn: &mut PgConnection, id: TaskId) -> StoreResul
 
 /// Who waits for the task to finish: dependent tasks, an agent awaiting its result.
 pub(crate) async fn waiters<'e>(executor: impl PgExecutor<'e>, id: TaskId) -> StoreResult<TaskWaiters> {
-    let (has_dependents, awaiting_agent): (bool, Option<Uuid>) = sqlx::query_as(
+    let waiters: Option<(bool, Option<Uuid>, bool)> = sqlx::query_as(concat!(
         "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1),
-                (SELECT agent_id FROM task_awaits WHERE task_id = $1)",
-    )
+                (SELECT agent_id FROM task_awaits WHERE task_id = $1), ",
+        assignee_mail_pending!(),
+        " FROM tasks WHERE id = $1"
+    ))
     .bind(id.as_uuid())
-    .fetch_one(executor)
+    .fetch_optional(executor)
     .await
     .map_err(db)?;
-    Ok(TaskWaiters { has_dependents, awaiting_agent: awaiting_agent.map(AgentId::from_uuid) })
+    Ok(waiters
+        .map(|(has_dependents, awaiting_agent, assignee_mail_pending)| TaskWaiters {
+            has_dependents,
+            awaiting_agent: awaiting_agent.map(AgentId::from_uuid),
+            assignee_mail_pending,
+        })
+        .unwrap_or_default())
 }
 
 pub(crate) async fn list(pool: &PgPool, filter: &TaskFilter) -> StoreResult<(Vec<Task>, i64)> {

@@ -167,13 +167,19 @@ pub(crate) fn waiters(connection: &Connection, id: TaskId) -> StoreResult<TaskWa
     let waiters = sql::optional(
         connection,
         "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = ?1) AS has_dependents,
-                (SELECT agent_id FROM task_awaits WHERE task_id = ?1) AS awaiting_agent",
+                (SELECT agent_id FROM task_awaits WHERE task_id = ?1) AS awaiting_agent,
+                EXISTS (SELECT 1 FROM mail WHERE to_agent_id = tasks.agent_id AND status <> 'read')
+                OR EXISTS (SELECT 1 FROM mail WHERE from_agent_id = tasks.agent_id
+                                                AND awaiting_response = 1 AND answered_at IS NULL)
+                    AS assignee_mail_pending
+         FROM tasks WHERE id = ?1",
         [id.to_string()],
         |row| {
             let mut columns = Columns::new(row);
             Ok(TaskWaiters {
                 has_dependents: columns.bool("has_dependents")?,
                 awaiting_agent: columns.opt_agent_id("awaiting_agent")?,
+                assignee_mail_pending: columns.bool("assignee_mail_pending")?,
             })
         },
     )?;

@@ -182,6 +182,11 @@ pub struct TaskWaiters {
     pub has_dependents: bool,
     /// The agent whose trigger session awaits this task's result.
     pub awaiting_agent: Option<AgentId>,
+    /// Its assignee has mail pending: unread mail to it, or mail it sent that awaits a
+    /// response. Whoever delegated its work hears of that when the assignee finishes
+    /// (`seeds/agent-mailbox.md`, the waiting pattern); read here, in the finish's own
+    /// transaction, it spares every finish a read of its own.
+    pub assignee_mail_pending: bool,
 }
 
 /// What a poll reads first, in one query, to learn whether there is anything to claim:

@@ -7,6 +7,7 @@ use crate::{Applied, Store, StoreError, TaskFilter, TaskWaiters};
 use swarm_domain::{
     event::EventType,
     id::{AgentId, TaskId},
+    mail::{MailDelivery, MailDraft, MailPriority, MailType, NewMail},
     task::{FinishOutcome, NewTask, PRIORITY_DEFAULT, TaskAction, TaskDraft, TaskOrigin, TaskStatus},
 };
 
@@ -29,6 +30,7 @@ macro_rules! __store_conformance_tasks {
                 unknown_task_reads_as_none,
                 unfinished_dependencies_are_those_not_completed,
                 a_finish_may_bring_its_waiters_along,
+                a_finish_tells_whether_its_assignee_left_mail_pending,
                 text_changes_only_before_anyone_takes_the_task_up,
             ],
             multi_thread: []
@@ -238,7 +240,10 @@ pub async fn unfinished_dependencies_are_those_not_completed(store: Arc<dyn Stor
     // and an unknown task have none, and no session awaits any of them.
     for dependency in [completed.id, waiting.id] {
         let waiters = fx.store.task_waiters(dependency).await.unwrap();
-        assert_eq!(waiters, TaskWaiters { has_dependents: true, awaiting_agent: None });
+        assert_eq!(
+            waiters,
+            TaskWaiters { has_dependents: true, awaiting_agent: None, assignee_mail_pending: false }
+        );
     }
     for lone in [task.id, free.id, TaskId::new_v7()] {
         assert_eq!(fx.store.task_waiters(lone).await.unwrap(), TaskWaiters::default());
@@ -255,7 +260,10 @@ pub async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
     let lone = fx.started_task("lone", agent).await;
 
     for (task, expected) in [
-        (depended_on.id, TaskWaiters { has_dependents: true, awaiting_agent: None }),
+        (
+            depended_on.id,
+            TaskWaiters { has_dependents: true, awaiting_agent: None, assignee_mail_pending: false },
+        ),
         (lone.id, TaskWaiters::default()),
     ] {
         let pause = TaskAction::Pause { agent }.change();
@@ -274,6 +282,71 @@ pub async fn a_finish_may_bring_its_waiters_along(store: Arc<dyn Store>) {
         assert_eq!(fx.store.task_waiters(task).await.unwrap(), expected);
         assert_eq!(waiters, Some(expected), "a finish brings its waiters, read in its own transaction");
     }
+}
+
+/// `assignee_mail_pending` is the assignee's unread mail or its mail awaiting a
+/// response, nobody else's, read as it stands: in the finish's own transaction and by
+/// `task_waiters` after it.
+pub async fn a_finish_tells_whether_its_assignee_left_mail_pending(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let worker = fx.register("worker", false, 5).await.id;
+    let lead = fx.register("lead", true, 1).await.id;
+    let bystander = fx.worker("bystander").await;
+    let mail = |from, to, subject: &str, awaiting_response| {
+        let draft = MailDraft {
+            mail_type: MailType::Question,
+            subject: subject.into(),
+            body: "body".into(),
+            priority: MailPriority::Normal,
+            awaiting_response,
+            in_reply_to: None,
+        };
+        NewMail::parse(from, to, draft).expect("valid mail")
+    };
+    let finish = |task: TaskId| {
+        let fx = &fx;
+        async move {
+            let (finished, waiters) = fx
+                .store
+                .task_apply_with_waiters(task, &complete(worker).change(), Some(worker), fx.now())
+                .await
+                .unwrap();
+            assert!(matches!(finished, Applied::Changed { .. }), "finish: {finished:?}");
+            let waiters = waiters.expect("a finish brings its waiters");
+            assert_eq!(fx.store.task_waiters(task).await.unwrap(), waiters);
+            waiters.assignee_mail_pending
+        }
+    };
+
+    // Mail of others, and mail it sent that waits for nothing, is not its pending mail.
+    fx.store.mail_send(&mail(lead, bystander, "for someone else", true), fx.now()).await.unwrap();
+    fx.store.mail_send(&mail(worker, lead, "fyi", false), fx.now()).await.unwrap();
+    let task = fx.started_task("nothing pending", worker).await;
+    assert!(!finish(task.id).await, "no mail of its own is pending");
+
+    // Unread mail to it is pending until it is read.
+    let unread = fx.store.mail_send(&mail(lead, worker, "read me", false), fx.now()).await.unwrap();
+    let task = fx.started_task("unread mail", worker).await;
+    assert!(finish(task.id).await, "unread mail to the assignee is pending");
+    let all = MailDelivery { ids: vec![unread.id], priorities: Vec::new(), include_waking: true, limit: 20 };
+    assert_eq!(fx.store.mail_deliver(worker, &all, fx.now()).await.unwrap().len(), 1);
+    assert!(!fx.store.task_waiters(task.id).await.unwrap().assignee_mail_pending, "read, it is not");
+
+    // Mail it sent that awaits a response is pending until answered.
+    let question = fx.store.mail_send(&mail(worker, lead, "which branch?", true), fx.now()).await.unwrap();
+    let task = fx.started_task("waiting for an answer", worker).await;
+    assert!(finish(task.id).await, "mail awaiting a response is pending");
+    let mut answer = mail(lead, worker, "Re: which branch?", false);
+    answer.mail_type = MailType::Response;
+    answer.in_reply_to = Some(question.id);
+    fx.store.mail_send(&answer, fx.now()).await.unwrap();
+    let delivery = MailDelivery { ids: Vec::new(), priorities: Vec::new(), include_waking: true, limit: 20 };
+    fx.store.mail_deliver(worker, &delivery, fx.now()).await.unwrap();
+    assert!(!fx.store.task_waiters(task.id).await.unwrap().assignee_mail_pending, "answered and read");
+
+    // A pool task nobody holds has no assignee to have mail.
+    let pool = fx.pool_task("nobody's").await;
+    assert!(!fx.store.task_waiters(pool.id).await.unwrap().assignee_mail_pending);
 }
 
 pub async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn Store>) {

@@ -239,7 +239,14 @@ pub async fn trigger_awaited_task_result_is_claimed_once_and_delivered(store: Ar
     let record = fx.store.task_await_get(child.id).await.unwrap().unwrap();
     assert_eq!((record.agent_id, record.parent_task_id, record.delivered_at), (triage, parent.id, None));
     let waiters = fx.store.task_waiters(child.id).await.unwrap();
-    assert_eq!(waiters, crate::TaskWaiters { has_dependents: false, awaiting_agent: Some(triage) });
+    assert_eq!(
+        waiters,
+        crate::TaskWaiters {
+            has_dependents: false,
+            awaiting_agent: Some(triage),
+            assignee_mail_pending: false
+        }
+    );
 
     // Not finished yet: nothing to hand over.
     let kinds = [TriggerKind::TaskResult];
