@@ -29,7 +29,8 @@ pub(crate) async fn get_known(conn: &mut PgConnection, id: TaskId) -> StoreResul
     get(conn, id).await?.ok_or_else(|| vanished("task", id))
 }
 
-/// Who waits for the task to finish: dependent tasks, an agent awaiting its result.
+/// Who waits for the task to finish: dependent tasks, an agent awaiting its result, and
+/// whether its assignee left mail pending.
 pub(crate) async fn waiters<'e>(executor: impl PgExecutor<'e>, id: TaskId) -> StoreResult<TaskWaiters> {
     let waiters: Option<(bool, Option<Uuid>, bool)> = sqlx::query_as(concat!(
         "SELECT EXISTS (SELECT 1 FROM task_dependencies WHERE depends_on_task_id = $1),
