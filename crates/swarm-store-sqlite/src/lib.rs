@@ -316,7 +316,10 @@ impl Store for SqliteStore {
     }
 
     async fn poll_view(&self, agent: AgentId) -> StoreResult<Option<PollView>> {
-        // The version is read before the view: see `view_cache`.
+        // The version is read before the view: see `view_cache`. After a `poll_view_kept`
+        // miss this looks a second time (a lock and the wal-index header, well under a
+        // microsecond against the read below), and must: the version it keeps the view
+        // under is the one read just before that read.
         let version = match self.views.lookup(agent)? {
             view_cache::Lookup::Kept(view) => return Ok(Some(view)),
             view_cache::Lookup::Read(version) => version,
