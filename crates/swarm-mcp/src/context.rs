@@ -33,13 +33,14 @@ pub enum Identity {
     /// The `X-Agent-ID` header of each HTTP request.
     Header,
     /// The agent this stdio process speaks for; `join-swarm` sets it when it was unset.
-    /// And the task whose run started the process, from its environment.
-    Process(Arc<RwLock<Option<AgentId>>>, Option<TaskId>),
+    /// The task whose run started the process, from its environment. And what the
+    /// process proved at start: in token mode, the token of its agent.
+    Process(Arc<RwLock<Option<AgentId>>>, Option<TaskId>, Authenticated),
 }
 
 impl Identity {
-    pub fn process(agent_id: Option<AgentId>, session_task: Option<TaskId>) -> Self {
-        Identity::Process(Arc::new(RwLock::new(agent_id)), session_task)
+    pub fn process(agent_id: Option<AgentId>, session_task: Option<TaskId>, proved: Authenticated) -> Self {
+        Identity::Process(Arc::new(RwLock::new(agent_id)), session_task, proved)
     }
 
     /// The task whose run the caller is in: `X-Task-ID` over HTTP (absent or empty:
@@ -47,7 +48,7 @@ impl Identity {
     /// a UUID.
     pub fn session_task(&self, parts: Option<&http::request::Parts>) -> Result<Option<TaskId>, String> {
         match self {
-            Identity::Process(_, task) => Ok(*task),
+            Identity::Process(_, task, _) => Ok(*task),
             Identity::Header => {
                 let Some(value) = parts.and_then(|parts| parts.headers.get(TASK_ID_HEADER)) else {
                     return Ok(None);
@@ -64,7 +65,7 @@ impl Identity {
     /// The caller's agent id. `Err` carries a message for a header that is not a UUID.
     pub fn agent_id(&self, parts: Option<&http::request::Parts>) -> Result<Option<AgentId>, String> {
         match self {
-            Identity::Process(id, _) => Ok(*id.read().unwrap_or_else(|poisoned| poisoned.into_inner())),
+            Identity::Process(id, _, _) => Ok(*id.read().unwrap_or_else(|poisoned| poisoned.into_inner())),
             Identity::Header => {
                 let named = named_agent(parts)?;
                 // Token mode: the request's token decides, and `X-Agent-ID` must agree
@@ -75,11 +76,11 @@ impl Identity {
         }
     }
 
-    /// The request's credential: the edge's over HTTP; a stdio process has opened the
-    /// database itself, so it is trusted as header mode's operator.
+    /// The request's credential: the edge's over HTTP; what the stdio process proved at
+    /// start (`swarm mcp` checks an agent token when the hub runs in token mode).
     pub fn authenticated(&self, parts: Option<&http::request::Parts>) -> Authenticated {
         match self {
-            Identity::Process(..) => Authenticated::default(),
+            Identity::Process(_, _, proved) => *proved,
             Identity::Header => authenticated(parts),
         }
     }
@@ -89,7 +90,7 @@ impl Identity {
     pub fn adopt(&self, agent_id: AgentId) -> bool {
         match self {
             Identity::Header => false,
-            Identity::Process(id, _) => {
+            Identity::Process(id, _, _) => {
                 let mut id = id.write().unwrap_or_else(|poisoned| poisoned.into_inner());
                 if id.is_none() {
                     *id = Some(agent_id);

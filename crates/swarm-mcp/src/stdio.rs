@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rmcp::{ServiceExt, service::ServerInitializeError, transport::stdio};
 use swarm_domain::id::{AgentId, TaskId};
-use swarm_service::Service;
+use swarm_service::{AgentAuth, Authenticated, Credential, Service};
 
 use crate::{
     context::Identity,
@@ -40,7 +40,21 @@ pub(crate) fn hub_url() -> &'static str {
 pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Result<()> {
     let _ = HUB_URL.set(options.hub_url.trim_end_matches('/').to_string());
     let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
-    let server = McpServer::new(service, Identity::process(options.agent_id, options.session_task), registry);
+    // Token mode: the caller's `swarm mcp` checked its token before serving (it names
+    // the agent); header mode trusts the process, as it trusts `X-Agent-ID`.
+    let proved = match (service.agent_auth(), options.agent_id) {
+        (AgentAuth::Token, Some(agent)) => {
+            Authenticated { mode: AgentAuth::Token, credential: Credential::Agent(agent) }
+        }
+        (AgentAuth::Header, _) => Authenticated { mode: AgentAuth::Header, credential: Credential::Operator },
+        (AgentAuth::Token, None) => {
+            return Err(std::io::Error::other(
+                "the hub runs with AGENT_AUTH=token: a stdio process speaks only for the agent whose token it checked",
+            ));
+        }
+    };
+    let identity = Identity::process(options.agent_id, options.session_task, proved);
+    let server = McpServer::new(service, identity, registry);
     let running = match server.serve(stdio()).await {
         Ok(running) => running,
         // The client went away before choosing a lifecycle (after `server/discover`, a

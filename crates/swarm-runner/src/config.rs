@@ -129,6 +129,12 @@ pub struct RunnerConfig {
     pub worktree: WorktreeMode,
     /// See [`DEFAULT_MODEL_UNREACHABLE`].
     pub model_unreachable: Duration,
+    /// `api_key` is the agent's own token (`AGENT_TOKEN`), not the operator key: the
+    /// runner then checks that its agents cannot read the hub's key or database.
+    pub holds_agent_token: bool,
+    /// Start even when an agent holding a token could read the hub's private files
+    /// (`--accept-readable-hub-files`), with a warning instead of a refusal.
+    pub accept_readable_hub_files: bool,
 }
 
 impl RunnerConfig {
@@ -158,6 +164,8 @@ impl RunnerConfig {
             env_failure_limit: DEFAULT_ENV_FAILURE_LIMIT,
             worktree: WorktreeMode::Off,
             model_unreachable: DEFAULT_MODEL_UNREACHABLE,
+            holds_agent_token: false,
+            accept_readable_hub_files: false,
         }
     }
 

@@ -89,8 +89,9 @@ impl Service {
     }
 
     /// Start the rescuer (every `rescue_every`) and the listener that wakes local polls
-    /// when another process changes the database.
+    /// when another process changes the database: a hub's background work.
     pub fn start_background(&self, rescue_every: Duration) -> Background {
+        let mut background = self.start_watching_other_processes();
         let rescuer = {
             let service = self.clone();
             tokio::spawn(async move {
@@ -104,6 +105,14 @@ impl Service {
                 }
             })
         };
+        background.tasks.push(rescuer);
+        background
+    }
+
+    /// Only the listener that wakes local polls when another process changes the
+    /// database: what `swarm mcp` runs. It rescues nothing, so no claim is returned on
+    /// a policy other than the hub's.
+    pub fn start_watching_other_processes(&self) -> Background {
         let (sink, mut external) = mpsc::channel::<Wake>(256);
         let watcher = {
             let store = self.store.clone();
@@ -127,7 +136,7 @@ impl Service {
                 }
             })
         };
-        Background { tasks: vec![rescuer, watcher, waker] }
+        Background { tasks: vec![watcher, waker] }
     }
 }
 

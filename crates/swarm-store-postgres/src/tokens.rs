@@ -98,3 +98,24 @@ fn from_row(row: PgRow) -> sqlx::Result<AgentToken> {
         revoked_at: revoked_at.map(Timestamp::from_datetime),
     })
 }
+
+/// A hub setting, replaced by name.
+pub(crate) async fn setting_put(pool: &PgPool, name: &str, value: &str) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO hub_settings (name, value) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    )
+    .bind(name)
+    .bind(value)
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
+pub(crate) async fn settings(pool: &PgPool) -> StoreResult<Vec<(String, String)>> {
+    let rows = sqlx::query("SELECT name, value FROM hub_settings").fetch_all(pool).await.map_err(db)?;
+    rows.iter()
+        .map(|row| Ok((row.try_get::<String, _>(0).map_err(db)?, row.try_get::<String, _>(1).map_err(db)?)))
+        .collect()
+}

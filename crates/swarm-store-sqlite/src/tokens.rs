@@ -82,3 +82,20 @@ fn from_row(row: &Row<'_>) -> StoreResult<AgentToken> {
         revoked_at: column::<Option<i64>>(row, "revoked_at")?.map(timestamp).transpose()?,
     })
 }
+
+/// A hub setting, replaced by name.
+pub(crate) fn setting_put(tx: &Connection, name: &str, value: &str) -> StoreResult<()> {
+    sql::execute(
+        tx,
+        "INSERT INTO hub_settings (name, value) VALUES (?1, ?2)
+         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        params![name, value],
+    )?;
+    Ok(())
+}
+
+pub(crate) fn settings(connection: &Connection) -> StoreResult<Vec<(String, String)>> {
+    sql::all(connection, "SELECT name, value FROM hub_settings", [], |row| {
+        Ok((column(row, "name")?, column(row, "value")?))
+    })
+}

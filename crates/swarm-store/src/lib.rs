@@ -128,6 +128,14 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'sta
     /// holds at once on every replica).
     async fn agent_token_agent(&self, token_hash: &str) -> StoreResult<Option<AgentId>>;
 
+    // ----- hub settings -----
+
+    /// Keep `value` under `name` (replacing what was there): what the hub tells every
+    /// process on its database (`swarm_service::HubSettings`).
+    async fn hub_setting_put(&self, name: &str, value: &str) -> StoreResult<()>;
+    /// Every setting the hub wrote, by name.
+    async fn hub_settings(&self) -> StoreResult<Vec<(String, String)>>;
+
     // ----- tasks -----
 
     /// Insert the task with its tags and dependencies, logging `task_created` (and

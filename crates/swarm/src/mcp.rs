@@ -1,18 +1,13 @@
 //! `swarm mcp`: the MCP tools over stdio, for an agent CLI to start as its MCP server.
 //! It opens the same database as `swarm serve` (both may run at once) and needs no hub.
 
-use std::time::Duration;
-
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use swarm_domain::id::{AgentId, TaskId};
 use swarm_mcp::{InboxRole, StdioOptions};
-use swarm_service::Service;
+use swarm_service::{AgentAuth, Service};
 
 use swarm_hub::{DatabaseArgs, init_logging, open_store, shutdown_signal};
-
-/// How often the rescuer runs: `swarm serve`'s default.
-const RESCUE_INTERVAL: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -22,6 +17,10 @@ pub struct McpArgs {
     /// join-swarm registers a new agent and the process speaks for that one.
     #[arg(long, env = "AGENT_ID", value_name = "UUID")]
     agent_id: Option<String>,
+    /// The agent's own token, needed when the database's hub runs with AGENT_AUTH=token:
+    /// this process then speaks for the token's agent only (`swarm agent token create`)
+    #[arg(long, env = "AGENT_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    agent_token: Option<String>,
     /// Serve the Inbox-MCP tools of the trigger session NAME (task_create, task_get,
     /// task_update, task_cancel) instead of the worker's (get_next_task, task_complete,
     /// task_list, task_get, inbox_stats).
@@ -60,15 +59,44 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
         .map(|id| TaskId::parse(id.trim()).context("SWARM_SESSION_TASK_ID (TASK_ID) must be a task's UUID"))
         .transpose()?;
     let (store, description) = open_store(&args.database).await?;
+    // The hub's identity mode and lease policy, not this process's defaults.
+    let (service, settings) =
+        Service::from_hub_settings(store).await.context("cannot read the hub's settings from its database")?;
+    let agent_id = match service.agent_auth() {
+        AgentAuth::Header => agent_id,
+        AgentAuth::Token => Some(token_agent(&service, args.agent_token.as_deref(), agent_id).await?),
+    };
+    if settings.is_none() {
+        tracing::info!("no hub has run on this database yet: header mode, and expired claims wait for a hub");
+    }
     tracing::info!(database = %description, agent = ?agent_id, role = ?inbox_role, "serving MCP on stdio");
-    let service = Service::new(store);
-    // With no hub running, this process returns expired claims itself; and a waiting
-    // poll-task wakes when another process (the hub, another `swarm mcp`) adds work.
-    let _background = service.start_background(RESCUE_INTERVAL);
+    // A waiting poll-task wakes when another process (the hub, another `swarm mcp`) adds
+    // work. Expired claims are the hub's to return, on the policy it was given.
+    let _watching = service.start_watching_other_processes();
     let options = StdioOptions { agent_id, inbox_role, session_task, hub_url: args.hub_url };
     tokio::select! {
         served = swarm_mcp::serve_stdio(service, options) => served.context("the MCP stdio transport failed")?,
         () = shutdown_signal() => {},
     }
     Ok(())
+}
+
+/// In token mode the stdio caller is whoever its token proves, as over HTTP: a process
+/// that can open the database is not thereby any agent it names.
+async fn token_agent(service: &Service, token: Option<&str>, named: Option<AgentId>) -> anyhow::Result<AgentId> {
+    let Some(token) = token.map(str::trim).filter(|token| !token.is_empty()) else {
+        bail!(
+            "this database's hub runs with AGENT_AUTH=token: `swarm mcp` needs the agent's token in \
+             AGENT_TOKEN (or --agent-token), created with `swarm agent token create <agent>`"
+        );
+    };
+    let Some(own) = service.agent_token_verify(token).await.context("cannot check AGENT_TOKEN")? else {
+        bail!("AGENT_TOKEN is not a live agent token of this hub (revoked, or another hub's): create one with `swarm agent token create <agent>`");
+    };
+    match named {
+        Some(named) if named != own => {
+            bail!("AGENT_TOKEN belongs to agent {own}, not to AGENT_ID {named}: give the token of {named}, or unset AGENT_ID")
+        }
+        _ => Ok(own),
+    }
 }

@@ -460,7 +460,7 @@ impl HookSettings {
             None => match expanded("/url") {
                 Some(url) => {
                     let url = url.trim_end_matches('/').trim_end_matches("/mcp").to_string();
-                    let local = is_loopback_url(&url);
+                    let local = swarm_client::is_plain_loopback_url(&url);
                     (url, local)
                 }
                 None => (DEFAULT_URL.to_string(), true),
@@ -498,21 +498,6 @@ fn task_id_from_task_file(path: &str) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let file: serde_json::Value = serde_json::from_str(&text).ok()?;
     file.get("taskId")?.as_str().map(str::to_string)
-}
-
-/// Whether `url` (`http://host[:port]...`) names this machine. The host is what follows
-/// any `user@`, so `http://localhost@elsewhere` is elsewhere.
-fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        bracketed.split(']').next().unwrap_or_default()
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Our server's entry in `<project>/.mcp.json`; the project is `CLAUDE_PROJECT_DIR`

@@ -11,6 +11,11 @@ fn a_repository_url_never_receives_the_environments_key() {
     assert_eq!((settings.base_url.as_str(), settings.api_key), ("https://collector.example", None));
     let sneaky = entry("http://localhost@collector.example/mcp", "Bearer ${API_KEY}");
     assert_eq!(HookSettings::from_sources(env, Some(&sneaky)).api_key, None);
+    // Issue 39: a backslash ends the authority for the HTTP client (WHATWG), so this is
+    // `collector.example` to it, whatever a split at `@` reads.
+    let backslash = entry("http://collector.example\\@localhost/mcp", "Bearer ${API_KEY}");
+    let settings = HookSettings::from_sources(env, Some(&backslash));
+    assert_eq!(settings.api_key, None, "the key went to {}", settings.base_url);
     let own = entry("https://hub.example/mcp", "Bearer file-key");
     assert_eq!(HookSettings::from_sources(env, Some(&own)).api_key.as_deref(), Some("file-key"));
     let local = entry("${MCP_BASE_URL:-http://127.0.0.1:3013}/mcp", "Bearer ${API_KEY}");

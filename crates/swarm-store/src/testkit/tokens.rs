@@ -23,6 +23,7 @@ macro_rules! __store_conformance_tokens {
                 a_token_needs_a_registered_agent,
                 revoke_is_guarded_and_scoped_to_the_agent,
                 list_is_per_agent_oldest_first,
+                hub_settings_are_replaced_by_name,
             ],
             multi_thread: []
         );
@@ -88,4 +89,22 @@ pub async fn list_is_per_agent_oldest_first(store: Arc<dyn Store>) {
     }
     assert_eq!(fx.store.agent_token_list(a).await.unwrap(), vec![first, second]);
     assert_eq!(fx.store.agent_token_list(b).await.unwrap(), vec![of_b]);
+}
+
+/// Hub settings live beside the tokens: both are what every process must agree on about
+/// who is who.
+pub async fn hub_settings_are_replaced_by_name(store: Arc<dyn Store>) {
+    assert!(store.hub_settings().await.unwrap().is_empty(), "a new database has no settings");
+    store.hub_setting_put("agent_auth", "header").await.unwrap();
+    store.hub_setting_put("lease", "{\"periodMs\":1000}").await.unwrap();
+    store.hub_setting_put("agent_auth", "token").await.unwrap();
+    let mut settings = store.hub_settings().await.unwrap();
+    settings.sort();
+    assert_eq!(
+        settings,
+        vec![
+            ("agent_auth".to_string(), "token".to_string()),
+            ("lease".to_string(), "{\"periodMs\":1000}".to_string()),
+        ]
+    );
 }
