@@ -50,3 +50,20 @@ impl Client {
         self.decode(Method::DELETE, &path, &answer)
     }
 }
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct PrivateFiles {
+    files: Vec<String>,
+}
+
+impl Client {
+    /// `GET /api/hub/private-files`: the hub's database and key files. Empty from a hub
+    /// that does not say (an older swarm, the reference).
+    pub async fn hub_private_files(&self) -> Result<Vec<std::path::PathBuf>, ClientError> {
+        match self.get_json::<PrivateFiles>("/api/hub/private-files", &[]).await {
+            Ok(listed) => Ok(listed.files.into_iter().map(std::path::PathBuf::from).collect()),
+            Err(error) if error.status() == Some(reqwest::StatusCode::NOT_FOUND) => Ok(Vec::new()),
+            Err(error) => Err(error),
+        }
+    }
+}

@@ -21,6 +21,7 @@ pub mod doctor;
 mod error;
 mod harness;
 mod hub;
+mod isolation;
 mod logs;
 mod presence;
 mod process;

@@ -109,6 +109,9 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
         .lease_seconds
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_LEASE);
+    if config.holds_agent_token {
+        crate::isolation::check(&client, &config, &view).await?;
+    }
     if !register(&client, &config, &view, &shutdown.graceful).await? {
         return Ok(RunnerExit::Stopped);
     }

@@ -260,6 +260,14 @@ impl Store for PgStore {
         tokens::agent_of(&self.pool, token_hash).await
     }
 
+    async fn hub_setting_put(&self, name: &str, value: &str) -> StoreResult<()> {
+        tokens::setting_put(&self.pool, name, value).await
+    }
+
+    async fn hub_settings(&self) -> StoreResult<Vec<(String, String)>> {
+        tokens::settings(&self.pool).await
+    }
+
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
         self.wrote(tasks::create(&self.pool, task, now).await)
     }

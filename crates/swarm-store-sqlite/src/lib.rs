@@ -229,6 +229,15 @@ impl Store for SqliteStore {
         self.database.read(|connection| tokens::agent_of(connection, token_hash))
     }
 
+    async fn hub_setting_put(&self, name: &str, value: &str) -> StoreResult<()> {
+        let (name, value) = (name.to_string(), value.to_string());
+        self.database.write(move |tx| tokens::setting_put(tx, &name, &value)).await
+    }
+
+    async fn hub_settings(&self) -> StoreResult<Vec<(String, String)>> {
+        self.database.read(tokens::settings)
+    }
+
     async fn task_create(&self, task: &NewTask, now: Timestamp) -> StoreResult<Task> {
         let task = task.clone();
         self.database.write(move |tx| tasks::create(tx, &task, now)).await

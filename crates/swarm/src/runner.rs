@@ -141,6 +141,11 @@ struct AgentArgs {
     /// Names this run's log folder and its session logs at the hub [default: 8 random characters]
     #[arg(long, env = "SESSION_ID", value_name = "ID")]
     session_id: Option<String>,
+    /// Start even when this process (and so the agents it starts) can read the hub's key
+    /// or database while holding an agent token, which then isolates nothing: the
+    /// runner warns instead of refusing. For one-user set-ups that accept it
+    #[arg(long, env = "ACCEPT_READABLE_HUB_FILES", value_parser = clap::builder::BoolishValueParser::new())]
+    accept_readable_hub_files: bool,
     /// Folder for the logs: one sub-folder per session
     #[arg(long, env = "LOG_DIR", default_value = "./logs", value_name = "PATH")]
     log_dir: PathBuf,
@@ -236,6 +241,8 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
         RunnerConfig::new(role, non_empty(Some(agent.url)).unwrap_or(DEFAULT_URL.into()), agent_id, harness);
     // A token replaces the operator key everywhere, so the agent CLI never gets the key.
     // Without either, a hub on this machine is reached with the key it generated.
+    config.holds_agent_token = agent_token.is_some();
+    config.accept_readable_hub_files = agent.accept_readable_hub_files;
     config.api_key = agent_token
         .or(non_empty(agent.api_key))
         .or_else(|| swarm_client::local_hub_key(&config.hub_url).map(|(key, _)| key));
