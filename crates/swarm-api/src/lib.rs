@@ -14,7 +14,7 @@ mod middleware;
 mod routes;
 
 pub use json::Json;
-pub use limits::Limits;
+pub use limits::{Limits, address_key};
 pub use metrics::Metrics;
 
 use std::sync::Arc;
@@ -28,6 +28,10 @@ use utoipa_axum::router::OpenApiRouter;
 /// Request bodies larger than this are refused with 413. Session logs get more.
 pub const BODY_LIMIT_BYTES: usize = 4 * 1024 * 1024;
 pub const SESSION_LOGS_BODY_LIMIT_BYTES: usize = 32 * 1024 * 1024;
+/// The paths anyone may post to get less: a webhook delivery (GitHub's events that
+/// swarm acts on are tens of kilobytes) and a Slack event (a few kilobytes).
+pub const WEBHOOK_BODY_LIMIT_BYTES: usize = 1024 * 1024;
+pub const SLACK_BODY_LIMIT_BYTES: usize = 512 * 1024;
 
 /// The API key, kept out of `Debug` output and logs.
 #[derive(Clone, Default)]

@@ -5,7 +5,9 @@
 
 use std::{
     collections::HashMap,
+    net::IpAddr,
     sync::{Arc, Mutex},
+    time::{Duration, Instant},
 };
 
 use swarm_service::Caller;
@@ -23,15 +25,50 @@ pub struct Limits {
     streams: usize,
     polls: usize,
     open: Mutex<HashMap<(Held, Option<swarm_domain::id::AgentId>), usize>>,
+    /// Webhook deliveries per client address; `None`: no limit.
+    webhooks: Option<RateLimit>,
+    /// Agents one of whose tokens was just revoked through this process: the streams and
+    /// parked polls that token holds end (`routes::tokens::until_revoked`).
+    revocations: tokio::sync::broadcast::Sender<swarm_domain::id::AgentId>,
 }
 
 impl Limits {
     pub fn new(streams_per_caller: u32, polls_per_caller: u32) -> Arc<Limits> {
+        Limits::with_webhook_rate(streams_per_caller, polls_per_caller, 0)
+    }
+
+    /// [`Limits::new`] with at most `webhooks_per_minute` webhook deliveries per client
+    /// address (in bursts of as many); 0 for no limit.
+    pub fn with_webhook_rate(
+        streams_per_caller: u32,
+        polls_per_caller: u32,
+        webhooks_per_minute: u32,
+    ) -> Arc<Limits> {
         Arc::new(Limits {
             streams: streams_per_caller as usize,
             polls: polls_per_caller as usize,
             open: Mutex::default(),
+            webhooks: (webhooks_per_minute > 0).then(|| RateLimit::per_minute(webhooks_per_minute)),
+            revocations: tokio::sync::broadcast::channel(64).0,
         })
+    }
+
+    /// One of `agent`'s tokens was revoked: what a token of it holds open checks its own.
+    pub fn token_revoked(&self, agent: swarm_domain::id::AgentId) {
+        // No receiver is fine: nothing is held open.
+        let _ = self.revocations.send(agent);
+    }
+
+    pub fn revocations(&self) -> tokio::sync::broadcast::Receiver<swarm_domain::id::AgentId> {
+        self.revocations.subscribe()
+    }
+
+    /// Whether `peer` may deliver one more webhook now; else how long until it may.
+    pub fn admit_webhook(&self, peer: IpAddr) -> Result<(), Duration> {
+        match &self.webhooks {
+            Some(limit) => limit.admit(peer, Instant::now()),
+            None => Ok(()),
+        }
     }
 
     /// Limits nobody reaches (embedders that do not care).
@@ -79,5 +116,110 @@ impl Drop for Slot {
                 open.remove(&self.key);
             }
         }
+    }
+}
+
+/// What one client is counted as: its IPv4 address, or its IPv6 /64 (one subscriber's
+/// usual allocation, so a client cannot dodge a per-address cap by changing the low bits).
+pub fn address_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(prefix.into())
+            }
+        },
+    }
+}
+
+/// A token bucket per client address: `capacity` requests at once, refilled at
+/// `capacity` a minute. Hand-written (a map under a lock) rather than a rate-limiting
+/// crate: one bucket per address is all that is needed, webhooks are rare next to the
+/// runners' requests, and `governor` would bring a dozen crates for it.
+#[derive(Debug)]
+struct RateLimit {
+    capacity: f64,
+    per_second: f64,
+    buckets: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// Above this many addresses, those whose bucket is full again are forgotten (a full
+/// bucket is what an unknown address starts with, so nothing is lost).
+const PRUNE_ABOVE: usize = 4_096;
+
+impl RateLimit {
+    fn per_minute(count: u32) -> Self {
+        let capacity = f64::from(count.max(1));
+        RateLimit { capacity, per_second: capacity / 60.0, buckets: Mutex::default() }
+    }
+
+    fn refilled(&self, bucket: Bucket, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
+        (bucket.tokens + elapsed * self.per_second).min(self.capacity)
+    }
+
+    fn admit(&self, peer: IpAddr, now: Instant) -> Result<(), Duration> {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if buckets.len() > PRUNE_ABOVE {
+            buckets.retain(|_, bucket| self.refilled(*bucket, now) < self.capacity);
+        }
+        let bucket = buckets.entry(address_key(peer)).or_insert(Bucket { tokens: self.capacity, at: now });
+        let tokens = self.refilled(*bucket, now);
+        if tokens >= 1.0 {
+            *bucket = Bucket { tokens: tokens - 1.0, at: now };
+            return Ok(());
+        }
+        *bucket = Bucket { tokens, at: now };
+        Err(Duration::from_secs_f64((1.0 - tokens) / self.per_second))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_past_the_budget_waits_for_the_refill() {
+        let limit = RateLimit::per_minute(3);
+        let (one, other): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        let start = Instant::now();
+        for _ in 0..3 {
+            assert_eq!(limit.admit(one, start), Ok(()));
+        }
+        let wait = limit.admit(one, start).unwrap_err();
+        assert!(wait > Duration::from_secs(19) && wait <= Duration::from_secs(20), "{wait:?}");
+        assert_eq!(limit.admit(other, start), Ok(()), "each address has its own budget");
+        assert_eq!(limit.admit(one, start + Duration::from_secs(20)), Ok(()), "one request a 20 s");
+        assert!(limit.admit(one, start + Duration::from_secs(21)).is_err());
+    }
+
+    #[test]
+    fn an_ipv6_client_is_its_slash_64() {
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_ne!(address_key(a), address_key(c));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(address_key(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn full_buckets_are_forgotten_when_there_are_many() {
+        let limit = RateLimit::per_minute(60);
+        let start = Instant::now();
+        for n in 0..=PRUNE_ABOVE as u32 {
+            limit.admit(IpAddr::V4(n.into()), start).unwrap();
+        }
+        limit.admit("198.51.100.1".parse().unwrap(), start + Duration::from_secs(2)).unwrap();
+        assert_eq!(limit.buckets.lock().unwrap().len(), 1, "only the address not yet refilled is kept");
     }
 }

@@ -1,8 +1,10 @@
 //! Cross-cutting HTTP behaviour: API key, CORS, JSON error bodies, panics.
 
+use std::net::SocketAddr;
+
 use axum::{
     body::{Body, to_bytes},
-    extract::{Request, State},
+    extract::{ConnectInfo, Request, State},
     http::{HeaderValue, Method, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
@@ -34,27 +36,59 @@ fn is_public(state: &AppState, method: &Method, path: &str) -> bool {
 /// request a clone of the service below it and a boxed future. In order: a CORS
 /// preflight is answered (204) before authentication; the API key is checked; errors
 /// produced outside our handlers get a JSON body; every answer gets the CORS headers.
+///
+/// A hub without a key (`--insecure-no-auth`) answers web pages of its own address or
+/// of this machine's loopback only: a page of another site gets no CORS approval and
+/// its requests are refused (403), so it can neither read the hub nor post to it (a
+/// "simple" cross-site POST needs no preflight). A hub with a key approves any origin:
+/// a page cannot send the key without the user giving it.
 pub async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let started = state.metrics.start(&request);
+    let open_hub = !state.api_key.is_set();
+    let foreign = if open_hub || request.uri().path() == "/mcp" { foreign_origin(&request) } else { None };
+    let approved =
+        if open_hub && foreign.is_none() { request.headers().get(header::ORIGIN).cloned() } else { None };
     let mut response = if request.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
+    } else if let Some(refused) = budget_public_post(&state, &mut request) {
+        refused
+    } else if open_hub && let Some(origin) = &foreign {
+        ApiError::Forbidden(format!(
+            "this hub has no key (--insecure-no-auth), so it answers web pages of its own address or of \
+             this machine only, not Origin {origin}; scripts and agent CLIs send no Origin. Give the hub a \
+             key (drop --insecure-no-auth) to use it from other sites' pages"
+        ))
+        .into_response()
     } else {
         // Only `Sync` parts cross the lookup's await (a request's body is not `Sync`).
         let (method, path) = (request.method().clone(), request.uri().path().to_string());
         match authenticate(&state, request.headers(), &method, &path).await {
             Err(error) => error.into_response(),
-            Ok(_) if let Some(origin) = cross_site_mcp_origin(&request) => ApiError::Forbidden(format!(
-                "MCP at /mcp does not answer web pages of other sites (Origin {origin}); agent CLIs send no Origin"
-            ))
-            .into_response(),
+            Ok(_) if let Some(origin) = foreign.filter(|_| request.uri().path() == "/mcp") => {
+                ApiError::Forbidden(format!(
+                    "MCP at /mcp does not answer web pages of other sites (Origin {origin}); agent CLIs send no Origin"
+                ))
+                .into_response()
+            }
             Ok(authenticated) => {
+                // What a token holds open (a stream, a parked poll) ends when it is revoked.
+                if let Credential::Agent(agent) = authenticated.credential
+                    && let Some(secret) = bearer(request.headers())
+                {
+                    let token = crate::routes::tokens::PresentedToken { agent, secret: secret.into() };
+                    request.extensions_mut().insert(token);
+                }
                 // Handlers (and MCP, which sees the request's parts) read who it is from here.
                 request.extensions_mut().insert(authenticated);
                 json_errors(next.run(request).await).await
             }
         }
     };
-    add_cors_headers(&mut response);
+    if open_hub {
+        add_cors_headers_for(&mut response, approved);
+    } else {
+        add_cors_headers(&mut response);
+    }
     // No answer may be read as something else than it says (a JSON body as HTML or script).
     response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     state.metrics.finish(started, &response);
@@ -72,12 +106,7 @@ async fn authenticate(
 ) -> Result<Authenticated, ApiError> {
     let mode = state.service.agent_auth();
     let operator = Authenticated { mode, credential: Credential::Operator };
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .map(str::trim)
-        .unwrap_or("");
+    let presented = bearer(headers).unwrap_or("");
     let Some(expected) = state.api_key.expose() else {
         return Ok(operator);
     };
@@ -100,13 +129,68 @@ async fn authenticate(
     Err(ApiError::Unauthorized)
 }
 
-/// The `Origin` of a request to `/mcp` from a web page of another site, if it is one.
-/// MCP clients (agent CLIs, the Inspector's proxy) send no `Origin`; a browser always
-/// does, and a page of this hub or of this machine (a local Inspector) is let through.
-fn cross_site_mcp_origin(request: &Request) -> Option<String> {
-    if request.uri().path() != "/mcp" {
+/// The paths anyone may post to, kept to a budget before anything else is done: a
+/// webhook delivery counts against its address's rate (429 with `Retry-After` past it),
+/// and webhook and Slack bodies get a lower size limit than the API's (413).
+fn budget_public_post(state: &AppState, request: &mut Request) -> Option<Response> {
+    if request.method() != Method::POST {
         return None;
     }
+    let path = request.uri().path();
+    let webhook = path.starts_with("/api/webhooks/");
+    let limit = if webhook {
+        crate::WEBHOOK_BODY_LIMIT_BYTES
+    } else if path == "/slack/events" {
+        crate::SLACK_BODY_LIMIT_BYTES
+    } else {
+        return None;
+    };
+    if webhook
+        && let Some(ConnectInfo(peer)) = request.extensions().get::<ConnectInfo<SocketAddr>>()
+        && let Err(wait) = state.limits.admit_webhook(peer.ip())
+    {
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let mut refused = ApiError::TooManyRequests(format!(
+            "too many webhook deliveries from your address; retry in {seconds}s (the hub's \
+             --webhook-rate-per-minute, env WEBHOOK_RATE_PER_MINUTE, sets the budget)"
+        ))
+        .into_response();
+        refused.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        return Some(refused);
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Some(
+            ApiError::PayloadTooLarge(format!(
+                "the body is larger than the {} KiB this path takes; send a smaller payload",
+                limit / 1024
+            ))
+            .into_response(),
+        );
+    }
+    // A body that does not say its length is cut at the limit as it arrives.
+    let body = std::mem::take(request.body_mut());
+    *request.body_mut() = Body::new(http_body_util::Limited::new(body, limit));
+    None
+}
+
+/// The request's `Authorization: Bearer` credential.
+fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+}
+
+/// The `Origin` of a request from a web page of another site, if it is one. Scripts and
+/// MCP clients (agent CLIs, the Inspector's proxy) send no `Origin`; a browser always
+/// does, and a page of this hub or of this machine (a local Inspector) is let through.
+fn foreign_origin(request: &Request) -> Option<String> {
     let origin = request.headers().get(header::ORIGIN)?.to_str().unwrap_or("?").trim();
     let host = request.headers().get(header::HOST).and_then(|value| value.to_str().ok()).unwrap_or("");
     let authority = origin.split_once("://").map_or(origin, |(_, rest)| rest);
@@ -124,7 +208,19 @@ const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Sess
      Mcp-Method, Mcp-Name, Last-Event-ID";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
-/// Any origin may call the hub (it is guarded by the key, not by origin).
+/// A hub without a key approves only the origin it let through (none for a request
+/// without one), and says the answer depends on it.
+fn add_cors_headers_for(response: &mut Response, approved: Option<HeaderValue>) {
+    let headers = response.headers_mut();
+    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    let Some(origin) = approved else { return };
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOWED_HEADERS));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(ALLOWED_METHODS));
+    headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("Mcp-Session-Id"));
+}
+
+/// Any origin may call a hub with a key (it is guarded by the key, not by origin).
 fn add_cors_headers(response: &mut Response) {
     let headers = response.headers_mut();
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));

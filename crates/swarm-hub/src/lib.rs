@@ -13,6 +13,7 @@ mod logging;
 mod mcp_host;
 mod memory;
 mod open;
+mod open_hub;
 mod serve;
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
@@ -174,7 +175,11 @@ impl Hub {
             shutdown: stop.child_token(),
         };
         let metrics = Arc::new(swarm_api::Metrics::new(args.metrics_public));
-        let caps = swarm_api::Limits::new(args.limits.max_streams_per_agent, args.limits.max_polls_per_agent);
+        let caps = swarm_api::Limits::with_webhook_rate(
+            args.limits.max_streams_per_agent,
+            args.limits.max_polls_per_agent,
+            args.limits.webhook_rate_per_minute,
+        );
         let app = app(
             AppState::new(AppStateParts {
                 service: service.clone(),
@@ -204,7 +209,9 @@ impl Hub {
             banner,
             dashboard_login,
             stop,
+            max_per_address: args.limits.connections_per_address() as usize,
             server,
+            body_read_timeout: Duration::from_secs(args.limits.body_read_timeout_seconds),
             _background: background,
             _scheduler: scheduler,
             _retention: retention,
@@ -342,7 +349,16 @@ pub fn app(
     if let Some(slack_routes) = slack_routes {
         extra = extra.merge(slack_routes);
     }
-    swarm_api::router_with(state, extra)
+    let keyless = !state.api_key.is_set();
+    let app = swarm_api::router_with(state, extra);
+    match allowed_hosts {
+        // A hub without a key checks every request's Host, as MCP does (open_hub.rs).
+        AllowedHosts::Only(hosts) if keyless => app.layer(axum::middleware::from_fn_with_state(
+            open_hub::KnownHosts::new(hosts),
+            open_hub::check_host,
+        )),
+        _ => app,
+    }
 }
 
 /// Loopback plus the address the hub binds, unless told otherwise.
@@ -357,3 +373,4 @@ fn mcp_allowed_hosts(configured: Option<&str>, bind_host: &str) -> AllowedHosts 
     }
     AllowedHosts::Only(hosts)
 }
+    let allowed_hosts = mcp_options.allowed_hosts.clone();

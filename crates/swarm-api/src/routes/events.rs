@@ -7,10 +7,14 @@
 use std::{convert::Infallible, time::Duration};
 
 use axum::{
+    Extension,
     extract::State,
     response::sse::{Event, KeepAlive, Sse},
 };
-use futures_util::stream::{self, Stream, StreamExt};
+use futures_util::{
+    future::BoxFuture,
+    stream::{self, Stream, StreamExt},
+};
 use serde::Serialize;
 use swarm_service::Change;
 use tokio::sync::broadcast::{Receiver, error::RecvError};
@@ -23,6 +27,7 @@ use crate::{
     error::{ApiError, ErrorResponses},
     extract::CallerHeader,
     limits::Held,
+    routes::tokens::{PresentedToken, until_revoked},
 };
 
 /// Comments this often keep proxies and the browser from closing an idle stream, and
@@ -80,7 +85,8 @@ impl From<Change> for ChangeEvent {
 /// subscribed: re-read now, and every later change will be announced), then one
 /// `change` event per committed change (`data`: a JSON [`ChangeEvent`]), `resync` when
 /// this client fell behind and missed some (re-read everything), and a comment every
-/// 15 s. The stream never ends on its own; it ends when the hub shuts down.
+/// 15 s. The stream never ends on its own; it ends when the hub shuts down, or when the
+/// agent token it was opened with is revoked.
 #[utoipa::path(get, path = "/api/events", tag = "system",
     responses(
         (status = 200, description = "An endless stream of server-sent events: `ready`, `change` (data: ChangeEvent), `resync`",
@@ -90,10 +96,16 @@ impl From<Change> for ChangeEvent {
 async fn events_stream(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
+    token: Option<Extension<PresentedToken>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let slot = state.limits.take(Held::Stream, caller)?;
     let changes = state.service.subscribe();
-    let events = change_events(changes, state.shutdown.clone()).map(move |event| {
+    // A stream opened with an agent's token ends when that token is revoked.
+    let revoked: BoxFuture<'static, ()> = match token {
+        Some(Extension(token)) => Box::pin(until_revoked(state.clone(), token)),
+        None => Box::pin(std::future::pending()),
+    };
+    let events = change_events(changes, state.shutdown.clone()).take_until(revoked).map(move |event| {
         // The slot is given back when the stream is dropped (the client went away).
         let _held = &slot;
         event

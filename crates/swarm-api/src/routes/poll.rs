@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use axum::extract::{Query, State};
+use axum::{
+    Extension,
+    extract::{Query, State},
+};
 use serde::{Deserialize, Serialize};
 use swarm_domain::{
     id::{ChannelId, InboxMessageId, MailId, RunnerId, TaskId},
@@ -18,6 +21,7 @@ use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
     extract::{AppJson, CallerHeader, RunnerHeader},
+    routes::tokens::{PresentedToken, until_revoked},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -120,6 +124,7 @@ async fn poll_get(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
     RunnerHeader(runner): RunnerHeader,
+    token: Option<Extension<PresentedToken>>,
     Query(query): Query<PollQuery>,
 ) -> Result<Json<PollResponse>, ApiError> {
     let wait = match query.wait {
@@ -147,6 +152,14 @@ async fn poll_get(
     // Boxed: a future held inline is copied whole each time axum's layers move this
     // handler's future along, and the service's poll is hundreds of bytes (the handler's
     // future went from 3,848 bytes to 224).
-    let trigger = Box::pin(state.service.poll(caller, PollRequest { wait, pool, runner })).await?;
+    let poll = Box::pin(state.service.poll(caller, PollRequest { wait, pool, runner }));
+    let trigger = match token {
+        // A parked poll of a token ends 401 when that token is revoked.
+        Some(Extension(token)) if !wait.is_zero() => tokio::select! {
+            trigger = poll => trigger?,
+            () = until_revoked(state.clone(), token) => return Err(ApiError::Unauthorized),
+        },
+        _ => poll.await?,
+    };
     Ok(Json(PollResponse { trigger }))
 }

@@ -88,5 +88,38 @@ async fn tokens_revoke(
         .service
         .agent_token_revoke(caller, AgentId::parse(&id)?, AgentTokenId::parse(&token_id)?)
         .await?;
+    state.limits.token_revoked(revoked.agent_id);
     Ok(Json(revoked))
+}
+
+/// The agent token a request was authenticated by (token mode), for what it holds open.
+#[derive(Clone)]
+pub(crate) struct PresentedToken {
+    pub agent: AgentId,
+    pub secret: std::sync::Arc<str>,
+}
+
+/// How often an open stream or parked poll checks its token anyway: a revocation made
+/// through another replica is not announced here.
+const RECHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Resolves once `token` no longer authenticates: at once after a revocation of one of
+/// its agent's tokens through this process, within [`RECHECK_EVERY`] after one through
+/// another. Never resolves while the token lives (a failed lookup keeps it alive: the
+/// database, not the token, is what failed).
+pub(crate) async fn until_revoked(state: AppState, token: PresentedToken) {
+    let mut revocations = state.limits.revocations();
+    loop {
+        tokio::select! {
+            received = revocations.recv() => match received {
+                Ok(agent) if agent != token.agent => continue,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => std::future::pending().await,
+            },
+            () = tokio::time::sleep(RECHECK_EVERY) => {}
+        }
+        if let Ok(None) = state.service.agent_token_verify(&token.secret).await {
+            return;
+        }
+    }
 }
