@@ -102,8 +102,34 @@ pub fn local_hub_key(base_url: &str) -> Option<(String, std::path::PathBuf)> {
         return None;
     }
     let file = swarm_domain::local_key::key_file_for_port(url.port_or_known_default()?)?;
+    if let Err(why) = trusted_key_file(&file) {
+        eprintln!("swarm: not using the key in {}: {why}", file.display());
+        return None;
+    }
     let text = std::fs::read_to_string(&file).ok()?;
     Some((swarm_domain::local_key::parse_key_file(&text)?, file))
+}
+
+/// A key file is trusted when it is this user's own and no one else may read or write
+/// it: a key planted by another user (or one others have read) is not this hub's secret.
+fn trusted_key_file(file: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(metadata) = std::fs::metadata(file) else { return Ok(()) };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if metadata.uid() != me {
+        return Err(format!(
+            "it belongs to user id {}, not to you ({me}); delete it, or give the command API_KEY",
+            metadata.uid()
+        ));
+    }
+    let mode = metadata.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "other users may read or change it (mode {mode:o}): `chmod 600` it if nobody else has read it"
+        ));
+    }
+    Ok(())
 }
 
 fn unauthorized_message(key_sent: bool, message: &str) -> String {

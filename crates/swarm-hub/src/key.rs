@@ -6,7 +6,7 @@
 
 use std::{
     io::Write,
-    os::unix::fs::{OpenOptionsExt, PermissionsExt},
+    os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
 };
 
@@ -68,8 +68,10 @@ fn read_or_generate(file: &Path) -> Result<(String, bool), HubError> {
         }
         None => {}
     }
-    if let Some(parent) = file.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(failed)?;
+    if let Some(parent) = file.parent().filter(|parent| !parent.as_os_str().is_empty())
+        && !parent.exists()
+    {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent).map_err(failed)?;
     }
     let key = new_key().map_err(failed)?;
     // Written whole under a private name, then linked into place: a second hub starting on
@@ -96,6 +98,19 @@ fn read_key(file: &Path) -> Result<Option<String>, HubError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(HubError::KeyFile { file: file.to_path_buf(), source }),
     };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if metadata.uid() != me {
+        // Another user's file: they chose the key, or can read it whenever they like.
+        return Err(HubError::KeyFile {
+            file: file.to_path_buf(),
+            source: std::io::Error::other(format!(
+                "it belongs to user id {}, not to the user running the hub ({me}): its key is not \
+                 yours to trust; delete it to generate a new key, or `chown` it if it is yours",
+                metadata.uid()
+            )),
+        });
+    }
     let mode = metadata.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(HubError::KeyFileOpen { file: file.to_path_buf(), mode });

@@ -137,6 +137,9 @@ impl Hub {
         if let Some(clock) = options.clock {
             service = service.with_clock(clock);
         }
+        if let Some(key) = hub_key.key() {
+            service = service.with_secret_key(key);
+        }
         let mut banner = Vec::new();
         let (service, slack) = match args.slack.config() {
             Some(config) => {
@@ -152,6 +155,7 @@ impl Hub {
             }
             None => (service, None),
         };
+        banner.extend(open::at_rest_lines(&service, &args.database, &hub_key).await);
         let background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
         let scheduler = service.start_scheduler(options.scheduler_tick);
         let retention = service.start_retention(args.retention.policy(), options.retention_every);

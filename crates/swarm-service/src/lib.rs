@@ -24,6 +24,7 @@ mod reporting;
 mod rescue;
 mod retention;
 mod schedules;
+mod secrets;
 mod sessions;
 pub mod slack_api;
 mod slack_files;
@@ -63,6 +64,7 @@ pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use registry::ServiceRef;
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
+pub use secrets::{REDACTED, SecretBox};
 pub use retention::{RETENTION_BATCH, RETENTION_EVERY, RetentionReport};
 pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
 pub use swarm_store::WriterUsage;
@@ -163,6 +165,9 @@ pub struct Service {
     agent_auth: auth::AgentAuth,
     /// Whose GitHub comments fire `github` triggers (`GITHUB_ALLOWED_ASSOCIATIONS`).
     github_associations: Arc<Vec<String>>,
+    /// Seals webhook secrets and services' `env` values at rest (`secrets.rs`); `None`
+    /// without an operator key.
+    secrets: Option<Arc<secrets::SecretBox>>,
 }
 
 impl Service {
@@ -188,6 +193,7 @@ impl Service {
             github_associations: Arc::new(
                 webhooks::GITHUB_ASSOCIATIONS_DEFAULT.iter().map(|a| a.to_string()).collect(),
             ),
+            secrets: None,
         }
     }
 

@@ -1,6 +1,8 @@
 //! The services registry: an agent registers the long-running services it starts,
-//! changes their status and unregisters them; everyone may list them; a process
-//! manager reads an agent's as PM2's ecosystem (`GET /ecosystem`).
+//! changes their status and unregisters them; everyone may list them, but a service's
+//! `env` values only its agent, the lead and the operator read (others see the names,
+//! each value `<redacted>`; they are sealed at rest, `secrets.rs`); a process manager
+//! reads an agent's as PM2's ecosystem (`GET /ecosystem`).
 
 use swarm_domain::{
     id::{AgentId, ServiceId},
@@ -26,15 +28,33 @@ impl Service {
         draft: ServiceDraft,
     ) -> ServiceResult<RegisteredService> {
         let agent = self.registry_agent(caller).await?;
-        let service = draft.parse(agent)?;
+        let service = self.seal_service(draft.parse(agent)?);
         let stored = self.store.service_upsert(&service, Timestamp::now()).await?;
         self.publish(Change::Service { service_id: stored.id });
-        Ok(stored)
+        Ok(self.open_service(stored, true))
     }
 
-    pub async fn service_list(&self, filter: ServiceFilter) -> ServiceResult<Vec<RegisteredService>> {
+    /// Every service the filter names; `env` values in clear only for the services the
+    /// caller may read them of (its own; all for the lead and the operator).
+    pub async fn service_list(
+        &self,
+        caller: Caller,
+        filter: ServiceFilter,
+    ) -> ServiceResult<Vec<RegisteredService>> {
         let filter = ServiceFilter { name: filter.name.filter(|name| !name.trim().is_empty()), ..filter };
-        Ok(self.store.service_list(&filter).await?)
+        let reads_all = match caller {
+            Caller::Operator => true,
+            // An unregistered id may list (as before) but reads no one's values.
+            Caller::Agent(id) => self.store.agent_get(id).await?.is_some_and(|agent| agent.is_lead),
+        };
+        let services = self.store.service_list(&filter).await?;
+        Ok(services
+            .into_iter()
+            .map(|service| {
+                let readable = reads_all || caller.agent_id() == Some(service.agent_id);
+                self.open_service(service, readable)
+            })
+            .collect())
     }
 
     /// The caller's services as PM2 apps: those with a script.
@@ -46,7 +66,10 @@ impl Service {
         };
         let filter = ServiceFilter { agent_id: Some(agent), ..ServiceFilter::default() };
         let services = self.store.service_list(&filter).await?;
-        Ok(services.iter().filter_map(RegisteredService::ecosystem_app).collect())
+        Ok(services
+            .into_iter()
+            .filter_map(|service| self.open_service(service, true).ecosystem_app())
+            .collect())
     }
 
     pub async fn service_set_status(
@@ -57,7 +80,7 @@ impl Service {
     ) -> ServiceResult<RegisteredService> {
         let service = self.owned_service(caller, which, "change the status of").await?;
         if service.status == status {
-            return Ok(service);
+            return Ok(self.open_service(service, true));
         }
         let now = Timestamp::now();
         match self
@@ -67,7 +90,7 @@ impl Service {
         {
             Applied::Changed { after, .. } => {
                 self.publish(Change::Service { service_id: after.id });
-                Ok(after)
+                Ok(self.open_service(after, true))
             }
             Applied::Refused { current } => Err(ServiceError::Conflict(format!(
                 "service {} changed meanwhile (now {}): read it again and retry",
@@ -90,7 +113,7 @@ impl Service {
             .await?
             .ok_or_else(|| unknown_service(which))?;
         self.publish(Change::Service { service_id: removed.id });
-        Ok(removed)
+        Ok(self.open_service(removed, true))
     }
 
     /// The service `which` names, if the caller may change it: its agent, the lead or

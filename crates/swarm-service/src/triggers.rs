@@ -35,13 +35,14 @@ impl Service {
             draft.parse(TriggerId::new_v7(), creator.as_ref().map(|agent| agent.id), self.clock.now())?;
         require_privilege_for(creator.as_ref(), &trigger)?;
         self.check_target(&trigger).await?;
-        Ok(self.store.trigger_create(&trigger).await?)
+        Ok(self.open_trigger(self.store.trigger_create(&self.seal_trigger(trigger)).await?))
     }
 
     pub async fn trigger_get(&self, name: &str) -> ServiceResult<TriggerDef> {
         // Not a slug: no trigger has that name, and the database need not be asked.
         let Ok(slug) = parse_name(name) else { return Err(unknown_trigger(name)) };
-        self.store.trigger_get(&slug).await?.ok_or_else(|| unknown_trigger(name))
+        let trigger = self.store.trigger_get(&slug).await?.ok_or_else(|| unknown_trigger(name))?;
+        Ok(self.open_trigger(trigger))
     }
 
     /// A trigger by name, or by id (the reference's schedules are addressed by id).
@@ -49,7 +50,7 @@ impl Service {
         if let Ok(id) = TriggerId::parse(name_or_id)
             && let Some(trigger) = self.store.trigger_get_by_id(id).await?
         {
-            return Ok(trigger);
+            return Ok(self.open_trigger(trigger));
         }
         self.trigger_get(name_or_id).await
     }
@@ -58,7 +59,7 @@ impl Service {
     pub async fn trigger_list(&self, kinds: &[TriggerType]) -> ServiceResult<Vec<TriggerDef>> {
         let mut triggers = self.store.trigger_list().await?;
         triggers.retain(|trigger| kinds.is_empty() || kinds.contains(&trigger.kind));
-        Ok(triggers)
+        Ok(triggers.into_iter().map(|trigger| self.open_trigger(trigger)).collect())
     }
 
     /// Change the fields `changes` sets; the schedule's next slot is recomputed from now
@@ -106,7 +107,8 @@ impl Service {
             }
             (false, _) => updated.next_run_after(now),
         };
-        self.store.trigger_update(&updated).await?.ok_or_else(|| unknown_trigger(name_or_id))
+        let stored = self.store.trigger_update(&self.seal_trigger(updated)).await?;
+        stored.map(|trigger| self.open_trigger(trigger)).ok_or_else(|| unknown_trigger(name_or_id))
     }
 
     pub async fn trigger_delete(&self, caller: Caller, name_or_id: &str) -> ServiceResult<TriggerDef> {

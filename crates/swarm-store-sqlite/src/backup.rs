@@ -52,7 +52,8 @@ pub fn backup(database: &Path, destination: &Path) -> Result<CopySummary, Backup
             database.display()
         ));
     }
-    if destination.exists() {
+    // `symlink_metadata`: a symbolic link there, even a dangling one, is a file too.
+    if destination.symlink_metadata().is_ok() {
         return fail(format!(
             "{} already exists: a backup never overwrites a file; choose a new name",
             destination.display()
@@ -60,10 +61,12 @@ pub fn backup(database: &Path, destination: &Path) -> Result<CopySummary, Backup
     }
     let source = open_read_only(database)?;
     migrated_versions(&source, database)?;
-    // Written beside the destination, then renamed: a backup that stops halfway never
-    // leaves a file under the name an operator would restore from.
-    let partial = sibling(destination, &format!("partial-{}", std::process::id()));
-    let _ = std::fs::remove_file(&partial);
+    // Written beside the destination, then linked to its name: a backup that stops
+    // halfway never leaves a file under the name an operator would restore from. The
+    // partial file is created here, empty, new (`O_EXCL`: never a file or link someone
+    // put there) under a name no one can guess, readable by its owner only before the
+    // first byte of the database goes in; `VACUUM INTO` writes into an empty file.
+    let (partial, _) = create_private_sibling(destination, "partial")?;
     let target = partial.to_str().ok_or_else(|| BackupError("the backup's path is not UTF-8".into()))?;
     if let Err(error) = source.execute("VACUUM INTO ?1", [target]) {
         let _ = std::fs::remove_file(&partial);
@@ -74,10 +77,79 @@ pub fn backup(database: &Path, destination: &Path) -> Result<CopySummary, Backup
         let _ = std::fs::remove_file(&partial);
     })?;
     sync(&partial)?;
-    std::fs::rename(&partial, destination)
-        .or_else(|error| fail(format!("cannot name the backup {}: {error}", destination.display())))?;
+    publish(&partial, destination)?;
     sync_parent(destination);
     Ok(summary)
+}
+
+/// Gives the finished copy `partial` the name `destination`, which must still not exist:
+/// a hard link fails on any file there (a symbolic link included, never followed), where
+/// a rename would replace it. On a file system without hard links, a rename after a
+/// last look.
+fn publish(partial: &Path, destination: &Path) -> Result<(), BackupError> {
+    let exists = || {
+        fail(format!(
+            "{} appeared while the backup was written: a backup never overwrites a file; choose a new name",
+            destination.display()
+        ))
+    };
+    match std::fs::hard_link(partial, destination) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(partial);
+            Ok(())
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = std::fs::remove_file(partial);
+            exists()
+        }
+        Err(_) if destination.symlink_metadata().is_ok() => {
+            let _ = std::fs::remove_file(partial);
+            exists()
+        }
+        Err(_) => std::fs::rename(partial, destination).or_else(|error| {
+            let _ = std::fs::remove_file(partial);
+            fail(format!("cannot name the backup {}: {error}", destination.display()))
+        }),
+    }
+}
+
+/// A new empty file beside `path`, `<path>.<what>-<random>`, created exclusively and
+/// readable by its owner only.
+fn create_private_sibling(path: &Path, what: &str) -> Result<(PathBuf, File), BackupError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut last_error = None;
+    for _ in 0..8 {
+        let candidate = sibling(path, &format!("{what}-{}", unpredictable_suffix()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&candidate) {
+            Ok(file) => return Ok((candidate, file)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(error),
+            Err(error) => {
+                return fail(format!("cannot create a file beside {}: {error}", path.display()));
+            }
+        }
+    }
+    fail(format!(
+        "cannot create a file beside {}: {}",
+        path.display(),
+        last_error.map(|error| error.to_string()).unwrap_or_default()
+    ))
+}
+
+/// 128 bits from the kernel as hex (the process id and the time if it cannot give them:
+/// the file is still created exclusively).
+fn unpredictable_suffix() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    match File::open("/dev/urandom").and_then(|mut random| random.read_exact(&mut bytes)) {
+        Ok(()) => bytes.iter().map(|byte| format!("{byte:02x}")).collect(),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|elapsed| elapsed.as_nanos())
+                .unwrap_or(0);
+            format!("{}-{nanos}", std::process::id())
+        }
+    }
 }
 
 /// Checks the backup at `backup` and puts it in place of `database`, which no process
@@ -93,10 +165,14 @@ pub fn restore(backup: &Path, database: &Path) -> Result<CopySummary, BackupErro
             database.display()
         ));
     }
-    let staged = sibling(database, "restoring");
-    let _ = std::fs::remove_file(&staged);
-    std::fs::copy(backup, &staged)
-        .or_else(|error| fail(format!("cannot copy the backup next to {}: {error}", database.display())))?;
+    // Staged in a new private file (the backup's own mode does not matter: the database
+    // is 0600, as `swarm serve` creates it).
+    let (staged, mut staging) = create_private_sibling(database, "restoring")?;
+    File::open(backup).and_then(|mut from| std::io::copy(&mut from, &mut staging)).or_else(|error| {
+        let _ = std::fs::remove_file(&staged);
+        fail(format!("cannot copy the backup next to {}: {error}", database.display()))
+    })?;
+    drop(staging);
     let summary = check_copy(&staged).inspect_err(|_| {
         let _ = std::fs::remove_file(&staged);
     })?;

@@ -69,6 +69,7 @@ pub struct ScheduledTasksResponse {
     responses((status = 200, body = ServicesResponse), ErrorResponses))]
 async fn services_list(
     State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
     Query(query): Query<ListServicesQuery>,
 ) -> Result<Json<ServicesResponse>, ApiError> {
     let filter = ServiceFilter {
@@ -76,7 +77,7 @@ async fn services_list(
         agent_id: optional_id(query.agent_id.as_deref(), AgentId::parse)?,
         name: query.name,
     };
-    Ok(Json(ServicesResponse { services: state.service.service_list(filter).await? }))
+    Ok(Json(ServicesResponse { services: state.service.service_list(caller, filter).await? }))
 }
 
 /// The calling agent's services with a script, as PM2's ecosystem file (`X-Agent-ID`

@@ -12,6 +12,7 @@
 
 mod claude;
 mod codex;
+mod git;
 
 use std::{
     fmt::Write as _,
@@ -116,6 +117,10 @@ pub struct ConnectArgs {
     /// only in a trusted project)
     #[arg(long, value_name = "PATH")]
     codex_config: Option<PathBuf>,
+    /// Write a key into a file even when git tracks it (by default that is refused: the
+    /// next commit would publish the key)
+    #[arg(long)]
+    force: bool,
     /// Show what would change and write nothing
     #[arg(long)]
     dry_run: bool,
@@ -286,10 +291,31 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
     }
     plan.notes.extend(auth_notes(&endpoint, args.harness));
     let secrets = endpoint.secrets();
+    let holds_secret = |change: &FileChange| secrets.iter().any(|secret| change.after.contains(secret));
+    let to_write: Vec<&FileChange> =
+        plan.changes.iter().filter(|change| change.status() != FileStatus::Unchanged).collect();
+    if !args.force
+        && let Some(change) =
+            to_write.iter().find(|change| holds_secret(change) && git::tracked(&change.path))
+    {
+        bail!(
+            "{} is tracked by git, and this would write a key into it: the next commit would publish \
+             the key. Leave out --embed-api-key/--agent-token (the agent CLI reads API_KEY from its \
+             environment), or `git rm --cached` the file first, or pass --force",
+            change.path.display()
+        );
+    }
     if !args.dry_run {
-        for change in plan.changes.iter().filter(|change| change.status() != FileStatus::Unchanged) {
-            let private = secrets.iter().any(|secret| change.after.contains(secret));
+        for change in &to_write {
+            let private = holds_secret(change);
             write_file(&change.path, &change.after, private)?;
+            if private && let Some(exclude) = git::exclude(&change.path) {
+                plan.notes.push(format!(
+                    "{} holds a key: added to {} so that git ignores it",
+                    shown_path(&change.path, dir),
+                    exclude.display()
+                ));
+            }
         }
     }
     let text = if args.json {

@@ -130,7 +130,7 @@ async fn list_services(call: ToolCall, args: ListArguments) -> Outcome {
         agent_id: args.agent_id.map(AgentId::from_uuid),
         name: args.name,
     };
-    let mut services = call.service.service_list(filter).await?;
+    let mut services = call.service.service_list(call.caller(), filter).await?;
     if args.include_own == Some(false)
         && let Some(me) = call.agent_id()
     {
