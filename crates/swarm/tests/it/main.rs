@@ -51,6 +51,7 @@ mod tokens;
 mod trigger_sessions;
 mod triggers;
 mod trust;
+mod trust_files;
 mod trust_limits;
 mod untrusted_input;
 mod waiting;
