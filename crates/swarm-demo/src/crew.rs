@@ -45,6 +45,7 @@ impl DemoHub {
             api_key_file: None,
             insecure_no_auth: false,
             agent_auth: "header".into(),
+            share_local_key: "off".into(),
             log_format: "text".into(),
             lease_seconds: LeasePolicy::default().period.as_secs(),
             rescue_interval_seconds: RESCUE_EVERY.as_secs(),

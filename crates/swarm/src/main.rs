@@ -87,8 +87,39 @@ const RESTORE_ABOUT: &str = "Check FILE (PRAGMA integrity_check, the migrations 
     (a hub, `swarm mcp`, a sqlite3 shell): stop them first. The database it replaces is kept beside it as \
     <db>.before-restore-<seconds>. On PostgreSQL use pg_restore (docs/deployment.md).";
 
+/// Flags whose value is a secret: on the command line it is visible to every user of
+/// the machine (`ps`, `/proc/<pid>/cmdline`) for as long as the process runs.
+const SECRET_FLAGS: [(&str, &str); 3] = [
+    ("--api-key", "API_KEY (or --api-key-file for `swarm serve`)"),
+    ("--agent-token", "AGENT_TOKEN"),
+    ("--secret", "TRIGGER_SECRET"),
+];
+
+/// A warning for each secret given as a flag, naming the variable to use instead.
+fn warn_about_secret_flags(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for arg in args {
+        let arg = arg.to_string_lossy();
+        if arg == "--" {
+            break;
+        }
+        for (flag, instead) in SECRET_FLAGS {
+            if arg == flag || arg.starts_with(&format!("{flag}=")) {
+                warnings.push(format!(
+                    "warning: {flag} on the command line can be read by every user of this machine \
+                     (ps); set {instead} in the environment instead"
+                ));
+            }
+        }
+    }
+    warnings
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    for warning in warn_about_secret_flags(std::env::args_os().skip(1)) {
+        eprintln!("{warning}");
+    }
     if matches!(cli.command, Command::Serve(_)) {
         // Before the runtime starts its threads.
         swarm_hub::tune_allocator();
@@ -127,5 +158,19 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {err:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_given_as_flags_are_named_with_their_variable() {
+        let args = ["serve", "--api-key", "k", "--api-key-file", "f", "--agent-token=t", "--", "--secret"];
+        let warnings = warn_about_secret_flags(args.iter().map(std::ffi::OsString::from));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("--api-key on the command line") && warnings[0].contains("API_KEY"));
+        assert!(warnings[1].contains("AGENT_TOKEN"), "{warnings:?}");
     }
 }

@@ -65,8 +65,8 @@ fn bench_starts_a_sqlite_hub_and_prints_the_table() {
 #[test]
 fn bench_measures_a_running_hub_given_by_url_as_json() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("bench-key"));
-    let output = bench(&["--url", &hub.base_url, "--api-key", "bench-key", "--cycles", "pool", "--json"]);
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("bench-key-0123456789"));
+    let output = bench(&["--url", &hub.base_url, "--api-key", "bench-key-0123456789", "--cycles", "pool", "--json"]);
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout))
     });

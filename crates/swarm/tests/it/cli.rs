@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::hub::{Hub, SWARM, sqlite_file};
 
-const KEY: &str = "cli-test-key";
+const KEY: &str = "cli-test-key-0123456789";
 
 fn swarm(hub_url: &str, key: Option<&str>, args: &[&str]) -> Output {
     let mut command = Command::new(SWARM);

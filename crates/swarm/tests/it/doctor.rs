@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::hub::{Hub, SWARM, sqlite_file};
 
-const KEY: &str = "doctor-test-key";
+const KEY: &str = "doctor-test-key-0123456789";
 const AGENT: &str = "0195f0a1-0000-7000-8000-00000000d0c7";
 
 /// A folder for `PATH` with a `claude` that only tells its version and the `swarm`

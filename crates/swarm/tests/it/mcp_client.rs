@@ -129,6 +129,7 @@ fn stdio_transport(database: &Database, agent: Option<&str>, env: &[(&str, &str)
             .env_remove("DATABASE_URL")
             .env_remove("DATABASE_PATH")
             .env_remove("AGENT_ID")
+            .env_remove("AGENT_TOKEN")
             .env_remove("ATLAS_TRIGGER")
             .env_remove("MCP_BASE_URL")
             .env("RUST_LOG", "warn");

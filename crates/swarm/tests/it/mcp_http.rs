@@ -13,7 +13,7 @@ use crate::{
     support,
 };
 
-const KEY: &str = "mcp-test-key";
+const KEY: &str = "mcp-test-key-0123456789";
 
 #[tokio::test]
 async fn mcp_tools_are_listed_by_role() {

@@ -22,7 +22,7 @@ use crate::{
     support::eventually,
 };
 
-const KEY: &str = "mcp-tasks-key";
+const KEY: &str = "mcp-tasks-key-0123456789";
 
 fn declaring_tasks() -> rmcp::model::ClientConfig {
     let mut info = client_info();

@@ -90,7 +90,7 @@ fn program_file_kb(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_hub_gives_back_the_code_its_requests_brought_in_and_still_serves() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::spawn(&sqlite_file(dir.path()), Some("quiet-key"));
+    let hub = Hub::spawn(&sqlite_file(dir.path()), Some("quiet-key-0123456789"));
     let pid = hub.pid();
     let agent = uuid::Uuid::new_v4().to_string();
     let serve_a_spread_of_routes = async || {

@@ -10,7 +10,7 @@ use crate::{
     mcp_client::{Revision, connect_http_with, ok, refused},
 };
 
-const KEY: &str = "operator-key";
+const KEY: &str = "operator-key-0123456789";
 
 fn token_hub(dir: &std::path::Path) -> Hub {
     Hub::start_with(&sqlite_file(dir), Some(KEY), &["--agent-auth", "token"])
@@ -252,7 +252,8 @@ async fn a_runner_in_token_mode_completes_a_task_with_the_agents_token() {
         ..crate::runner::RunnerSetup::worker(dir.path())
     }
     .env("API_KEY", KEY)
-    .env("AGENT_TOKEN", token);
+    .env("AGENT_TOKEN", token)
+    .env("ACCEPT_READABLE_HUB_FILES", "1");
     let _runner = crate::runner::Runner::start(&hub, setup);
     let id = crate::runner::create(&hub, json!({"task": "Tidy the changelog", "agentId": agent})).await;
     let done = crate::runner::task_in(&hub, &id, &["completed", "failed"]).await;

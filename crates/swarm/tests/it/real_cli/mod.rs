@@ -231,7 +231,10 @@ impl World {
         let slots = extra.iter().find(|(name, _)| *name == "MAX_CONCURRENT_TASKS");
         let slots = slots.and_then(|(_, value)| value.parse().ok()).unwrap_or(1);
         let token = self.hub.register_for_token(agent_id, &name, role == "lead", slots);
-        token.map(|token| ("AGENT_TOKEN", token)).into_iter().collect()
+        // The runner is the hub's OS user here (see `trust_tokens` for the refusal).
+        token
+            .map(|token| vec![("AGENT_TOKEN", token), ("ACCEPT_READABLE_HUB_FILES", "1".to_string())])
+            .unwrap_or_default()
     }
 
     pub async fn create(&self, body: Value) -> String {

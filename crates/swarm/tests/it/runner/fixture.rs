@@ -121,6 +121,7 @@ impl Runner {
         for name in [
             "API_KEY",
             "AGENT_TOKEN",
+            "ACCEPT_READABLE_HUB_FILES",
             "AGENT_NAME",
             "YOLO",
             "AI_LOOP",
@@ -158,7 +159,9 @@ impl Runner {
             let slots = setup.env.iter().find(|(name, _)| *name == "MAX_CONCURRENT_TASKS");
             let slots = slots.and_then(|(_, value)| value.parse().ok()).unwrap_or(1);
             if let Some(token) = hub.register_for_token(&setup.agent_id, &name, setup.role == "lead", slots) {
-                command.env("AGENT_TOKEN", token);
+                // The test's runner is the hub's OS user, which can read the hub's files:
+                // what `trust_tokens` checks is refused; here the token's rules are tested.
+                command.env("AGENT_TOKEN", token).env("ACCEPT_READABLE_HUB_FILES", "1");
             }
         }
         for (name, value) in &setup.env {
