@@ -109,11 +109,6 @@ pub struct LimitArgs {
     /// Connections served at once; one more is answered 503 and closed.
     #[arg(long, env = "MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
-    /// Seconds a client has to send a request's headers before its connection is closed.
-    #[arg(long, env = "HEADER_READ_TIMEOUT_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3_600))]
-    pub header_read_timeout_seconds: u64,
-    /// Open `GET /api/events` streams per caller (an agent, or the operator); one more is 429.
-    #[arg(long, env = "MAX_STREAMS_PER_AGENT", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     /// Connections one client address (an IPv6 client's /64) may hold at once; one more
     /// is answered 429 and closed. Default: --max-connections less an eighth (896 of
     /// 1024), so one address never takes the slots every other client needs. Every
@@ -123,9 +118,9 @@ pub struct LimitArgs {
     /// proxy every client is the proxy's address: set this to --max-connections there.
     #[arg(long, env = "MAX_CONNECTIONS_PER_ADDRESS", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections_per_address: Option<u32>,
-    pub max_streams_per_agent: u32,
-    /// Parked polls (`GET /api/poll?wait=`) per agent at once; one more is 429.
-    #[arg(long, env = "MAX_POLLS_PER_AGENT", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    /// Seconds a client has to send a request's headers before its connection is closed.
+    #[arg(long, env = "HEADER_READ_TIMEOUT_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub header_read_timeout_seconds: u64,
     /// Seconds a client has to send a request's body once its headers arrived; a body
     /// still owing bytes then is answered 408 and its connection closed. With the header
     /// timeout this bounds how long any request may take to arrive. The largest body
@@ -138,14 +133,14 @@ pub struct LimitArgs {
     /// addresses; behind a reverse proxy every delivery is the proxy's address, so raise it.
     #[arg(long, env = "WEBHOOK_RATE_PER_MINUTE", default_value_t = 120, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub webhook_rate_per_minute: u32,
+    /// Open `GET /api/events` streams per caller (an agent, or the operator); one more is 429.
+    #[arg(long, env = "MAX_STREAMS_PER_AGENT", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_streams_per_agent: u32,
+    /// Parked polls (`GET /api/poll?wait=`) per agent at once; one more is 429.
+    #[arg(long, env = "MAX_POLLS_PER_AGENT", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_polls_per_agent: u32,
 }
 
-impl Default for LimitArgs {
-    /// The flags' defaults, for embedders that build `ServeArgs` field by field.
-    fn default() -> Self {
-        LimitArgs {
-            max_connections: 1024,
 impl LimitArgs {
     /// `--max-connections-per-address`, or `--max-connections` less an eighth (at least 1).
     pub fn connections_per_address(&self) -> u32 {
@@ -153,15 +148,20 @@ impl LimitArgs {
     }
 }
 
+impl Default for LimitArgs {
+    /// The flags' defaults, for embedders that build `ServeArgs` field by field.
+    fn default() -> Self {
+        LimitArgs {
+            max_connections: 1024,
+            max_connections_per_address: None,
             header_read_timeout_seconds: 10,
+            body_read_timeout_seconds: 60,
+            webhook_rate_per_minute: 120,
             max_streams_per_agent: 16,
             max_polls_per_agent: 8,
         }
     }
-            max_connections_per_address: None,
 }
-            body_read_timeout_seconds: 60,
-            webhook_rate_per_minute: 120,
 
 /// How long the record of finished work is kept. The hub removes what is older in small
 /// batches in the background; a task itself, and anything still in play, stays.

@@ -197,7 +197,9 @@ impl Hub {
         );
         let limits = serve::ConnectionLimits {
             max_connections: args.limits.max_connections as usize,
+            max_per_address: args.limits.connections_per_address() as usize,
             header_read_timeout: Duration::from_secs(args.limits.header_read_timeout_seconds),
+            body_read_timeout: Duration::from_secs(args.limits.body_read_timeout_seconds),
         };
         let server = tokio::spawn(serve::serve(listener, app, limits, stop.clone()));
 
@@ -213,9 +215,7 @@ impl Hub {
             banner,
             dashboard_login,
             stop,
-            max_per_address: args.limits.connections_per_address() as usize,
             server,
-            body_read_timeout: Duration::from_secs(args.limits.body_read_timeout_seconds),
             _background: background,
             _scheduler: scheduler,
             _retention: retention,
