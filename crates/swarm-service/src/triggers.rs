@@ -9,7 +9,7 @@ use swarm_domain::{
     time::Timestamp,
     trigger::{
         Firing, PAYLOAD_MAX_CHARS, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget,
-        TriggerType, parse_name, parse_session_id, parse_session_key,
+        TriggerType, parse_name, parse_session_id, parse_session_key, sender_identifier,
     },
 };
 use swarm_store::{DeliveryMark, FireGuard, FireOutcome, NewTaskAwait, TaskFilter};
@@ -18,6 +18,9 @@ use crate::{Background, Caller, Service, ServiceError, ServiceResult};
 
 /// How often `swarm serve` looks for due triggers.
 pub const SCHEDULER_TICK: Duration = Duration::from_secs(1);
+/// The most an agent's payload may be, so that its fence stays whole inside
+/// `{{payload}}`'s own limit.
+const FENCED_PAYLOAD_MAX_CHARS: usize = PAYLOAD_MAX_CHARS - 1_000;
 /// Due triggers fired per tick, at most.
 const DUE_BATCH: i64 = 100;
 
@@ -30,11 +33,12 @@ pub struct FireRequest {
 
 impl Service {
     pub async fn trigger_create(&self, caller: Caller, draft: TriggerDraft) -> ServiceResult<TriggerDef> {
+        draft.check_new_secret()?;
         let creator = self.caller_agent(caller).await?;
         let trigger =
             draft.parse(TriggerId::new_v7(), creator.as_ref().map(|agent| agent.id), self.clock.now())?;
-        require_privilege_for(creator.as_ref(), &trigger)?;
-        self.check_target(&trigger).await?;
+        let reaches_lead = self.target_reaches_lead(&trigger).await?;
+        require_privilege_for(creator.as_ref(), &trigger, reaches_lead)?;
         Ok(self.open_trigger(self.store.trigger_create(&self.seal_trigger(trigger)).await?))
     }
 
@@ -70,6 +74,7 @@ impl Service {
         name_or_id: &str,
         changes: TriggerDraft,
     ) -> ServiceResult<TriggerDef> {
+        changes.check_new_secret()?;
         let current = self.trigger_find(name_or_id).await?;
         self.require_trigger_owner(caller, &current, "change").await?;
         // A trigger's name and type are what it is: giving other ones is a mistake to say,
@@ -89,8 +94,8 @@ impl Service {
         }
         let now = self.clock.now();
         let mut updated = changes.apply_to(&current).parse(current.id, current.created_by, now)?;
-        require_privilege_for(self.caller_agent(caller).await?.as_ref(), &updated)?;
-        self.check_target(&updated).await?;
+        let reaches_lead = self.target_reaches_lead(&updated).await?;
+        require_privilege_for(self.caller_agent(caller).await?.as_ref(), &updated, reaches_lead)?;
         let timing_same = updated.schedule == current.schedule
             && updated.timezone == current.timezone
             && updated.interval_ms == current.interval_ms
@@ -121,7 +126,10 @@ impl Service {
     }
 
     /// Fire a trigger by hand (`swarm trigger fire`, `run-schedule-now`): works on any
-    /// type, enabled or not, and leaves the schedule alone.
+    /// type, enabled or not, and leaves the schedule alone. For the operator, the lead,
+    /// the trigger's creator or its target; the task's creator is the agent that fired
+    /// it, and the payload an agent gives is fenced as outside text (it may carry what
+    /// an injected prompt wrote).
     pub async fn trigger_fire(
         &self,
         caller: Caller,
@@ -129,22 +137,45 @@ impl Service {
         request: FireRequest,
     ) -> ServiceResult<Task> {
         let trigger = self.trigger_find(name_or_id).await?;
-        let sender = match self.caller_agent(caller).await? {
-            Some(agent) => agent.name,
-            None => "operator".into(),
-        };
-        let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
-        let payload = request.payload.unwrap_or_default();
-        if payload.chars().count() > PAYLOAD_MAX_CHARS {
-            return Err(ServiceError::Invalid(format!(
-                "payload must be at most {PAYLOAD_MAX_CHARS} characters"
+        let firer = self.caller_agent(caller).await?;
+        if let Some(agent) = &firer
+            && !agent.is_lead
+            && trigger.created_by != Some(agent.id)
+            && trigger.target != TriggerTarget::Agent(agent.id)
+        {
+            return Err(ServiceError::Forbidden(format!(
+                "only the operator, the lead, the creator of trigger {} or its target may fire it; \
+                 ask the lead, or create a trigger of your own",
+                trigger.name
             )));
         }
+        let session_key = request.session_key.as_deref().map(parse_session_key).transpose()?;
+        let payload = request.payload.unwrap_or_default();
+        let max = if firer.is_some() { FENCED_PAYLOAD_MAX_CHARS } else { PAYLOAD_MAX_CHARS };
+        if payload.chars().count() > max {
+            return Err(ServiceError::Invalid(format!("payload must be at most {max} characters")));
+        }
+        let (sender, payload) = match &firer {
+            None => ("operator".to_string(), payload),
+            Some(agent) => {
+                // `{{sender}}` is an identifier: the agent's name when it is one, else its id.
+                let sender = sender_identifier(&agent.name)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| agent.id.to_string());
+                let payload = if payload.trim().is_empty() {
+                    payload
+                } else {
+                    swarm_domain::untrusted::fence("agent", Some(&sender), &payload)
+                };
+                (sender, payload)
+            }
+        };
         let firing = Firing {
             payload,
             sender: Some(sender),
             channel: "manual".into(),
             session_key,
+            fired_by: firer.as_ref().map(|agent| agent.id),
             ..Firing::default()
         };
         match self.fire(&trigger, &firing, FireGuard::Event { require_enabled: false }, None).await? {
@@ -220,6 +251,14 @@ impl Service {
     async fn firing_task(&self, trigger: &TriggerDef, firing: &Firing) -> ServiceResult<NewTask> {
         let agent_id = match trigger.target {
             TriggerTarget::Pool => None,
+            TriggerTarget::Agent(id) if self.reaches_lead_sideways(trigger, id).await? => {
+                tracing::warn!(
+                    trigger = %trigger.name,
+                    target = %id,
+                    "a worker's trigger aims at an agent that is now the lead: its task goes to the pool"
+                );
+                None
+            }
             TriggerTarget::Agent(id) => Some(id),
             // The lead of the moment; without one the work goes to the pool, not nowhere.
             TriggerTarget::Lead => {
@@ -238,18 +277,38 @@ impl Service {
             origin,
             ..TaskDraft::default()
         };
-        let mut new_task = NewTask::parse(draft, trigger.created_by)?;
+        let mut new_task = NewTask::parse(draft, firing.fired_by.or(trigger.created_by))?;
         new_task.origin.session_key = Some(trigger.session_key(firing, new_task.id));
         Ok(new_task)
     }
 
-    async fn check_target(&self, trigger: &TriggerDef) -> ServiceResult<()> {
-        if let TriggerTarget::Agent(id) = trigger.target
-            && self.store.agent_get(id).await?.is_none()
-        {
-            return Err(ServiceError::Invalid(format!("target: agent {id} does not exist")));
+    /// Whether the trigger's task would go to a lead: the word `lead`, or the id of an
+    /// agent that is the lead. The target is resolved before any privilege is checked,
+    /// so naming the lead by its id is naming the lead. An unknown agent is refused.
+    async fn target_reaches_lead(&self, trigger: &TriggerDef) -> ServiceResult<bool> {
+        match trigger.target {
+            TriggerTarget::Pool => Ok(false),
+            TriggerTarget::Lead => Ok(true),
+            TriggerTarget::Agent(id) => match self.store.agent_get(id).await? {
+                Some(agent) => Ok(agent.is_lead),
+                None => Err(ServiceError::Invalid(format!(
+                    "target: agent {id} does not exist (give pool, lead, or a registered agent's id)"
+                ))),
+            },
         }
-        Ok(())
+    }
+
+    /// At fire time: the trigger names agent `target` by id, `target` is a lead now, and
+    /// the trigger is a worker's (its creator is not a lead now, or is gone). Such a task
+    /// is not delivered to the lead: an agent promoted after the trigger was made would
+    /// otherwise receive a worker's outside text. Triggers aimed at the word `lead` are
+    /// checked when they are created or changed (only the operator or the lead may).
+    async fn reaches_lead_sideways(&self, trigger: &TriggerDef, target: AgentId) -> ServiceResult<bool> {
+        let Some(creator) = trigger.created_by else { return Ok(false) };
+        if !self.store.agent_get(target).await?.is_some_and(|agent| agent.is_lead) {
+            return Ok(false);
+        }
+        Ok(!self.store.agent_get(creator).await?.is_some_and(|agent| agent.is_lead))
     }
 
     /// Changes are for the trigger's creator, the lead and the operator.
@@ -385,6 +444,7 @@ impl Service {
 fn require_privilege_for(
     caller: Option<&swarm_domain::agent::Agent>,
     trigger: &TriggerDef,
+    reaches_lead: bool,
 ) -> ServiceResult<()> {
     let Some(agent) = caller else { return Ok(()) };
     if agent.is_lead {
@@ -395,9 +455,11 @@ fn require_privilege_for(
             "only the operator or the lead may create or change a public (unsigned) webhook trigger".into(),
         ));
     }
-    if trigger.target == TriggerTarget::Lead {
+    if reaches_lead {
         return Err(ServiceError::Forbidden(
-            "only the operator or the lead may create or change a trigger that targets the lead".into(),
+            "only the operator or the lead may create or change a trigger that targets the lead \
+             (by the word lead or by the lead's id); aim it at pool or at a worker instead"
+                .into(),
         ));
     }
     Ok(())

@@ -7,7 +7,9 @@
 //! body seen within [`REPLAY_WINDOW`] fires nothing (whatever `X-GitHub-Delivery` says,
 //! which anyone replaying it can change), and the sender and session key of a signed
 //! request come from its body. A request carrying the secret itself vouches for its
-//! headers too.
+//! headers too. A signed body that says when it was sent (a top-level `timestamp`, or
+//! the time GitHub wrote into the event) is refused once that time is older than the
+//! replay window, so a capture replayed after its mark expired fires nothing either.
 
 use std::time::Duration;
 
@@ -17,7 +19,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use swarm_domain::{
     task::{Task, TaskOrigin},
-    trigger::{Firing, TriggerDef, TriggerType, parse_session_key},
+    time::Timestamp,
+    trigger::{Firing, TriggerDef, TriggerType, parse_session_key, sender_identifier},
 };
 use swarm_store::{DeliveryMark, FireGuard, FireOutcome};
 
@@ -129,10 +132,26 @@ impl Service {
             },
             _ => generic_firing(&request, proof)?,
         };
+        let now = self.clock.now();
+        let window = REPLAY_WINDOW.as_millis() as i64;
+        let signed_at = match proof {
+            Proof::Signature => signed_time(trigger.kind, &request),
+            Proof::Secret | Proof::Public => None,
+        };
+        if let Some(at) = signed_at
+            && at < now.minus_millis(window)
+        {
+            return Ok(WebhookOutcome::Ignored(format!(
+                "this signed delivery says it was sent at {at}, more than 24 hours ago: a replay is \
+                 ignored (send each delivery with a fresh timestamp)"
+            )));
+        }
         let mark = match proof {
+            // Kept while the body could still pass for fresh: 24 hours from now, or from
+            // the time it says it was sent when that is later.
             Proof::Signature => Some(DeliveryMark {
                 id: format!("sha256:{}", hex::encode(Sha256::digest(&request.body))),
-                expires_at: Some(self.clock.now().plus_millis(REPLAY_WINDOW.as_millis() as i64)),
+                expires_at: Some(signed_at.map_or(now, |at| at.max(now)).plus_millis(window)),
             }),
             Proof::Secret => request
                 .delivery_id
@@ -270,7 +289,9 @@ fn generic_firing(request: &WebhookRequest, proof: Proof) -> ServiceResult<Firin
         }
     };
     let session_key = session_key.as_deref().map(parse_session_key).transpose()?;
-    let sender = sender.map(|sender| one_line(&sender)).filter(|sender| !sender.is_empty());
+    // `{{sender}}` and the fence's `from` stand outside the fence: only an identifier
+    // goes there; any other sender is still in the (fenced) body.
+    let sender = sender.as_deref().and_then(sender_identifier).map(str::to_string);
     Ok(Firing {
         payload: fenced("webhook", sender.as_deref(), &payload_text(request)?),
         sender,
@@ -298,7 +319,13 @@ fn github_firing(
         let action = json["action"].as_str().unwrap_or("-");
         return Ok(Err(format!("GitHub event {event} ({action}) does not concern @{bot}")));
     };
-    let login = json["sender"]["login"].as_str().map(one_line);
+    let login = json["sender"]["login"].as_str().and_then(sender_identifier).map(str::to_string);
+    if mapped.from_fork {
+        return Ok(Err(format!(
+            "GitHub event {event}: a failed check on a fork's branch is ignored: the fork's author, \
+             not one of the repository's people, wrote its name and output"
+        )));
+    }
     if let Some(association) = &mapped.author_association
         && !associations.iter().any(|allowed| allowed == "*" || allowed == association)
     {
@@ -338,6 +365,7 @@ fn github_firing(
         channel: "github".into(),
         session_key,
         origin,
+        fired_by: None,
     }))
 }
 
@@ -366,6 +394,10 @@ struct GithubEvent {
     number: Option<i64>,
     comment_id: Option<i64>,
     url: Option<String>,
+    /// A failed check whose head is not a branch of this repository: a fork's pull
+    /// request (GitHub gives such a check no `head_branch` and no pull request), or a
+    /// pull request whose head repository is another one.
+    from_fork: bool,
 }
 
 /// The reference's mapping: the bot assigned to an issue or pull request, asked to
@@ -389,7 +421,7 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
                  author_association: Option<String>,
                  comment_id: Option<i64>,
                  url: Option<String>| {
-        Some(GithubEvent { summary, author_association, number, comment_id, url })
+        Some(GithubEvent { summary, author_association, number, comment_id, url, from_fork: false })
     };
     match (event, action) {
         ("issues" | "pull_request", "assigned") if is_bot(&json["assignee"]["login"]) => found(
@@ -433,29 +465,30 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
             None,
             url,
         ),
+        // The check's name and output are whoever wrote the workflow's: they stay in the
+        // fenced event; the summary says only what failed where.
         ("check_run", "completed") if failed(&json["check_run"]["conclusion"]) => {
             let run = &json["check_run"];
             let pull = run["pull_requests"][0]["number"].as_i64();
             Some(GithubEvent {
-                summary: format!(
-                    "Check {} failed on {}",
-                    run["name"].as_str().unwrap_or("?"),
-                    run["head_sha"].as_str().unwrap_or("?")
-                ),
+                summary: check_summary("A check", pull, &run["head_sha"]),
                 author_association: None,
                 number: pull,
                 comment_id: None,
                 url: run["html_url"].as_str().map(str::to_string),
+                from_fork: from_fork(&run["check_suite"]["head_branch"], &run["pull_requests"]),
             })
         }
         ("check_suite", "completed") if failed(&json["check_suite"]["conclusion"]) => {
             let suite = &json["check_suite"];
+            let pull = suite["pull_requests"][0]["number"].as_i64();
             Some(GithubEvent {
-                summary: format!("Checks failed on {}", suite["head_sha"].as_str().unwrap_or("?")),
+                summary: check_summary("Checks", pull, &suite["head_sha"]),
                 author_association: None,
-                number: suite["pull_requests"][0]["number"].as_i64(),
+                number: pull,
                 comment_id: None,
                 url: None,
+                from_fork: from_fork(&suite["head_branch"], &suite["pull_requests"]),
             })
         }
         _ => None,
@@ -464,6 +497,76 @@ fn map_github(event: &str, json: &Value, bot: &str) -> Option<GithubEvent> {
 
 fn failed(conclusion: &Value) -> bool {
     matches!(conclusion.as_str(), Some("failure" | "timed_out"))
+}
+
+/// "A check failed on pull request #3 (commit abc123)": numbers and a hex digest only.
+fn check_summary(what: &str, pull: Option<i64>, sha: &Value) -> String {
+    let sha = sha.as_str().filter(|sha| !sha.is_empty() && sha.chars().all(|c| c.is_ascii_hexdigit()));
+    let on = match pull {
+        Some(number) => format!("pull request #{number}"),
+        None => "a branch".to_string(),
+    };
+    format!(
+        "{what} failed on {on} (commit {}; its name and output are in the event below)",
+        sha.unwrap_or("unknown")
+    )
+}
+
+/// Whether a failed check ran on a fork's code. GitHub gives a check whose head branch
+/// is in a fork a `null` `head_branch` and no pull requests; a pull request it names
+/// whose head repository differs from its base is a fork's too.
+fn from_fork(head_branch: &Value, pulls: &Value) -> bool {
+    if head_branch.as_str().is_none_or(|branch| branch.is_empty()) {
+        return true;
+    }
+    pulls.as_array().into_iter().flatten().any(|pull| {
+        let repo = |side: &str| {
+            let repo = &pull[side]["repo"];
+            repo["id"].as_i64().map(|id| id.to_string()).or_else(|| repo["url"].as_str().map(str::to_string))
+        };
+        matches!((repo("head"), repo("base")), (Some(head), Some(base)) if head != base)
+    })
+}
+
+/// When a signed body says it was sent: a generic webhook's top-level `timestamp` (Unix
+/// seconds or milliseconds, or RFC 3339), or the time GitHub wrote into the events it
+/// maps. `None` when it says nothing readable.
+fn signed_time(kind: TriggerType, request: &WebhookRequest) -> Option<Timestamp> {
+    let json: Value = serde_json::from_slice(&request.body).ok()?;
+    let candidates: Vec<&Value> = match kind {
+        TriggerType::Github => {
+            let item = if json["pull_request"].is_object() { &json["pull_request"] } else { &json["issue"] };
+            match request.github_event.as_deref().map(str::trim).unwrap_or_default() {
+                "issue_comment" | "pull_request_review_comment" => vec![&json["comment"]["created_at"]],
+                "check_run" => vec![&json["check_run"]["completed_at"]],
+                "check_suite" => vec![&json["check_suite"]["updated_at"]],
+                "issues" | "pull_request" => vec![&item["updated_at"], &item["created_at"]],
+                _ => vec![],
+            }
+        }
+        _ => vec![&json["timestamp"]],
+    };
+    candidates.into_iter().find_map(time_of)
+}
+
+fn time_of(value: &Value) -> Option<Timestamp> {
+    match value {
+        Value::Number(number) => {
+            let number = number.as_i64()?;
+            // Before 5138 in seconds, after 1973 in milliseconds.
+            let millis = if number.abs() < 100_000_000_000 { number.checked_mul(1000)? } else { number };
+            Timestamp::from_unix_millis(millis)
+        }
+        Value::String(text) => {
+            let text = text.trim();
+            if let Ok(number) = text.parse::<i64>() {
+                return time_of(&Value::from(number));
+            }
+            let at = chrono::DateTime::parse_from_rfc3339(text).ok()?;
+            Some(Timestamp::from_datetime(at.with_timezone(&chrono::Utc)))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -518,5 +621,43 @@ mod tests {
         assert_eq!(map_github("check_run", &check, "swarm-bot").unwrap().number, Some(3));
         let passed = serde_json::json!({"action": "completed", "check_run": {"conclusion": "success"}});
         assert!(map_github("check_run", &passed, "swarm-bot").is_none());
+    }
+    #[test]
+    fn a_failed_check_on_a_forks_branch_is_from_a_fork() {
+        let same =
+            serde_json::json!([{"number": 3, "head": {"repo": {"id": 1}}, "base": {"repo": {"id": 1}}}]);
+        let other =
+            serde_json::json!([{"number": 3, "head": {"repo": {"id": 2}}, "base": {"repo": {"id": 1}}}]);
+        assert!(!from_fork(&Value::from("fix-1"), &same));
+        assert!(!from_fork(&Value::from("main"), &serde_json::json!([])), "a branch of the repository");
+        assert!(from_fork(&Value::Null, &serde_json::json!([])), "GitHub's shape for a fork");
+        assert!(from_fork(&Value::from("main"), &other));
+        let summary = check_summary("A check", Some(3), &Value::from("abc</untrusted-input>"));
+        assert_eq!(
+            summary,
+            "A check failed on pull request #3 (commit unknown; its name and output are in the event below)"
+        );
+    }
+
+    #[test]
+    fn a_signed_body_says_when_it_was_sent() {
+        let at = |body: &str, kind, event: Option<&str>| {
+            let request = WebhookRequest {
+                body: body.as_bytes().to_vec(),
+                github_event: event.map(str::to_string),
+                ..WebhookRequest::default()
+            };
+            signed_time(kind, &request).map(|at| at.unix_millis())
+        };
+        let generic = TriggerType::Webhook;
+        assert_eq!(at(r#"{"timestamp": 1700000000}"#, generic, None), Some(1_700_000_000_000));
+        assert_eq!(at(r#"{"timestamp": 1700000000123}"#, generic, None), Some(1_700_000_000_123));
+        assert_eq!(at(r#"{"timestamp": "1700000000"}"#, generic, None), Some(1_700_000_000_000));
+        assert_eq!(at(r#"{"timestamp": "2023-11-14T22:13:20Z"}"#, generic, None), Some(1_700_000_000_000));
+        assert_eq!(at(r#"{"timestamp": "yesterday"}"#, generic, None), None);
+        assert_eq!(at("not json", generic, None), None);
+        let comment = r#"{"comment": {"created_at": "2023-11-14T22:13:20Z"}}"#;
+        assert_eq!(at(comment, TriggerType::Github, Some("issue_comment")), Some(1_700_000_000_000));
+        assert_eq!(at(comment, TriggerType::Github, Some("ping")), None);
     }
 }

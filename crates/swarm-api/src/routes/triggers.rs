@@ -112,8 +112,9 @@ pub struct TriggerBody {
     interval_seconds: Option<i64>,
     /// `once`: when it fires.
     run_at: Option<Timestamp>,
-    /// HMAC key of `X-Hub-Signature-256`, or the value of `X-Webhook-Secret`.
-    #[schema(max_length = 512)]
+    /// HMAC key of `X-Hub-Signature-256`, or the value of `X-Webhook-Secret`: at least
+    /// 16 characters (`openssl rand -hex 32`).
+    #[schema(min_length = 16, max_length = 512)]
     webhook_secret: Option<String>,
     /// Accept unsigned webhook requests (must be asked for).
     webhook_public: Option<bool>,
@@ -270,7 +271,9 @@ pub struct FireResponse {
 }
 
 /// Fire a trigger now, whatever its type and even when disabled; its schedule is
-/// left alone.
+/// left alone. For the operator, the lead, the trigger's creator or its target (else
+/// 403); the task's `creatorAgentId` is the agent that fired it, and an agent's
+/// `payload` arrives fenced as outside input.
 #[utoipa::path(post, path = "/api/triggers/{name}/fire", tag = "triggers",
     params(("name" = String, Path, description = "Trigger name or id")), request_body(content = Option<FireBody>),
     responses((status = 201, body = FireResponse), ErrorResponses))]

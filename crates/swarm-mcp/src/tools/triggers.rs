@@ -61,7 +61,8 @@ pub fn schedule_group() -> Vec<ToolSpec> {
         .output::<ScheduleOutput>(),
         ToolSpec::new(
             "run-schedule-now",
-            "File a schedule's task now (scheduleId, or name), without moving its next run.",
+            "File a schedule's task now (scheduleId, or name), without moving its next run. \
+             Its creator, its target or the lead only; the task records you as its creator.",
             Audience::Agents,
             run_schedule_now,
         )
@@ -83,9 +84,11 @@ pub fn inbox_group() -> Vec<ToolSpec> {
         ToolSpec::new(
             "trigger_create",
             "Inbox: create a trigger. name is a slug; type cron (schedule, timezone), interval \
-             (interval_ms), once (run_at), webhook (webhook_secret, or webhook_public true), \
-             github (webhook_secret) or manual. prompt may use {{payload}}, {{sender}}, {{channel}}, \
-             {{trigger_name}}. session_mode persistent resumes one agent session per conversation.",
+             (interval_ms), once (run_at), webhook (webhook_secret of at least 16 characters, e.g. \
+             `openssl rand -hex 32`, or webhook_public true), github (webhook_secret) or manual. \
+             prompt may use {{payload}} (fenced outside text), {{sender}} (a short identifier, else \
+             unknown), {{channel}}, {{trigger_name}}. session_mode persistent resumes one agent \
+             session per conversation. Only the lead may aim one at the lead (by `lead` or its id).",
             Audience::Anyone,
             trigger_create,
         )
@@ -328,6 +331,8 @@ struct TriggerFields {
     interval_seconds: Option<i64>,
     /// once: when (RFC 3339, e.g. 2026-01-20T10:00:00Z).
     run_at: Option<String>,
+    /// webhook, github: the HMAC key or header secret, at least 16 characters
+    /// (`openssl rand -hex 32`).
     webhook_secret: Option<String>,
     /// webhook: accept unsigned requests.
     webhook_public: Option<bool>,

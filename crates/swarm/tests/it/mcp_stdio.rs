@@ -248,7 +248,7 @@ async fn inbox_triggers_keep_their_channel_name_their_webhook_url_and_expand_onc
     let created = ok(
         &worker,
         "trigger_create",
-        json!({"name": "mail-in", "type": "webhook", "channel": "email", "webhook_secret": "s3cret",
+        json!({"name": "mail-in", "type": "webhook", "channel": "email", "webhook_secret": "s3cret-0123456789abcdef",
                "prompt": "From {{sender}} on {{channel}}: {{payload}}"}),
     )
     .await;
@@ -263,7 +263,7 @@ async fn inbox_triggers_keep_their_channel_name_their_webhook_url_and_expand_onc
 
     let response = reqwest::Client::new()
         .post(hub.url("/api/webhooks/mail-in"))
-        .header("x-webhook-secret", "s3cret")
+        .header("x-webhook-secret", "s3cret-0123456789abcdef")
         .header("content-type", "text/plain")
         .body("write {{channel}} and {{trigger_name}} literally")
         .send()

@@ -292,11 +292,11 @@ async fn metrics_count_trigger_waits_store_calls_webhooks_and_run_reports() {
         after.get(name, labels) - before.value(name, labels).unwrap_or(0.0)
     };
 
-    let trigger = json!({"name": "alerts", "type": "webhook", "webhookSecret": "s3cret", "target": "pool"});
+    let trigger = json!({"name": "alerts", "type": "webhook", "webhookSecret": "s3cret-0123456789abcdef", "target": "pool"});
     let (status, created) = hub.post("/api/triggers", None, trigger).await;
     assert_eq!(status, 201, "{created}");
     let body = br#"{"alert":"disk full"}"#;
-    let signature = swarm_service::sign_body("s3cret", body);
+    let signature = swarm_service::sign_body("s3cret-0123456789abcdef", body);
     let webhook = |signature: String| {
         let request = reqwest::Client::new()
             .post(hub.url("/api/webhooks/alerts"))

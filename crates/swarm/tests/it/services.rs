@@ -144,7 +144,7 @@ async fn scheduled_tasks_show_the_timed_triggers() {
         json!({ "name": "standup", "type": "cron", "schedule": "30 9 * * 1-5", "timezone": "Europe/Paris",
                 "target": bob, "prompt": "Post the standup summary", "priority": 80 }),
         json!({ "name": "tick", "type": "interval", "intervalSeconds": 60, "prompt": "tick", "enabled": false }),
-        json!({ "name": "hook", "type": "webhook", "webhookSecret": "s3cret", "prompt": "hooked" }),
+        json!({ "name": "hook", "type": "webhook", "webhookSecret": "s3cret-0123456789abcdef", "prompt": "hooked" }),
     ];
     for trigger in triggers {
         let (status, body) = hub.post("/api/triggers", None, trigger).await;

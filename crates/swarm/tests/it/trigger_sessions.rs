@@ -33,7 +33,7 @@ fn starts(dir: &Path) -> Vec<Value> {
 async fn webhook(hub: &Hub, body: &str, thread: &str) -> String {
     let request = reqwest::Client::new()
         .post(hub.url("/api/webhooks/support-inbox"))
-        .header("x-webhook-secret", "inbox-secret")
+        .header("x-webhook-secret", "inbox-secret-0123456789")
         .header("x-session-key", thread)
         .header("x-sender", "customer@example.com")
         .body(body.to_string());
@@ -70,7 +70,7 @@ async fn a_persistent_trigger_session_escalates_and_is_resumed_with_the_result()
         .post(
             "/api/triggers",
             None,
-            json!({"name": "support-inbox", "type": "webhook", "webhookSecret": "inbox-secret",
+            json!({"name": "support-inbox", "type": "webhook", "webhookSecret": "inbox-secret-0123456789",
                    "target": triage_id, "sessionMode": "persistent",
                    "prompt": "Message from {{sender}} on {{channel}}: {{payload}}"}),
         )

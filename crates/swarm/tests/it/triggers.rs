@@ -171,7 +171,7 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
         .post(
             "/api/triggers",
             None,
-            json!({"name": "alerts", "type": "webhook", "webhookSecret": "s3cret",
+            json!({"name": "alerts", "type": "webhook", "webhookSecret": "s3cret-0123456789abcdef",
                    "prompt": "Alert from {{sender}}:\n{{payload}}", "tags": ["ops"]}),
         )
         .await;
@@ -182,7 +182,7 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
     // A signed request names its sender inside the signed body; the unsigned X-Sender
     // header is anyone's, and is not read.
     let body = br#"{"alert":"disk full","host":"db-1","sender":"monitoring"}"#;
-    let signature = swarm_service::sign_body("s3cret", body);
+    let signature = swarm_service::sign_body("s3cret-0123456789abcdef", body);
     let headers = [
         ("content-type", "application/json"),
         ("x-hub-signature-256", signature.as_str()),
@@ -211,10 +211,12 @@ async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
         let (status, error) = post_webhook(&hub, "alerts", body, &headers).await;
         assert_eq!((status, error["error"].as_str()), (401, Some("Unauthorized")), "{headers:?}");
     }
-    let (status, _) = post_webhook(&hub, "no-such-hook", body, &[("x-webhook-secret", "s3cret")]).await;
+    let (status, _) =
+        post_webhook(&hub, "no-such-hook", body, &[("x-webhook-secret", "s3cret-0123456789abcdef")]).await;
     assert_eq!(status, 401, "unknown names read like bad signatures");
     let (status, accepted) =
-        post_webhook(&hub, "alerts", b"plain text alert", &[("x-webhook-secret", "s3cret")]).await;
+        post_webhook(&hub, "alerts", b"plain text alert", &[("x-webhook-secret", "s3cret-0123456789abcdef")])
+            .await;
     assert_eq!(status, 202, "the secret header is the other way in: {accepted}");
     let (_, run) = hub.get("/api/triggers/alerts", None).await;
     assert_eq!(run["trigger"]["runCount"], 2);
@@ -235,7 +237,7 @@ async fn github_events_for_the_bot_become_tasks_and_replays_are_ignored() {
     let hub = Hub::start(&sqlite_file(dir.path()), None);
     create_trigger(
         &hub,
-        json!({"name": "github", "type": "github", "webhookSecret": "gh-secret", "githubBot": "swarm-bot",
+        json!({"name": "github", "type": "github", "webhookSecret": "gh-secret-0123456789abcdef", "githubBot": "swarm-bot",
                "sessionMode": "persistent"}),
     )
     .await;
@@ -245,7 +247,7 @@ async fn github_events_for_the_bot_become_tasks_and_replays_are_ignored() {
         "repository": {"full_name": "o/r"}, "sender": {"login": "ada"}
     });
     let body = serde_json::to_vec(&event).unwrap();
-    let signature = swarm_service::sign_body("gh-secret", &body);
+    let signature = swarm_service::sign_body("gh-secret-0123456789abcdef", &body);
     let headers = [
         ("x-hub-signature-256", signature.as_str()),
         ("x-github-event", "pull_request"),
@@ -274,7 +276,7 @@ async fn github_events_for_the_bot_become_tasks_and_replays_are_ignored() {
     let other =
         serde_json::to_vec(&json!({"action": "opened", "issue": {"number": 1, "body": "no mention"}}))
             .unwrap();
-    let other_signature = swarm_service::sign_body("gh-secret", &other);
+    let other_signature = swarm_service::sign_body("gh-secret-0123456789abcdef", &other);
     let (status, ignored) = post_webhook(
         &hub,
         "github",
@@ -292,7 +294,7 @@ async fn github_events_for_the_bot_become_tasks_and_replays_are_ignored() {
         &hub,
         "github",
         &body,
-        &[("x-webhook-secret", "gh-secret"), ("x-github-event", "pull_request")],
+        &[("x-webhook-secret", "gh-secret-0123456789abcdef"), ("x-github-event", "pull_request")],
     )
     .await;
     assert_eq!(status, 401, "GitHub always signs: no header secret");

@@ -29,7 +29,7 @@ async fn a_worker_cannot_create_a_public_or_lead_targeted_trigger() {
 
     let attempts = [
         json!({"name": "backdoor", "type": "webhook", "webhookPublic": true, "target": "pool"}),
-        json!({"name": "to-lead", "type": "webhook", "webhookSecret": "x", "target": "lead"}),
+        json!({"name": "to-lead", "type": "webhook", "webhookSecret": "x-0123456789abcdef", "target": "lead"}),
         json!({"name": "lead-manual", "type": "manual", "target": "lead"}),
     ];
     for attempt in &attempts {
@@ -77,13 +77,13 @@ async fn a_replayed_signed_webhook_fires_once_and_unsigned_headers_decide_nothin
         .post(
             "/api/triggers",
             None,
-            json!({"name": "deploys", "type": "webhook", "webhookSecret": "s3cret",
+            json!({"name": "deploys", "type": "webhook", "webhookSecret": "s3cret-0123456789abcdef",
                    "sessionMode": "persistent", "prompt": "from {{sender}}: {{payload}}"}),
         )
         .await;
     assert_eq!(status, 201, "{body}");
     let body = br#"{"deploy":"v1.2"}"#;
-    let signature = swarm_service::sign_body("s3cret", body);
+    let signature = swarm_service::sign_body("s3cret-0123456789abcdef", body);
     let (status, first) = post_webhook(
         &hub,
         "deploys",
@@ -121,7 +121,7 @@ async fn a_replayed_signed_webhook_fires_once_and_unsigned_headers_decide_nothin
         &hub,
         "deploys",
         other,
-        &[("x-hub-signature-256", &swarm_service::sign_body("s3cret", other))],
+        &[("x-hub-signature-256", &swarm_service::sign_body("s3cret-0123456789abcdef", other))],
     )
     .await;
     assert!(next["taskId"].is_string(), "{next}");

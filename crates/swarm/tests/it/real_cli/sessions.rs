@@ -34,7 +34,7 @@ async fn a_persistent_session_is_resumed_with_the_result_of_its_task(cli: Cli) {
         .post(
             "/api/triggers",
             None,
-            json!({"name": "inbox", "type": "webhook", "webhookSecret": "s3cret", "target": runner.agent_id,
+            json!({"name": "inbox", "type": "webhook", "webhookSecret": "s3cret-0123456789abcdef", "target": runner.agent_id,
                    "sessionMode": "persistent", "prompt": "Message: {{payload}}"}),
         )
         .await;
@@ -43,7 +43,7 @@ async fn a_persistent_session_is_resumed_with_the_result_of_its_task(cli: Cli) {
     let body = json!({"message": "where is my invoice?", "sessionKey": "thread-1"}).to_string();
     let request = reqwest::Client::new()
         .post(world.hub.url("/api/webhooks/inbox"))
-        .header("x-hub-signature-256", swarm_service::sign_body("s3cret", body.as_bytes()))
+        .header("x-hub-signature-256", swarm_service::sign_body("s3cret-0123456789abcdef", body.as_bytes()))
         .header("content-type", "application/json")
         .body(body);
     let (status, accepted) = send(request).await;
