@@ -27,6 +27,8 @@ pub struct Limits {
     open: Mutex<HashMap<(Held, Option<swarm_domain::id::AgentId>), usize>>,
     /// Webhook deliveries per client address; `None`: no limit.
     webhooks: Option<RateLimit>,
+    /// Whether loopback clients count against the webhook rate.
+    webhooks_loopback_too: bool,
     /// Agents one of whose tokens was just revoked through this process: the streams and
     /// parked polls that token holds end (`routes::tokens::until_revoked`).
     revocations: tokio::sync::broadcast::Sender<swarm_domain::id::AgentId>,
@@ -34,21 +36,24 @@ pub struct Limits {
 
 impl Limits {
     pub fn new(streams_per_caller: u32, polls_per_caller: u32) -> Arc<Limits> {
-        Limits::with_webhook_rate(streams_per_caller, polls_per_caller, 0)
+        Limits::with_webhook_rate(streams_per_caller, polls_per_caller, 0, false)
     }
 
     /// [`Limits::new`] with at most `webhooks_per_minute` webhook deliveries per client
-    /// address (in bursts of as many); 0 for no limit.
+    /// address (in bursts of as many), 0 for no limit; loopback clients (this machine)
+    /// count only when `loopback_too`.
     pub fn with_webhook_rate(
         streams_per_caller: u32,
         polls_per_caller: u32,
         webhooks_per_minute: u32,
+        loopback_too: bool,
     ) -> Arc<Limits> {
         Arc::new(Limits {
             streams: streams_per_caller as usize,
             polls: polls_per_caller as usize,
             open: Mutex::default(),
             webhooks: (webhooks_per_minute > 0).then(|| RateLimit::per_minute(webhooks_per_minute)),
+            webhooks_loopback_too: loopback_too,
             revocations: tokio::sync::broadcast::channel(64).0,
         })
     }
@@ -66,6 +71,7 @@ impl Limits {
     /// Whether `peer` may deliver one more webhook now; else how long until it may.
     pub fn admit_webhook(&self, peer: IpAddr) -> Result<(), Duration> {
         match &self.webhooks {
+            Some(_) if !self.webhooks_loopback_too && address_key(peer).is_loopback() => Ok(()),
             Some(limit) => limit.admit(peer, Instant::now()),
             None => Ok(()),
         }
@@ -199,6 +205,17 @@ mod tests {
         assert_eq!(limit.admit(other, start), Ok(()), "each address has its own budget");
         assert_eq!(limit.admit(one, start + Duration::from_secs(20)), Ok(()), "one request a 20 s");
         assert!(limit.admit(one, start + Duration::from_secs(21)).is_err());
+    }
+
+    #[test]
+    fn loopback_counts_against_the_webhook_rate_only_when_asked() {
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        let by_default = Limits::with_webhook_rate(1, 1, 1, false);
+        assert!((0..5).all(|_| by_default.admit_webhook(loopback).is_ok()));
+        let remote: IpAddr = "192.0.2.1".parse().unwrap();
+        assert!(by_default.admit_webhook(remote).is_ok() && by_default.admit_webhook(remote).is_err());
+        let set = Limits::with_webhook_rate(1, 1, 1, true);
+        assert!(set.admit_webhook(loopback).is_ok() && set.admit_webhook(loopback).is_err());
     }
 
     #[test]

@@ -111,11 +111,13 @@ pub struct LimitArgs {
     pub max_connections: u32,
     /// Connections one client address (an IPv6 client's /64) may hold at once; one more
     /// is answered 429 and closed. Default: --max-connections less an eighth (896 of
-    /// 1024), so one address never takes the slots every other client needs. Every
-    /// runner, agent CLI and dashboard on the hub's own machine shares one address
-    /// (127.0.0.1) and holds a few connections each: hundreds of runners against a local
-    /// hub fit in the default; more need a higher --max-connections. Behind a reverse
-    /// proxy every client is the proxy's address: set this to --max-connections there.
+    /// 1024) for every address but this machine's own (loopback), so that no remote
+    /// address takes the slots every other client needs, while runners, agent CLIs and
+    /// dashboards on the hub's machine (one address, a few connections each, a thousand
+    /// agents in `swarm bench memory`) are held only to --max-connections. Set, it holds
+    /// every address to it, loopback included: do so behind a reverse proxy on the same
+    /// machine (every client is then the proxy's loopback address) only with a share
+    /// that fits all of them, and cap connections per client in the proxy.
     #[arg(long, env = "MAX_CONNECTIONS_PER_ADDRESS", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections_per_address: Option<u32>,
     /// Seconds a client has to send a request's headers before its connection is closed.
@@ -129,10 +131,13 @@ pub struct LimitArgs {
     pub body_read_timeout_seconds: u64,
     /// Webhook deliveries (`POST /api/webhooks/<name>`, GitHub's included) one client
     /// address may make per minute, in bursts of up to as many; one more is 429 with
-    /// Retry-After. 0 = no limit. A busy GitHub organisation sends from several
-    /// addresses; behind a reverse proxy every delivery is the proxy's address, so raise it.
-    #[arg(long, env = "WEBHOOK_RATE_PER_MINUTE", default_value_t = 120, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
-    pub webhook_rate_per_minute: u32,
+    /// Retry-After. Default: 120, for every address but loopback (this machine's own
+    /// scripts); set, it holds every address to it, loopback included (behind a reverse
+    /// proxy on the same machine every delivery is the proxy's address: budget for all
+    /// senders, or rate-limit in the proxy). 0 = no limit. GitHub delivers from several
+    /// addresses.
+    #[arg(long, env = "WEBHOOK_RATE_PER_MINUTE", value_name = "N", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub webhook_rate_per_minute: Option<u32>,
     /// Open `GET /api/events` streams per caller (an agent, or the operator); one more is 429.
     #[arg(long, env = "MAX_STREAMS_PER_AGENT", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_streams_per_agent: u32,
@@ -141,10 +146,27 @@ pub struct LimitArgs {
     pub max_polls_per_agent: u32,
 }
 
+/// `--webhook-rate-per-minute` when not given.
+pub const WEBHOOK_RATE_PER_MINUTE: u32 = 120;
+
 impl LimitArgs {
     /// `--max-connections-per-address`, or `--max-connections` less an eighth (at least 1).
     pub fn connections_per_address(&self) -> u32 {
         self.max_connections_per_address.unwrap_or((self.max_connections - self.max_connections / 8).max(1))
+    }
+
+    /// Whether loopback clients are held to the per-address share: only when it was set.
+    pub fn connections_per_address_loopback_too(&self) -> bool {
+        self.max_connections_per_address.is_some()
+    }
+
+    /// `--webhook-rate-per-minute` (0: no limit), and whether it holds loopback clients
+    /// too (only when it was set).
+    pub fn webhook_rate(&self) -> (u32, bool) {
+        match self.webhook_rate_per_minute {
+            Some(rate) => (rate, true),
+            None => (WEBHOOK_RATE_PER_MINUTE, false),
+        }
     }
 }
 
@@ -156,7 +178,7 @@ impl Default for LimitArgs {
             max_connections_per_address: None,
             header_read_timeout_seconds: 10,
             body_read_timeout_seconds: 60,
-            webhook_rate_per_minute: 120,
+            webhook_rate_per_minute: None,
             max_streams_per_agent: 16,
             max_polls_per_agent: 8,
         }

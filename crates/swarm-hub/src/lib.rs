@@ -179,10 +179,12 @@ impl Hub {
             shutdown: stop.child_token(),
         };
         let metrics = Arc::new(swarm_api::Metrics::new(args.metrics_public));
+        let (webhook_rate, webhook_rate_loopback_too) = args.limits.webhook_rate();
         let caps = swarm_api::Limits::with_webhook_rate(
             args.limits.max_streams_per_agent,
             args.limits.max_polls_per_agent,
-            args.limits.webhook_rate_per_minute,
+            webhook_rate,
+            webhook_rate_loopback_too,
         );
         let app = app(
             AppState::new(AppStateParts {
@@ -198,6 +200,7 @@ impl Hub {
         let limits = serve::ConnectionLimits {
             max_connections: args.limits.max_connections as usize,
             max_per_address: args.limits.connections_per_address() as usize,
+            per_address_loopback_too: args.limits.connections_per_address_loopback_too(),
             header_read_timeout: Duration::from_secs(args.limits.header_read_timeout_seconds),
             body_read_timeout: Duration::from_secs(args.limits.body_read_timeout_seconds),
         };

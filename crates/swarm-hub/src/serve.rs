@@ -45,6 +45,8 @@ pub(crate) struct ConnectionLimits {
     pub max_connections: usize,
     /// Connections one client address (an IPv6 client's /64) may hold at once.
     pub max_per_address: usize,
+    /// Whether loopback clients (this machine's runners) are held to `max_per_address`.
+    pub per_address_loopback_too: bool,
     pub header_read_timeout: Duration,
     /// Time a request's body may take to arrive once its headers did.
     pub body_read_timeout: Duration,
@@ -58,7 +60,7 @@ pub(crate) async fn serve(
     stop: CancellationToken,
 ) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
-    let per_address = PerAddress::new(limits.max_per_address);
+    let per_address = PerAddress::new(limits.max_per_address, limits.per_address_loopback_too);
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
     loop {
@@ -207,35 +209,42 @@ impl hyper::body::Body for ReadDeadline {
 #[derive(Clone)]
 struct PerAddress {
     cap: usize,
+    loopback_too: bool,
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
 impl PerAddress {
-    fn new(cap: usize) -> Self {
-        PerAddress { cap, open: Arc::default() }
+    fn new(cap: usize, loopback_too: bool) -> Self {
+        PerAddress { cap, loopback_too, open: Arc::default() }
     }
 
+    /// A slot of `ip`'s share, `None` when it holds its share already.
     fn take(&self, ip: IpAddr) -> Option<AddressSlot> {
         let key = swarm_api::address_key(ip);
+        if !self.loopback_too && key.is_loopback() {
+            return Some(AddressSlot { open: None, key });
+        }
         let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let count = open.entry(key).or_default();
         if *count >= self.cap {
             return None;
         }
         *count += 1;
-        Some(AddressSlot { open: Arc::clone(&self.open), key })
+        Some(AddressSlot { open: Some(Arc::clone(&self.open)), key })
     }
 }
 
-/// One open connection of an address, given back when it closes.
+/// One open connection of an address, given back when it closes (`open`: `None` for an
+/// address not counted).
 struct AddressSlot {
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    open: Option<Arc<Mutex<HashMap<IpAddr, usize>>>>,
     key: IpAddr,
 }
 
 impl Drop for AddressSlot {
     fn drop(&mut self) {
-        let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(open) = &self.open else { return };
+        let mut open = open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(count) = open.get_mut(&self.key) {
             *count = count.saturating_sub(1);
             if *count == 0 {

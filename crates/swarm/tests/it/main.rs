@@ -53,6 +53,7 @@ mod triggers;
 mod trust;
 mod trust_files;
 mod trust_limits;
+mod trust_network;
 mod trust_triggers;
 mod untrusted_input;
 mod waiting;
