@@ -103,13 +103,14 @@ impl<S: Send + Sync> FromRequestParts<S> for CallerHeader {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let named = agent_id_header(parts)?;
-        Ok(CallerHeader(authenticated(parts).caller(named)?))
+        Ok(CallerHeader(authenticated(parts)?.caller(named)?))
     }
 }
 
-/// The request's credential as the edge found it (header mode's operator when absent).
-pub fn authenticated(parts: &Parts) -> Authenticated {
-    parts.extensions.get::<Authenticated>().copied().unwrap_or_default()
+/// The request's credential as the edge found it. None was attached on a public path:
+/// a handler there that asks for a caller is refused, never given the operator.
+pub fn authenticated(parts: &Parts) -> Result<Authenticated, ApiError> {
+    parts.extensions.get::<Authenticated>().copied().ok_or(ApiError::Unauthorized)
 }
 
 /// The request's credential and its `X-Agent-ID`, for registration, which decides with
@@ -120,7 +121,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Credentials {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(Credentials(authenticated(parts), agent_id_header(parts)?))
+        Ok(Credentials(authenticated(parts)?, agent_id_header(parts)?))
     }
 }
 

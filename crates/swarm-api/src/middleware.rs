@@ -70,7 +70,10 @@ pub async fn edge(State(state): State<AppState>, mut request: Request, next: Nex
                 ))
                 .into_response()
             }
-            Ok(authenticated) => {
+            // A public path carries no credential: its handlers take none, and one that
+            // asked would be refused (identity fails closed).
+            Ok(None) => json_errors(next.run(request).await).await,
+            Ok(Some(authenticated)) => {
                 // What a token holds open (a stream, a parked poll) ends when it is revoked.
                 if let Credential::Agent(agent) = authenticated.credential
                     && let Some(secret) = bearer(request.headers())
@@ -103,28 +106,29 @@ async fn authenticate(
     headers: &axum::http::HeaderMap,
     method: &Method,
     path: &str,
-) -> Result<Authenticated, ApiError> {
+) -> Result<Option<Authenticated>, ApiError> {
     let mode = state.service.agent_auth();
     let operator = Authenticated { mode, credential: Credential::Operator };
     let presented = bearer(headers).unwrap_or("");
     let Some(expected) = state.api_key.expose() else {
-        return Ok(operator);
+        // `--insecure-no-auth`: whoever reaches the hub is the operator, by the operator's choice.
+        return Ok(Some(operator));
     };
     // Constant-time on the contents; only the length can leak, which a key of fixed
     // length does not mind.
     if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-        return Ok(operator);
+        return Ok(Some(operator));
     }
     if mode == AgentAuth::Token && !presented.is_empty() {
         // The lookup is by hash, so its timing says nothing about the token.
         match state.service.agent_token_verify(presented).await {
-            Ok(Some(agent)) => return Ok(Authenticated { mode, credential: Credential::Agent(agent) }),
+            Ok(Some(agent)) => return Ok(Some(Authenticated { mode, credential: Credential::Agent(agent) })),
             Ok(None) => {}
             Err(error) => return Err(error.into()),
         }
     }
     if is_public(state, method, path) {
-        return Ok(operator);
+        return Ok(None);
     }
     Err(ApiError::Unauthorized)
 }

@@ -29,7 +29,9 @@ mod tests {
 
     #[test]
     fn only_plain_loopback_urls_are_this_machine() {
-        for url in ["http://localhost:3013", "http://127.0.0.1:3013/mcp", "http://[::1]:3013", "https://LOCALHOST/"] {
+        for url in
+            ["http://localhost:3013", "http://127.0.0.1:3013/mcp", "http://[::1]:3013", "https://LOCALHOST/"]
+        {
             assert!(is_plain_loopback_url(url), "{url}");
         }
         for url in [

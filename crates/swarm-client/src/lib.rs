@@ -10,6 +10,7 @@
 //! `triggers`).
 
 mod agents;
+mod hub_url;
 mod poll;
 mod sessions;
 mod tasks;
@@ -19,6 +20,7 @@ mod triggers;
 use std::time::Duration;
 
 pub use agents::{AgentList, AgentView, RegisterAgentRequest};
+pub use hub_url::is_plain_loopback_url;
 pub use poll::Trigger;
 use reqwest::{Method, StatusCode};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};

@@ -81,6 +81,12 @@ pub struct SessionCost {
     pub created_at: Timestamp,
 }
 
+/// More than any one run can cost: a larger figure is a fault (or an attack on the
+/// totals people read), not a bill.
+pub const SESSION_COST_MAX_USD: f64 = 100_000.0;
+/// More tokens, turns or milliseconds than one run can have (a year is 3.2e10 ms).
+pub const SESSION_COUNT_MAX: i64 = 1_000_000_000_000;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewSessionCost {
     pub session_id: String,
@@ -103,8 +109,10 @@ impl NewSessionCost {
         if let Some(model) = &self.model {
             reject_nul("model", model)?;
         }
-        if !self.total_cost_usd.is_finite() || self.total_cost_usd < 0.0 {
-            return Err(Invalid::new("totalCostUsd must be a non-negative number"));
+        if !self.total_cost_usd.is_finite() || !(0.0..=SESSION_COST_MAX_USD).contains(&self.total_cost_usd) {
+            return Err(Invalid(format!(
+                "totalCostUsd must be a number from 0 to {SESSION_COST_MAX_USD} (one run's cost in US dollars)"
+            )));
         }
         let counts = [
             ("inputTokens", self.input_tokens),
@@ -114,8 +122,10 @@ impl NewSessionCost {
             ("durationMs", self.duration_ms),
             ("numTurns", self.num_turns),
         ];
-        if let Some((field, _)) = counts.iter().find(|(_, value)| value.is_some_and(|v| v < 0)) {
-            return Err(Invalid(format!("{field} must not be negative")));
+        if let Some((field, _)) =
+            counts.iter().find(|(_, value)| value.is_some_and(|v| !(0..=SESSION_COUNT_MAX).contains(&v)))
+        {
+            return Err(Invalid(format!("{field} must be from 0 to {SESSION_COUNT_MAX}")));
         }
         Ok(NewSessionCost { session_id, ..self })
     }

@@ -38,6 +38,11 @@ pub struct ServeArgs {
     /// `token` needs an API key.
     #[arg(long, env = "AGENT_AUTH", default_value = "header", value_parser = ["header", "token"])]
     pub agent_auth: String,
+    /// Whether to leave the key where this user's local `swarm` commands find it
+    /// (`~/.config/swarm/keys/localhost-<port>.key`). `auto`: yes in header mode, no in
+    /// token mode, where agents running as this user would read it and mint any token.
+    #[arg(long, env = "SHARE_LOCAL_KEY", default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub share_local_key: String,
     /// Log format on stderr: text or json. The level is set with RUST_LOG (default info).
     #[arg(long, env = "LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,

@@ -38,6 +38,7 @@ impl HubKey {
 /// The key for `args`: given, else stored (generated when its file does not exist yet).
 pub fn resolve(args: &ServeArgs) -> Result<HubKey, HubError> {
     if let Some(key) = args.api_key.as_deref().map(str::trim).filter(|key| !key.is_empty()) {
+        require_strong(key, "in API_KEY (--api-key)")?;
         return Ok(HubKey::Given(key.to_string()));
     }
     if args.insecure_no_auth {
@@ -49,7 +50,20 @@ pub fn resolve(args: &ServeArgs) -> Result<HubKey, HubError> {
         (None, None) => default_key_file(&args.database.db),
     };
     let (key, generated) = read_or_generate(&file)?;
+    require_strong(&key, &format!("in {}", file.display()))?;
     Ok(HubKey::Stored { key, file, generated })
+}
+
+/// The fewest characters an operator key may have. A generated key has 68.
+pub const KEY_MIN_CHARS: usize = 16;
+
+/// Refuses a key short enough to guess (`API_KEY=a` was accepted once).
+fn require_strong(key: &str, where_: &str) -> Result<(), HubError> {
+    let length = key.chars().count();
+    if length < KEY_MIN_CHARS {
+        return Err(HubError::WeakKey { where_: where_.to_string(), length, min: KEY_MIN_CHARS });
+    }
+    Ok(())
 }
 
 /// `./swarm.db` keeps its key in `./swarm.db.key`.
@@ -148,6 +162,32 @@ pub fn share_with_local_commands(key: &str, port: u16) -> std::io::Result<PathBu
     Ok(file)
 }
 
+/// The per-port copy of the key while its hub runs: removed when the hub stops (if it
+/// still holds this hub's key), so a later listener on that port is not offered it.
+/// A hub killed outright leaves it behind: the trust model says so.
+pub struct SharedKeyFile {
+    file: PathBuf,
+    key: String,
+}
+
+impl SharedKeyFile {
+    pub fn new(file: PathBuf, key: &str) -> SharedKeyFile {
+        SharedKeyFile { file, key: key.to_string() }
+    }
+}
+
+impl Drop for SharedKeyFile {
+    fn drop(&mut self) {
+        let ours = std::fs::read_to_string(&self.file)
+            .ok()
+            .and_then(|text| swarm_domain::local_key::parse_key_file(&text))
+            .is_some_and(|key| key == self.key);
+        if ours {
+            let _ = std::fs::remove_file(&self.file);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +210,13 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
         let (again, generated) = read_or_generate(&file).unwrap();
         assert_eq!((again.as_str(), generated), (first.as_str(), false));
+    }
+
+    #[test]
+    fn a_short_key_is_refused() {
+        assert!(require_strong("a", "in API_KEY").unwrap_err().to_string().contains("openssl rand -hex 32"));
+        assert!(require_strong("fifteen-chars-x", "in API_KEY").is_err());
+        assert!(require_strong("sixteen-chars-xx", "in API_KEY").is_ok());
     }
 
     #[test]

@@ -60,6 +60,12 @@ pub enum HubError {
         file.display()
     )]
     KeyFileOpen { file: std::path::PathBuf, mode: u32 },
+    #[error(
+        "the API key {where_} is {length} characters long: a key must have at least {min} (anyone who \
+         reaches the hub could guess a short one). Make one with `openssl rand -hex 32`, or unset \
+         API_KEY to let the hub generate and keep one"
+    )]
+    WeakKey { where_: String, length: usize, min: usize },
     #[error("--insecure-no-auth and an API key exclude each other: unset API_KEY or drop the flag")]
     InsecureWithKey,
     #[error(
@@ -69,6 +75,8 @@ pub enum HubError {
     NotSqlite,
     #[error(transparent)]
     Backup(swarm_store_sqlite::BackupError),
+    #[error("cannot record the hub's identity mode and lease policy in its database: {0}")]
+    Settings(#[source] swarm_service::ServiceError),
     #[error("the HTTP server failed")]
     Serve(#[source] std::io::Error),
 }
@@ -100,6 +108,7 @@ pub struct Hub {
     local_addr: SocketAddr,
     banner: Vec<String>,
     dashboard_login: Option<String>,
+    _shared_key: Option<key::SharedKeyFile>,
     stop: CancellationToken,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     _background: Background,
@@ -132,6 +141,7 @@ impl Hub {
         let associations =
             args.github_allowed_associations.split(',').filter(|a| !a.trim().is_empty()).map(str::to_string);
         let mut service = Service::with_lease_policy(store, lease)
+            .with_private_files(private_files(args, &hub_key))
             .with_agent_auth(agent_auth)
             .with_github_associations(associations.collect());
         if let Some(clock) = options.clock {
@@ -155,6 +165,9 @@ impl Hub {
             }
             None => (service, None),
         };
+        // Before serving: a `swarm mcp` on this database must see this hub's mode and
+        // policy, not a previous hub's.
+        service.hub_settings_publish().await.map_err(HubError::Settings)?;
         banner.extend(open::at_rest_lines(&service, &args.database, &hub_key).await);
         let background = service.start_background(Duration::from_secs(args.rescue_interval_seconds));
         let scheduler = service.start_scheduler(options.scheduler_tick);
@@ -168,7 +181,7 @@ impl Hub {
 
         let api_key = ApiKey::new(hub_key.key().map(str::to_string));
         let shared_key = match &hub_key {
-            HubKey::Stored { key, .. } if serves_this_machine(&args.host) => {
+            HubKey::Stored { key, .. } if serves_this_machine(&args.host) && shares_local_key(args) => {
                 Some(key::share_with_local_commands(key, local_addr.port()))
             }
             _ => None,
@@ -207,6 +220,10 @@ impl Hub {
         let server = tokio::spawn(serve::serve(listener, app, limits, stop.clone()));
 
         let mut lines = start_up_lines(args, &description, local_addr);
+        let shared_key_file = match (&shared_key, &hub_key) {
+            (Some(Ok(file)), HubKey::Stored { key, .. }) => Some(key::SharedKeyFile::new(file.clone(), key)),
+            _ => None,
+        };
         lines.splice(4..4, key_lines(&hub_key, shared_key, local_addr));
         banner.splice(0..0, lines);
         let dashboard_login = hub_key.key().map(|key| format!("http://{local_addr}/#key={key}"));
@@ -217,6 +234,7 @@ impl Hub {
             local_addr,
             banner,
             dashboard_login,
+            _shared_key: shared_key_file,
             stop,
             server,
             _background: background,
@@ -260,8 +278,33 @@ impl Hub {
     }
 }
 
+/// The files that hold this hub's key or data, absolute: the SQLite database with its
+/// WAL, and the key file. A runner with an agent token must not be able to read them.
+fn private_files(args: &ServeArgs, hub_key: &HubKey) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    if let Ok(database) = sqlite_path(&args.database) {
+        let mut wal = database.clone().into_os_string();
+        wal.push("-wal");
+        files.extend([database, wal.into()]);
+    }
+    if let HubKey::Stored { file, .. } = hub_key {
+        files.push(file.clone());
+    }
+    files.into_iter().map(|file| std::path::absolute(&file).unwrap_or(file)).collect()
+}
+
 fn on_off(on: bool) -> &'static str {
     if on { "on" } else { "off" }
+}
+
+/// Whether the operator wants the key left for local commands: in token mode only when
+/// asked, since every agent running as this user could read it.
+fn shares_local_key(args: &ServeArgs) -> bool {
+    match args.share_local_key.as_str() {
+        "on" => true,
+        "off" => false,
+        _ => args.agent_auth() == swarm_service::AgentAuth::Header,
+    }
 }
 
 /// Whether clients on this machine reach the hub on loopback (it binds loopback or every
@@ -350,6 +393,7 @@ pub fn app(
     mcp_options: HttpOptions,
     slack_routes: Option<axum::Router<AppState>>,
 ) -> axum::Router {
+    let allowed_hosts = mcp_options.allowed_hosts.clone();
     let mut extra = axum::Router::new()
         .route_service("/mcp", swarm_mcp::http_service(state.service.clone(), mcp_options))
         .layer(axum::middleware::from_fn(mcp_host::explain_refused_host));
@@ -380,4 +424,3 @@ fn mcp_allowed_hosts(configured: Option<&str>, bind_host: &str) -> AllowedHosts 
     }
     AllowedHosts::Only(hosts)
 }
-    let allowed_hosts = mcp_options.allowed_hosts.clone();

@@ -70,7 +70,7 @@ impl Identity {
                 let named = named_agent(parts)?;
                 // Token mode: the request's token decides, and `X-Agent-ID` must agree
                 // (the same rule as REST's, from the credential the edge attached).
-                let caller = authenticated(parts).caller(named).map_err(|refusal| refusal.to_string())?;
+                let caller = authenticated(parts)?.caller(named).map_err(|refusal| refusal.to_string())?;
                 Ok(caller.agent_id())
             }
         }
@@ -78,9 +78,9 @@ impl Identity {
 
     /// The request's credential: the edge's over HTTP; what the stdio process proved at
     /// start (`swarm mcp` checks an agent token when the hub runs in token mode).
-    pub fn authenticated(&self, parts: Option<&http::request::Parts>) -> Authenticated {
+    pub fn authenticated(&self, parts: Option<&http::request::Parts>) -> Result<Authenticated, String> {
         match self {
-            Identity::Process(_, _, proved) => *proved,
+            Identity::Process(_, _, proved) => Ok(*proved),
             Identity::Header => authenticated(parts),
         }
     }
@@ -107,8 +107,11 @@ impl Identity {
     }
 }
 
-fn authenticated(parts: Option<&http::request::Parts>) -> Authenticated {
-    parts.and_then(|parts| parts.extensions.get::<Authenticated>()).copied().unwrap_or_default()
+/// The credential the edge attached; none means no one (identity fails closed).
+fn authenticated(parts: Option<&http::request::Parts>) -> Result<Authenticated, String> {
+    parts.and_then(|parts| parts.extensions.get::<Authenticated>()).copied().ok_or_else(|| {
+        "the request carries no credential: send Authorization: Bearer <API key or agent token>".to_string()
+    })
 }
 
 /// The `X-Agent-ID` header, when present and not empty.
@@ -135,7 +138,11 @@ pub struct CallerInfo {
 }
 
 impl CallerInfo {
-    pub async fn resolve(service: &Service, id: Option<AgentId>) -> ServiceResult<Self> {
+    pub async fn resolve(
+        service: &Service,
+        id: Option<AgentId>,
+        authenticated: Authenticated,
+    ) -> ServiceResult<Self> {
         let agent = match id {
             None => None,
             Some(id) => match service.agent_get(id).await {
@@ -144,7 +151,7 @@ impl CallerInfo {
                 Err(err) => return Err(err),
             },
         };
-        Ok(CallerInfo { id, agent, session_task: None, authenticated: Authenticated::default() })
+        Ok(CallerInfo { id, agent, session_task: None, authenticated })
     }
 
     pub fn role(&self) -> Role {

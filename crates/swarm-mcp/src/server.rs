@@ -96,9 +96,10 @@ impl McpServer {
     async fn caller_of(&self, parts: Option<&http::request::Parts>) -> Result<CallerInfo, CallerError> {
         let id = self.identity.agent_id(parts).map_err(CallerError::BadHeader)?;
         let session_task = self.identity.session_task(parts).map_err(CallerError::BadHeader)?;
-        let mut caller = CallerInfo::resolve(&self.service, id).await.map_err(CallerError::Service)?;
+        let authenticated = self.identity.authenticated(parts).map_err(CallerError::BadHeader)?;
+        let mut caller =
+            CallerInfo::resolve(&self.service, id, authenticated).await.map_err(CallerError::Service)?;
         caller.session_task = session_task;
-        caller.authenticated = self.identity.authenticated(parts);
         Ok(caller)
     }
 }

@@ -63,13 +63,6 @@ pub struct Authenticated {
     pub credential: Credential,
 }
 
-impl Default for Authenticated {
-    /// What a request without a credential attached is: header mode's operator.
-    fn default() -> Self {
-        Authenticated { mode: AgentAuth::Header, credential: Credential::Operator }
-    }
-}
-
 impl Authenticated {
     /// The caller of a request whose `X-Agent-ID` is `named`. In token mode a token acts
     /// as its own agent only, and the operator key cannot act as any agent (403).
@@ -253,7 +246,8 @@ mod tests {
         }
 
         // Header mode believes the header, as the reference does.
-        assert_eq!(Authenticated::default().caller(Some(b)).unwrap(), Caller::Agent(b));
+        let header = Authenticated { mode: AgentAuth::Header, credential: Credential::Operator };
+        assert_eq!(header.caller(Some(b)).unwrap(), Caller::Agent(b));
     }
 
     #[test]

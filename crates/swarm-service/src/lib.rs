@@ -26,6 +26,7 @@ mod retention;
 mod schedules;
 mod secrets;
 mod sessions;
+pub mod settings;
 pub mod slack_api;
 mod slack_files;
 mod tasks;
@@ -64,8 +65,9 @@ pub use poll::{POLL_WAIT_MAX, PollRequest};
 pub use registry::ServiceRef;
 pub use reporting::{Finish, ReportOutcome, TaskReport};
 pub use rescue::Background;
-pub use secrets::{REDACTED, SecretBox};
 pub use retention::{RETENTION_BATCH, RETENTION_EVERY, RetentionReport};
+pub use secrets::{REDACTED, SecretBox};
+pub use settings::HubSettings;
 pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
 pub use swarm_store::WriterUsage;
 pub use swarm_store::{HeldItems, Released, ServiceFilter};
@@ -168,6 +170,9 @@ pub struct Service {
     /// Seals webhook secrets and services' `env` values at rest (`secrets.rs`); `None`
     /// without an operator key.
     secrets: Option<Arc<secrets::SecretBox>>,
+    /// The hub's files that hold its key or its data: an agent that can read one is not
+    /// isolated by its token (`Service::private_files`).
+    private_files: Arc<Vec<std::path::PathBuf>>,
 }
 
 impl Service {
@@ -194,7 +199,21 @@ impl Service {
                 webhooks::GITHUB_ASSOCIATIONS_DEFAULT.iter().map(|a| a.to_string()).collect(),
             ),
             secrets: None,
+            private_files: Arc::default(),
         }
+    }
+
+    /// The same service knowing the hub's private files (its database, its key file).
+    pub fn with_private_files(mut self, files: Vec<std::path::PathBuf>) -> Self {
+        self.private_files = Arc::new(files);
+        self
+    }
+
+    /// The files of this hub that hold its key or its data, as absolute paths: a runner
+    /// holding an agent token checks that it cannot read them (a token isolates nothing
+    /// from an agent that can read the key or open the database).
+    pub fn private_files(&self) -> &[std::path::PathBuf] {
+        &self.private_files
     }
 
     /// The same service reading schedule time from `clock` (tests drive it).

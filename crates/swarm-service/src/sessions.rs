@@ -33,9 +33,12 @@ impl Service {
         Ok(self.store.event_list(&filter).await?)
     }
 
-    pub async fn session_logs_append(&self, logs: NewSessionLogs) -> ServiceResult<u64> {
+    /// Appends a run's output lines. An agent writes only for a task it holds or held
+    /// (the operator for any): a log is evidence a person reads, so nobody else's run
+    /// may be written into it.
+    pub async fn session_logs_append(&self, caller: Caller, logs: NewSessionLogs) -> ServiceResult<u64> {
         if let Some(task_id) = logs.task_id {
-            self.task_get(task_id).await?;
+            self.require_worked_on(caller, task_id, "write session logs for").await?;
         }
         let stored = self
             .timed("session_logs_append", self.store.session_logs_append(&logs, Timestamp::now()))
@@ -46,16 +49,50 @@ impl Service {
         Ok(stored)
     }
 
+    /// The task, when `caller` may report on it: the operator always; an agent when it
+    /// holds the task now or its history shows the agent on it (a runner's last lines
+    /// may arrive after the task was handed on).
+    async fn require_worked_on(&self, caller: Caller, task_id: TaskId, what: &str) -> ServiceResult<()> {
+        let task = self.task_get(task_id).await?;
+        let Caller::Agent(agent) = caller else {
+            return Ok(());
+        };
+        if task.agent_id == Some(agent) {
+            return Ok(());
+        }
+        let history = EventFilter { agent_id: Some(agent), task_id: Some(task_id), limit: 1 };
+        if !self.store.event_list(&history).await?.is_empty() {
+            return Ok(());
+        }
+        Err(ServiceError::Forbidden(format!(
+            "agent {agent} never held task {task_id}: an agent may {what} its own tasks only"
+        )))
+    }
+
     pub async fn session_logs_for_task(&self, task_id: TaskId) -> ServiceResult<Vec<SessionLog>> {
         self.task_get(task_id).await?;
         Ok(self.store.session_logs_for_task(task_id).await?)
     }
 
-    pub async fn session_cost_record(&self, cost: NewSessionCost) -> ServiceResult<SessionCost> {
+    /// Records what a run cost. An agent records only its own runs (`agentId` is the
+    /// caller) on tasks it holds or held; the operator records for anyone.
+    pub async fn session_cost_record(
+        &self,
+        caller: Caller,
+        cost: NewSessionCost,
+    ) -> ServiceResult<SessionCost> {
         let cost = cost.validate()?;
+        if let Caller::Agent(agent) = caller
+            && agent != cost.agent_id
+        {
+            return Err(ServiceError::Forbidden(format!(
+                "agent {agent} cannot record a cost for agent {}: agentId must be the caller",
+                cost.agent_id
+            )));
+        }
         self.agent_get(cost.agent_id).await?;
         if let Some(task_id) = cost.task_id {
-            self.task_get(task_id).await?;
+            self.require_worked_on(caller, task_id, "record costs for").await?;
         }
         let recorded = self.store.session_cost_insert(&cost, Timestamp::now()).await?;
         self.activity.run_reported(if recorded.is_error { "session_error" } else { "session_ok" });

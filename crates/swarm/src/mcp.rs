@@ -60,8 +60,9 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
         .transpose()?;
     let (store, description) = open_store(&args.database).await?;
     // The hub's identity mode and lease policy, not this process's defaults.
-    let (service, settings) =
-        Service::from_hub_settings(store).await.context("cannot read the hub's settings from its database")?;
+    let (service, settings) = Service::from_hub_settings(store)
+        .await
+        .context("cannot read the hub's settings from its database")?;
     let agent_id = match service.agent_auth() {
         AgentAuth::Header => agent_id,
         AgentAuth::Token => Some(token_agent(&service, args.agent_token.as_deref(), agent_id).await?),
@@ -83,7 +84,11 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
 
 /// In token mode the stdio caller is whoever its token proves, as over HTTP: a process
 /// that can open the database is not thereby any agent it names.
-async fn token_agent(service: &Service, token: Option<&str>, named: Option<AgentId>) -> anyhow::Result<AgentId> {
+async fn token_agent(
+    service: &Service,
+    token: Option<&str>,
+    named: Option<AgentId>,
+) -> anyhow::Result<AgentId> {
     let Some(token) = token.map(str::trim).filter(|token| !token.is_empty()) else {
         bail!(
             "this database's hub runs with AGENT_AUTH=token: `swarm mcp` needs the agent's token in \
@@ -91,11 +96,15 @@ async fn token_agent(service: &Service, token: Option<&str>, named: Option<Agent
         );
     };
     let Some(own) = service.agent_token_verify(token).await.context("cannot check AGENT_TOKEN")? else {
-        bail!("AGENT_TOKEN is not a live agent token of this hub (revoked, or another hub's): create one with `swarm agent token create <agent>`");
+        bail!(
+            "AGENT_TOKEN is not a live agent token of this hub (revoked, or another hub's): create one with `swarm agent token create <agent>`"
+        );
     };
     match named {
         Some(named) if named != own => {
-            bail!("AGENT_TOKEN belongs to agent {own}, not to AGENT_ID {named}: give the token of {named}, or unset AGENT_ID")
+            bail!(
+                "AGENT_TOKEN belongs to agent {own}, not to AGENT_ID {named}: give the token of {named}, or unset AGENT_ID"
+            )
         }
         _ => Ok(own),
     }

@@ -126,10 +126,11 @@ pub struct SessionCostsResponse {
     responses((status = 201, body = SessionLogsCreated), ErrorResponses))]
 async fn session_logs_create(
     State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
     AppJson(body): AppJson<SessionLogsBody>,
 ) -> Result<(StatusCode, Json<SessionLogsCreated>), ApiError> {
     let logs = NewSessionLogs::parse(body.session_id, body.iteration, body.task_id, body.cli, body.lines)?;
-    let count = state.service.session_logs_append(logs).await?;
+    let count = state.service.session_logs_append(caller, logs).await?;
     Ok((StatusCode::CREATED, Json(SessionLogsCreated { success: true, count })))
 }
 
@@ -149,6 +150,7 @@ async fn session_logs_for_task(
     responses((status = 201, body = SessionCostCreated), ErrorResponses))]
 async fn session_costs_create(
     State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
     AppJson(body): AppJson<SessionCostBody>,
 ) -> Result<(StatusCode, Json<SessionCostCreated>), ApiError> {
     let cost = NewSessionCost {
@@ -165,7 +167,7 @@ async fn session_costs_create(
         model: body.model,
         is_error: body.is_error,
     };
-    let cost = state.service.session_cost_record(cost).await?;
+    let cost = state.service.session_cost_record(caller, cost).await?;
     Ok((StatusCode::CREATED, Json(SessionCostCreated { success: true, cost })))
 }
 

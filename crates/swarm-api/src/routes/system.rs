@@ -26,6 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(stats_get))
         .routes(routes!(stats_history))
         .routes(routes!(logs_list))
+        .routes(routes!(private_files_list))
 }
 
 /// `/openapi.json` and the `/docs` page that renders it.
@@ -135,4 +136,20 @@ async fn logs_list(
 ) -> Result<Json<LogsResponse>, ApiError> {
     let agent_id = optional_id(query.agent_id.as_deref(), AgentId::parse)?;
     Ok(Json(LogsResponse { logs: state.service.event_list(agent_id, query.limit).await? }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PrivateFilesResponse {
+    /// Absolute paths of the hub's database and key files on the hub's machine.
+    files: Vec<String>,
+}
+
+/// The hub's files that hold its key or its data (ours). A runner started with an agent
+/// token reads this list and refuses to start when it can read one of them: an agent
+/// that can read the key or open the database is not isolated by its token.
+#[utoipa::path(get, path = "/api/hub/private-files", tag = "system",
+    responses((status = 200, body = PrivateFilesResponse), ErrorResponses))]
+async fn private_files_list(State(state): State<AppState>) -> Json<PrivateFilesResponse> {
+    let files = state.service.private_files().iter().map(|path| path.display().to_string()).collect();
+    Json(PrivateFilesResponse { files })
 }

@@ -276,3 +276,17 @@ fn a_secret_given_as_a_flag_is_warned_about() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--api-key on the command line") && stderr.contains("API_KEY"), "{stderr}");
 }
+
+/// The attack: a hub stops, and whatever listens on its port next is offered its key by
+/// the user's local commands, which read the per-port copy. A hub that stops takes its
+/// copy with it.
+#[test]
+fn a_stopped_hub_takes_its_local_key_copy_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let hub = Hub::spawn_generating_key(&sqlite_file(dir.path()), &home, &[]);
+    let copy = key_file_for_port(&home, &hub);
+    assert!(copy.exists(), "header mode leaves the key for local commands: {:#?}", hub.banner);
+    assert!(hub.terminate(), "the hub stops on SIGTERM");
+    assert!(!copy.exists(), "the stopped hub left its key in {}", copy.display());
+}
