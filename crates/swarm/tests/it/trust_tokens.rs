@@ -290,3 +290,48 @@ fn a_stopped_hub_takes_its_local_key_copy_with_it() {
     assert!(hub.terminate(), "the hub stops on SIGTERM");
     assert!(!copy.exists(), "the stopped hub left its key in {}", copy.display());
 }
+
+/// The attack (token mode): an agent writes session logs into another agent's task and
+/// records costs in another agent's name, one of them 1e300 dollars. Logs and costs
+/// belong to their caller; a cost is a number a run can have.
+#[tokio::test]
+async fn logs_and_costs_belong_to_their_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start_with(&sqlite_file(dir.path()), Some(KEY), &["--agent-auth", "token"]);
+    let (mallory, mallory_token) = register(&hub, "mallory", false).await;
+    let (victim, victim_token) = register(&hub, "victim", false).await;
+    let (_, task) = hub.post("/api/tasks", None, json!({"task": "the victim's", "agentId": victim})).await;
+    let task_id = task["id"].as_str().unwrap().to_string();
+    let as_agent = |token: &str, path: &str, body: Value| {
+        reqwest::Client::new().post(hub.url(path)).bearer_auth(token).json(&body)
+    };
+    let logs = |task: &str| json!({"sessionId": "s1", "iteration": 1, "taskId": task, "lines": ["{\"forged\":true}"]});
+    let cost = |agent: &str, usd: f64| json!({"sessionId": "s1", "agentId": agent, "taskId": task_id, "totalCostUsd": usd, "isError": false});
+
+    let (status, body) =
+        crate::hub::send(as_agent(&mallory_token, "/api/session-logs", logs(&task_id))).await;
+    assert_eq!(status, 403, "logs written into another agent's task: {body}");
+    let (status, body) =
+        crate::hub::send(as_agent(&mallory_token, "/api/session-costs", cost(&victim, 1.0))).await;
+    assert_eq!(status, 403, "a cost recorded in another agent's name: {body}");
+    let (status, body) =
+        crate::hub::send(as_agent(&mallory_token, "/api/session-costs", cost(&mallory, 1.0))).await;
+    assert_eq!(status, 403, "a cost on a task mallory never held: {body}");
+    let (status, body) =
+        crate::hub::send(as_agent(&victim_token, "/api/session-costs", cost(&victim, 1e300))).await;
+    assert_eq!(status, 400, "a cost of 1e300: {body}");
+    assert!(body["error"].as_str().unwrap().contains("totalCostUsd"), "{body}");
+
+    let (_, logs_now) = hub.get(&format!("/api/tasks/{task_id}/session-logs"), None).await;
+    assert_eq!(logs_now["logs"].as_array().map(Vec::len), Some(0), "{logs_now}");
+    let (_, costs) = hub.get("/api/session-costs", None).await;
+    assert_eq!(costs["costs"].as_array().map(Vec::len), Some(0), "{costs}");
+
+    // The task's own agent reports on it.
+    let (status, body) = crate::hub::send(as_agent(&victim_token, "/api/session-logs", logs(&task_id))).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) =
+        crate::hub::send(as_agent(&victim_token, "/api/session-costs", cost(&victim, 0.25))).await;
+    assert_eq!(status, 201, "{body}");
+    let _ = mallory;
+}
