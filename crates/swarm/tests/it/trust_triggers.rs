@@ -366,3 +366,30 @@ async fn a_signed_webhook_older_than_the_replay_window_fires_nothing() {
     let (_, fresh) = deliver(&hub, "issue_comment", &comment(now)).await;
     assert!(fresh["taskId"].is_string(), "{fresh}");
 }
+
+/// The same over MCP (`trigger_create`, `trigger_update` over `swarm mcp`): a guessable
+/// secret is refused with how to make one, and a worker cannot aim at the lead's id.
+#[tokio::test]
+async fn mcp_trigger_tools_refuse_a_weak_secret_and_the_leads_id() {
+    use crate::mcp_client::{connect_stdio, new_agent_id, ok, refused};
+    let dir = tempfile::tempdir().unwrap();
+    let database = sqlite_file(dir.path());
+    let hub = Hub::start(&database, None);
+    let lead = agent(&hub, "boss", true).await;
+    let worker_id = new_agent_id();
+    let worker = connect_stdio(&database, Some(&worker_id), &[]).await;
+    ok(&worker, "join-swarm", json!({"name": "mallory"})).await;
+
+    let weak = json!({"name": "weak", "type": "webhook", "webhook_secret": "a"});
+    let reason = refused(&worker, "trigger_create", weak).await;
+    assert!(reason.contains("at least 16") && reason.contains("openssl rand -hex 32"), "{reason}");
+    let sideways = json!({"name": "sideways", "type": "webhook", "webhook_secret": SECRET, "target": lead});
+    let reason = refused(&worker, "trigger_create", sideways).await;
+    assert!(reason.contains("lead's id"), "{reason}");
+    ok(&worker, "trigger_create", json!({"name": "mine", "type": "webhook", "webhook_secret": SECRET})).await;
+    let reason = refused(&worker, "trigger_update", json!({"name": "mine", "webhook_secret": "short"})).await;
+    assert!(reason.contains("at least 16"), "{reason}");
+    let reason = refused(&worker, "trigger_update", json!({"name": "mine", "target": lead})).await;
+    assert!(reason.contains("lead's id"), "{reason}");
+    assert_eq!(trigger_names(&hub).await, vec!["mine".to_string()]);
+}
