@@ -46,8 +46,14 @@ pub async fn edge(State(state): State<AppState>, mut request: Request, next: Nex
     let started = state.metrics.start(&request);
     let open_hub = !state.api_key.is_set();
     let foreign = if open_hub || request.uri().path() == "/mcp" { foreign_origin(&request) } else { None };
-    let approved =
-        if open_hub && foreign.is_none() { request.headers().get(header::ORIGIN).cloned() } else { None };
+    // A request without `Origin` is no browser's CORS request: it keeps `*` (and `Vary:
+    // Origin` keeps a cache from handing that answer to a page).
+    let approved = match (open_hub, &foreign) {
+        (true, None) => {
+            Some(request.headers().get(header::ORIGIN).cloned().unwrap_or(HeaderValue::from_static("*")))
+        }
+        _ => None,
+    };
     let mut response = if request.method() == Method::OPTIONS {
         StatusCode::NO_CONTENT.into_response()
     } else if let Some(refused) = budget_public_post(&state, &mut request) {
@@ -212,8 +218,8 @@ const ALLOWED_HEADERS: &str = "Authorization, Content-Type, X-Agent-ID, Mcp-Sess
      Mcp-Method, Mcp-Name, Last-Event-ID";
 const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 
-/// A hub without a key approves only the origin it let through (none for a request
-/// without one), and says the answer depends on it.
+/// A hub without a key approves only the origin it let through (`*` for a request
+/// without one, which no page's CORS request is), and says the answer depends on it.
 fn add_cors_headers_for(response: &mut Response, approved: Option<HeaderValue>) {
     let headers = response.headers_mut();
     headers.insert(header::VARY, HeaderValue::from_static("Origin"));
