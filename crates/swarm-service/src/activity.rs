@@ -181,7 +181,7 @@ impl Activity {
         ParkedPoll(self)
     }
 
-    pub(crate) fn poll_answered(&self, trigger: Option<&Trigger>) {
+    pub(crate) fn poll_answered(&self, trigger: Option<&Trigger>, now: Timestamp) {
         self.polls_answered.fetch_add(1, Ordering::Relaxed);
         if let Some(trigger) = trigger {
             let name = trigger.type_name();
@@ -190,7 +190,7 @@ impl Activity {
             if let Some(index) = TRIGGER_TYPES.iter().position(|known| *known == name) {
                 self.triggers_handed[index].fetch_add(1, Ordering::Relaxed);
                 if let Some(since) = trigger.available_since() {
-                    let waited = Timestamp::now().unix_millis().saturating_sub(since.unix_millis()).max(0);
+                    let waited = now.unix_millis().saturating_sub(since.unix_millis()).max(0);
                     self.trigger_age[index].observe(Duration::from_millis(waited.unsigned_abs()));
                 }
             }
@@ -280,9 +280,9 @@ mod tests {
             Trigger::PoolTasksAvailable { count: 1 },
         ];
         for trigger in &triggers {
-            activity.poll_answered(Some(trigger));
+            activity.poll_answered(Some(trigger), Timestamp::now());
         }
-        activity.poll_answered(None);
+        activity.poll_answered(None, Timestamp::now());
         let snapshot = activity.snapshot();
         assert_eq!(snapshot.polls_answered, 6);
         for trigger in &triggers {

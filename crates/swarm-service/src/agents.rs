@@ -7,7 +7,6 @@ use swarm_domain::{
     agent::{Agent, NewAgent, ProfileUpdate, parse_name},
     id::{AgentId, RunnerId},
     task::Task,
-    time::Timestamp,
 };
 use swarm_store::{Applied, TaskFilter};
 
@@ -55,7 +54,7 @@ impl Service {
             input.capabilities,
             input.max_tasks,
         )?;
-        let registration = self.store.agent_register(&new_agent, Timestamp::now()).await?;
+        let registration = self.store.agent_register(&new_agent, self.clock.now()).await?;
         self.agent_changed(new_agent.id).await;
         Ok(registration)
     }
@@ -78,7 +77,7 @@ impl Service {
         let name = parse_name(name)?;
         self.require_self_or_lead(caller, id, "rename").await?;
         let agent =
-            self.store.agent_rename(id, &name, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+            self.store.agent_rename(id, &name, self.clock.now()).await?.ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
     }
@@ -92,7 +91,7 @@ impl Service {
         self.require_self_or_lead(caller, id, "change the profile of").await?;
         let agent = self
             .store
-            .agent_update_profile(id, &update, Timestamp::now())
+            .agent_update_profile(id, &update, self.clock.now())
             .await?
             .ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
@@ -133,7 +132,7 @@ impl Service {
     }
 
     pub(crate) async fn heartbeat(&self, id: AgentId, runner: Option<RunnerId>) -> ServiceResult<Agent> {
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let agent = self
             .store
             .agent_heartbeat_from_runner(id, now, self.lease_until(now), runner)
@@ -154,7 +153,7 @@ impl Service {
     ) -> ServiceResult<Agent> {
         let reason = parse_status_reason(reason)?;
         self.require_self_or_lead(caller, id, "set the status reason of").await?;
-        let agent = match self.store.agent_set_status_reason(id, reason.as_deref(), Timestamp::now()).await? {
+        let agent = match self.store.agent_set_status_reason(id, reason.as_deref(), self.clock.now()).await? {
             Applied::Changed { after, .. } => after,
             // Already so: setting it again is not an error.
             Applied::Refused { current } => return Ok(current),
@@ -192,7 +191,7 @@ impl Service {
 
     pub async fn agent_close(&self, caller: Caller) -> ServiceResult<Agent> {
         let id = caller.require_agent()?;
-        let agent = self.store.agent_close(id, Timestamp::now()).await?.ok_or_else(|| unknown_agent(id))?;
+        let agent = self.store.agent_close(id, self.clock.now()).await?.ok_or_else(|| unknown_agent(id))?;
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
     }

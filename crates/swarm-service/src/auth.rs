@@ -11,7 +11,6 @@ use sha2::{Digest, Sha256};
 use swarm_domain::{
     agent::Registration,
     id::{AgentId, AgentTokenId},
-    time::Timestamp,
     token::AgentToken,
 };
 use swarm_store::Applied;
@@ -144,7 +143,7 @@ impl Service {
         let token = AgentToken {
             id: AgentTokenId::new_v7(),
             agent_id: agent,
-            created_at: Timestamp::now(),
+            created_at: self.clock.now(),
             revoked_at: None,
         };
         if !self.store.agent_token_create(&token, &hash_of(&secret)).await? {
@@ -169,7 +168,7 @@ impl Service {
         id: AgentTokenId,
     ) -> ServiceResult<AgentToken> {
         require_operator_or_self(caller, agent, "revoke the tokens of")?;
-        match self.store.agent_token_revoke(agent, id, Timestamp::now()).await? {
+        match self.store.agent_token_revoke(agent, id, self.clock.now()).await? {
             Applied::Changed { after, .. } => Ok(after),
             Applied::Refused { .. } => Err(ServiceError::Conflict(format!("token {id} is already revoked"))),
             Applied::NotFound => Err(ServiceError::NotFound(format!("agent {agent} has no token {id}"))),

@@ -86,7 +86,7 @@ impl Service {
         let channel_type = request.channel_type.unwrap_or(ChannelType::Public);
         let channel =
             NewChannel::parse(&request.name, request.description, channel_type, me, request.participants)?;
-        Ok(self.store.channel_create(&channel, Timestamp::now()).await?)
+        Ok(self.store.channel_create(&channel, self.clock.now()).await?)
     }
 
     /// Post in a channel. Mentions are the `@name`s of the text that name registered
@@ -183,7 +183,7 @@ impl Service {
             mentions,
             tasks,
         };
-        let posted = self.store.chat_post(&message, Timestamp::now()).await?;
+        let posted = self.store.chat_post(&message, self.clock.now()).await?;
         self.publish(Change::ChannelMessage { channel_id: posted.channel_id, message_id: posted.id });
         // A `/task` task is pending for a mentioned agent: the wakes below cover it.
         for task in &message.tasks {

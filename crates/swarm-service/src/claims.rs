@@ -8,7 +8,6 @@ use swarm_domain::{
     id::{InboxMessageId, RunnerId},
     inbox::InboxMessage,
     poll::Wake,
-    time::Timestamp,
 };
 use swarm_store::{Applied, HeldItems, Released};
 
@@ -42,7 +41,7 @@ impl Service {
             ));
         }
         let max_deliveries = self.lease.max_deliveries;
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let mut released = Released::default();
         if !request.items.is_empty() {
             let Some(runner) = runner else {
@@ -90,7 +89,7 @@ impl Service {
         {
             return Err(ServiceError::Forbidden(format!("inbox message {id} belongs to another agent")));
         }
-        match self.store.inbox_requeue(id, Timestamp::now()).await? {
+        match self.store.inbox_requeue(id, self.clock.now()).await? {
             Applied::Changed { after, .. } => {
                 self.inbox_changed(after.agent_id);
                 self.wake(&[Wake::Agent(after.agent_id)]).await;

@@ -1,6 +1,7 @@
-//! Where the scheduler reads the time. Production uses the system clock; tests give
-//! the hub a file holding the time (`swarm serve` hidden option), so a cron test moves
-//! time forward by writing a file instead of sleeping through real minutes.
+//! The service's one time source: every timestamp it writes, every lease it grants or
+//! finds expired, every schedule it fires reads `Service::clock`. Production uses the
+//! system clock; tests give the hub a clock they move (`HubOptions::clock`, no flag), so
+//! a cron test or an expired lease is a write of the time, not a wait through it.
 
 use std::path::PathBuf;
 

@@ -6,7 +6,6 @@ use swarm_domain::{
     id::{AgentId, EpicId, TaskId},
     poll::Wake,
     task::{NewTask, Task, TaskDraft},
-    time::Timestamp,
 };
 use swarm_store::{Applied, EpicFilter};
 
@@ -44,7 +43,7 @@ impl Service {
     pub async fn epic_create(&self, caller: Caller, draft: EpicDraft) -> ServiceResult<Epic> {
         let creator = self.require_epic_editor(caller, "create").await?;
         self.check_epic_lead(&draft).await?;
-        let epic = draft.create(EpicId::new_v7(), creator, Timestamp::now())?;
+        let epic = draft.create(EpicId::new_v7(), creator, self.clock.now())?;
         let epic = self.store.epic_create(&epic).await?;
         self.publish(Change::Epic { epic_id: epic.id });
         Ok(epic)
@@ -103,7 +102,7 @@ impl Service {
         let current = self.epic_get(id).await?.epic;
         let read_at = current.last_updated_at;
         // Two changes in one millisecond would look like none to the guard.
-        let now = Timestamp::now().max(read_at.plus_millis(1));
+        let now = self.clock.now().max(read_at.plus_millis(1));
         let updated = changes.apply_to(&current, now)?;
         match self.store.epic_update(&updated, read_at).await? {
             Applied::Changed { before, after } => {
@@ -126,7 +125,7 @@ impl Service {
     pub async fn epic_delete(&self, caller: Caller, id: EpicId) -> ServiceResult<EpicWithProgress> {
         self.require_epic_editor(caller, "delete").await?;
         let epic = self.epic_get(id).await?;
-        if !self.store.epic_delete(id, Timestamp::now()).await? {
+        if !self.store.epic_delete(id, self.clock.now()).await? {
             return Err(unknown_epic(id));
         }
         self.publish(Change::Epic { epic_id: id });
@@ -153,7 +152,7 @@ impl Service {
                     draft.tags.push(tag);
                 }
                 let new_task = NewTask::parse(draft, creator)?;
-                let task = self.store.task_create(&new_task, Timestamp::now()).await?;
+                let task = self.store.task_create(&new_task, self.clock.now()).await?;
                 self.task_changed(&task, None).await;
                 self.publish(Change::Epic { epic_id: epic });
                 Ok((task, true))
@@ -173,7 +172,7 @@ impl Service {
         if let Some(epic) = epic {
             self.epic_get(epic).await?;
         }
-        match self.store.task_set_epic(task, epic, actor, Timestamp::now()).await? {
+        match self.store.task_set_epic(task, epic, actor, self.clock.now()).await? {
             Applied::Changed { before, after } => {
                 self.publish(Change::Task { task_id: task });
                 for epic in [before.epic_id, after.epic_id].into_iter().flatten() {

@@ -8,7 +8,6 @@ use swarm_domain::{
     handback::{self, HandBackBy, HandBackTo},
     id::AgentId,
     task::{Refusal, Task, TaskChange, TaskStatus},
-    time::Timestamp,
 };
 use swarm_store::Applied;
 
@@ -31,7 +30,7 @@ impl Service {
                 return Err(ServiceError::Invalid(format!("agent {agent} does not exist")));
             }
         }
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let by = match caller {
             Caller::Operator => "the operator",
             Caller::Agent(_) => "the lead",

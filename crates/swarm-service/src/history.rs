@@ -4,7 +4,7 @@
 
 use std::{collections::VecDeque, sync::Mutex, time::Duration};
 
-use swarm_domain::{stats::StatsPoint, time::Timestamp};
+use swarm_domain::stats::StatsPoint;
 
 use crate::{Service, ServiceResult, rescue::Background, timings::HistogramSnapshot};
 
@@ -53,7 +53,7 @@ impl Service {
         };
         let tasks = &stats.tasks;
         let point = StatsPoint {
-            at: Timestamp::now(),
+            at: self.clock.now(),
             queue_depth: tasks.unassigned + tasks.offered + tasks.pending,
             trigger_wait_p95_ms: p95(&waits, &totals.bounds).map(|seconds| seconds * 1000.0),
             runs_finished,

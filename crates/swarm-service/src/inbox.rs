@@ -8,7 +8,6 @@ use swarm_domain::{
     inbox::{InboxChange, InboxMessage, InboxStatus, NewInboxMessage, SlackContext, SlackMark, parse_reply},
     poll::Wake,
     task::{NewTask, Task, TaskDraft, TaskOrigin, TaskStatus},
-    time::Timestamp,
 };
 use swarm_store::Applied;
 
@@ -75,7 +74,7 @@ impl Service {
         matched_text: Option<String>,
     ) -> ServiceResult<InboxMessage> {
         let message = NewInboxMessage::parse(lead, content, slack, matched_text)?;
-        let message = self.store.inbox_create(&message, Timestamp::now()).await?;
+        let message = self.store.inbox_create(&message, self.clock.now()).await?;
         self.inbox_changed(lead);
         self.wake(&[Wake::Agent(lead)]).await;
         Ok(message)
@@ -170,7 +169,7 @@ impl Service {
             let change = InboxChange::Responded { response_text: text };
             // A second reply to an answered message still posts; its status stays.
             if let Applied::Changed { after, .. } =
-                self.store.inbox_apply(id, &change, Timestamp::now()).await?
+                self.store.inbox_apply(id, &change, self.clock.now()).await?
             {
                 self.inbox_changed(after.agent_id);
             }
@@ -232,7 +231,7 @@ impl Service {
             ..TaskDraft::default()
         };
         let new_task = NewTask::parse(draft, Some(lead.id))?;
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let message = match self.store.inbox_delegate(message.id, lead.id, &new_task, now).await? {
             Applied::Changed { after, .. } => after,
             Applied::Refused { current } => {
@@ -330,12 +329,12 @@ impl Service {
     /// Take a once-only mark (a Slack event id handled, an outcome posted): `true` for
     /// the one caller that took it, across restarts and replicas.
     pub async fn slack_mark_once(&self, kind: SlackMark, key: &str) -> ServiceResult<bool> {
-        Ok(self.store.slack_mark_once(kind, key, Timestamp::now()).await?)
+        Ok(self.store.slack_mark_once(kind, key, self.clock.now()).await?)
     }
 
     /// Finished Slack tasks whose outcome was not posted yet.
     pub async fn slack_outcomes_unannounced(&self, limit: i64) -> ServiceResult<Vec<Task>> {
-        let since = Timestamp::now().minus_millis(ANNOUNCE_WINDOW_MILLIS);
+        let since = self.clock.now().minus_millis(ANNOUNCE_WINDOW_MILLIS);
         Ok(self.store.slack_outcomes_unannounced(since, limit).await?)
     }
 

@@ -10,7 +10,6 @@ use swarm_domain::{
         MailStatus, MailType, NewMail,
     },
     poll::Wake,
-    time::Timestamp,
 };
 
 use crate::{Caller, Change, Service, ServiceError, ServiceResult};
@@ -174,7 +173,7 @@ impl Service {
         // A reply the agent waits for is delivered whatever its priority.
         let include_waking = !priorities.is_empty();
         let delivery = MailDelivery { ids: request.ids, priorities, include_waking, limit };
-        let delivered = self.store.mail_deliver(me.id, &delivery, Timestamp::now()).await?;
+        let delivered = self.store.mail_deliver(me.id, &delivery, self.clock.now()).await?;
         for mail in &delivered {
             self.publish(Change::Mail { mail_id: mail.id });
         }
@@ -202,7 +201,7 @@ impl Service {
     }
 
     async fn append_mail(&self, mail: NewMail, answers_a_wait: bool) -> ServiceResult<Mail> {
-        let sent = self.store.mail_send(&mail, Timestamp::now()).await?;
+        let sent = self.store.mail_send(&mail, self.clock.now()).await?;
         self.publish(Change::Mail { mail_id: sent.id });
         self.publish(Change::Agent { agent_id: sent.to_agent_id });
         if sent.priority == MailPriority::Urgent || answers_a_wait {

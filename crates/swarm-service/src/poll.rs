@@ -40,7 +40,7 @@ impl Service {
     /// most every quarter lease period, so idle polling stays read-only).
     pub async fn poll(&self, caller: Caller, request: PollRequest) -> ServiceResult<Option<Trigger>> {
         let answer = self.poll_once_or_wait(caller, request).await;
-        self.activity.poll_answered(answer.as_ref().ok().and_then(Option::as_ref));
+        self.activity.poll_answered(answer.as_ref().ok().and_then(Option::as_ref), self.clock.now());
         answer
     }
 
@@ -116,7 +116,7 @@ impl Service {
         let view = self.poll_view(agent).await?;
         self.keep_alive(agent, &view, None).await?;
         let answer = self.claim_kinds(agent, view, PoolMode::Claim, None, Claimable::TasksOnly).await;
-        self.activity.poll_answered(answer.as_ref().ok().and_then(Option::as_ref));
+        self.activity.poll_answered(answer.as_ref().ok().and_then(Option::as_ref), self.clock.now());
         answer
     }
 
@@ -185,7 +185,7 @@ impl Service {
                 }
                 return Ok(None);
             }
-            let now = Timestamp::now();
+            let now = self.clock.now();
             let claimed = self
                 .timed(
                     "poll_claim",

@@ -7,7 +7,6 @@
 use swarm_domain::{
     id::{AgentId, ServiceId},
     registry::{EcosystemApp, RegisteredService, ServiceDraft, ServiceStatus},
-    time::Timestamp,
 };
 use swarm_store::{Applied, ServiceFilter};
 
@@ -29,7 +28,7 @@ impl Service {
     ) -> ServiceResult<RegisteredService> {
         let agent = self.registry_agent(caller).await?;
         let service = self.seal_service(draft.parse(agent)?);
-        let stored = self.store.service_upsert(&service, Timestamp::now()).await?;
+        let stored = self.store.service_upsert(&service, self.clock.now()).await?;
         self.publish(Change::Service { service_id: stored.id });
         Ok(self.open_service(stored, true))
     }
@@ -82,7 +81,7 @@ impl Service {
         if service.status == status {
             return Ok(self.open_service(service, true));
         }
-        let now = Timestamp::now();
+        let now = self.clock.now();
         match self
             .store
             .service_set_status(service.id, service.status, status, caller.agent_id(), now)
@@ -109,7 +108,7 @@ impl Service {
         let service = self.owned_service(caller, which, "unregister").await?;
         let removed = self
             .store
-            .service_delete(service.id, caller.agent_id(), Timestamp::now())
+            .service_delete(service.id, caller.agent_id(), self.clock.now())
             .await?
             .ok_or_else(|| unknown_service(which))?;
         self.publish(Change::Service { service_id: removed.id });

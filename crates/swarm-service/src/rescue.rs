@@ -7,7 +7,6 @@ use swarm_domain::{
     lease::{ExpiredClaim, RescueReport},
     poll::Wake,
     task::TaskStatus,
-    time::Timestamp,
 };
 use tokio::{sync::mpsc, task::JoinHandle};
 
@@ -31,7 +30,7 @@ impl Service {
     /// after too many losses), silent agents go `offline`; each is logged and wakes the
     /// polls that can now take the work.
     pub async fn rescue(&self) -> ServiceResult<RescueReport> {
-        let report = self.timed("rescue", self.store.rescue(&self.lease, Timestamp::now())).await?;
+        let report = self.timed("rescue", self.store.rescue(&self.lease, self.clock.now())).await?;
         let mut wakes = Vec::new();
         for claim in &report.expired {
             tracing::warn!(

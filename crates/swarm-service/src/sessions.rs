@@ -5,7 +5,6 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
     stats::Stats,
-    time::Timestamp,
 };
 use swarm_store::{EventFilter, SessionCostFilter};
 
@@ -41,7 +40,7 @@ impl Service {
             self.require_worked_on(caller, task_id, "write session logs for").await?;
         }
         let stored = self
-            .timed("session_logs_append", self.store.session_logs_append(&logs, Timestamp::now()))
+            .timed("session_logs_append", self.store.session_logs_append(&logs, self.clock.now()))
             .await?;
         if let Some(task_id) = logs.task_id {
             self.publish(Change::SessionOutput { task_id });
@@ -94,7 +93,7 @@ impl Service {
         if let Some(task_id) = cost.task_id {
             self.require_worked_on(caller, task_id, "record costs for").await?;
         }
-        let recorded = self.store.session_cost_insert(&cost, Timestamp::now()).await?;
+        let recorded = self.store.session_cost_insert(&cost, self.clock.now()).await?;
         self.activity.run_reported(if recorded.is_error { "session_error" } else { "session_ok" });
         if let Some(task_id) = cost.task_id {
             self.publish(Change::SessionOutput { task_id });

@@ -8,7 +8,6 @@ use swarm_domain::{
     task::{
         FinishOutcome, NewTask, Refusal, Task, TaskAction, TaskDraft, TaskStatus, parse_note, parse_task_text,
     },
-    time::Timestamp,
 };
 use swarm_store::{Applied, EventFilter, TaskFilter};
 
@@ -93,7 +92,7 @@ impl Service {
     pub async fn task_create(&self, caller: Caller, draft: TaskDraft) -> ServiceResult<Task> {
         let creator = self.caller_agent(caller).await?.map(|agent| agent.id);
         let new_task = NewTask::parse(draft, creator)?;
-        let task = self.timed("task_create", self.store.task_create(&new_task, Timestamp::now())).await?;
+        let task = self.timed("task_create", self.store.task_create(&new_task, self.clock.now())).await?;
         self.task_changed(&task, None).await;
         Ok(task)
     }
@@ -158,7 +157,7 @@ impl Service {
         let filter = TaskFilter {
             statuses: vec![TaskStatus::Cancelled],
             agent_id: Some(agent),
-            finished_since: Some(Timestamp::now().minus_millis(RECENTLY_CANCELLED_MILLIS)),
+            finished_since: Some(self.clock.now().minus_millis(RECENTLY_CANCELLED_MILLIS)),
             limit: TASK_PAGE_MAX,
             ..TaskFilter::default()
         };
@@ -176,7 +175,7 @@ impl Service {
         if !privileged && !is_creator {
             return Err(ServiceError::Forbidden("only the lead or the task's creator may edit it".into()));
         }
-        match self.store.task_edit_text(id, &text, caller.agent_id(), Timestamp::now()).await? {
+        match self.store.task_edit_text(id, &text, caller.agent_id(), self.clock.now()).await? {
             Applied::Changed { after, .. } => {
                 self.publish(Change::Task { task_id: id });
                 Ok(after)
@@ -295,7 +294,7 @@ impl Service {
         let Ok(outcome) = finish_outcome(*status, output.clone(), failure_reason.clone()) else {
             return Ok(None);
         };
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let action = TaskAction::Finish { assignee: Some(agent), outcome };
         let change = action.change().with_lease(self.lease_until(now));
         match self
@@ -322,7 +321,7 @@ impl Service {
         id: TaskId,
         action: &TaskAction,
     ) -> ServiceResult<ActionOutcome> {
-        let now = Timestamp::now();
+        let now = self.clock.now();
         let change = action.change().with_lease(self.lease_until(now));
         match self
             .timed("task_apply", self.store.task_apply_with_waiters(id, &change, caller.agent_id(), now))
@@ -369,7 +368,7 @@ impl Service {
         let assignee = if privileged { None } else { caller.agent_id() };
         let applied = self
             .store
-            .task_set_progress(task.id, &progress, assignee, caller.agent_id(), Timestamp::now())
+            .task_set_progress(task.id, &progress, assignee, caller.agent_id(), self.clock.now())
             .await?;
         match applied {
             Applied::Changed { after, .. } => {

@@ -6,7 +6,6 @@ use std::time::Duration;
 use swarm_domain::{
     id::{AgentId, TaskId, TriggerId},
     task::{NewTask, Task, TaskDraft},
-    time::Timestamp,
     trigger::{
         Firing, PAYLOAD_MAX_CHARS, TaskAwait, TriggerDef, TriggerDraft, TriggerSession, TriggerTarget,
         TriggerType, parse_name, parse_session_id, parse_session_key, sender_identifier,
@@ -240,7 +239,7 @@ impl Service {
         let new_task = self.firing_task(trigger, firing).await?;
         let outcome = self
             .store
-            .trigger_fire(trigger.id, guard, delivery, &new_task, self.clock.now(), Timestamp::now())
+            .trigger_fire(trigger.id, guard, delivery, &new_task, self.clock.now(), self.clock.now())
             .await?;
         if let FireOutcome::Fired(task) = &outcome {
             self.task_changed(task, None).await;
@@ -365,7 +364,7 @@ impl Service {
                 trigger.name
             )));
         }
-        Ok(self.store.trigger_session_set(&trigger.name, &key, &session_id, Timestamp::now()).await?)
+        Ok(self.store.trigger_session_set(&trigger.name, &key, &session_id, self.clock.now()).await?)
     }
 
     /// Whether `agent` holds or held one of the newest tasks of this conversation.
@@ -413,7 +412,7 @@ impl Service {
             return self.task_create(caller, draft).await;
         };
         let new_task = NewTask::parse(draft, Some(awaiting.agent_id))?;
-        let task = self.store.task_create_awaited(&new_task, &awaiting, Timestamp::now()).await?;
+        let task = self.store.task_create_awaited(&new_task, &awaiting, self.clock.now()).await?;
         self.task_changed(&task, None).await;
         Ok(task)
     }
@@ -433,7 +432,7 @@ impl Service {
         if awaiting.agent_id != agent {
             return Err(ServiceError::Forbidden(format!("task {task_id} is awaited by another agent")));
         }
-        self.store.task_await_deliver(task_id, agent, Timestamp::now()).await?;
+        self.store.task_await_deliver(task_id, agent, self.clock.now()).await?;
         Ok(self.store.task_await_get(task_id).await?.unwrap_or(awaiting))
     }
 }

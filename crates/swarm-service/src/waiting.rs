@@ -10,7 +10,6 @@ use swarm_domain::{
     id::AgentId,
     mail::{Mail, MailBox, MailDraft, MailPriority, MailQuery, MailStatus, MailType, NewMail},
     poll::Wake,
-    time::Timestamp,
 };
 use swarm_store::TaskFilter;
 
@@ -113,7 +112,7 @@ impl Service {
             .collect();
         ids.sort();
         let key = format!("{}:{}", coordinator.id, ids.join(","));
-        let Some(sent) = self.store.mail_stop_alert(me.id, &key, &alert, Timestamp::now()).await? else {
+        let Some(sent) = self.store.mail_stop_alert(me.id, &key, &alert, self.clock.now()).await? else {
             return Ok(None);
         };
         self.publish(Change::Mail { mail_id: sent.id });
