@@ -117,8 +117,7 @@ pub fn local_hub_key(base_url: &str) -> Option<(String, std::path::PathBuf)> {
 fn trusted_key_file(file: &std::path::Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let Ok(metadata) = std::fs::metadata(file) else { return Ok(()) };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if metadata.uid() != me {
         return Err(format!(
             "it belongs to user id {}, not to you ({me}); delete it, or give the command API_KEY",

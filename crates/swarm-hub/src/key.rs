@@ -112,8 +112,7 @@ fn read_key(file: &Path) -> Result<Option<String>, HubError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => return Err(HubError::KeyFile { file: file.to_path_buf(), source }),
     };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     if metadata.uid() != me {
         // Another user's file: they chose the key, or can read it whenever they like.
         return Err(HubError::KeyFile {

@@ -69,8 +69,7 @@ impl Environment {
         let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
         Environment {
             path: var("PATH"),
-            // SAFETY: geteuid cannot fail and touches no memory.
-            euid: unsafe { libc::geteuid() },
+            euid: rustix::process::geteuid().as_raw(),
             is_sandbox: var("IS_SANDBOX").map(|value| value.to_string_lossy().into_owned()),
             home: var("HOME").map(PathBuf::from),
             codex_home: var("CODEX_HOME").map(PathBuf::from),

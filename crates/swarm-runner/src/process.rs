@@ -53,9 +53,10 @@ pub(crate) fn detach_and_bind(command: &mut tokio::process::Command) {
     command.process_group(0);
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe calls (prctl, getppid, _exit).
         let runner_pid = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec; it allocates nothing,
+        // takes no lock and makes only async-signal-safe calls (prctl, getppid, _exit), as
+        // `pre_exec` requires.
         unsafe {
             command.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
