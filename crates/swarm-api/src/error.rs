@@ -1,5 +1,5 @@
 //! The one error type of the HTTP adapter: every error leaves as `{"error": "..."}`
-//! with the status CONTRACT.md gives it.
+//! with the status the reference gives it.
 
 use axum::{
     Json,
@@ -86,7 +86,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The JSON error body of CONTRACT.md.
+/// The JSON error body, `{"error": "..."}`, as the reference sends it.
 #[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub error: String,

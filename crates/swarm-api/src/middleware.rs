@@ -22,7 +22,7 @@ use crate::{
 /// key before it fetches the API description) and the dashboard's static files (which
 /// ask for it before they fetch data); `/metrics` when the operator made it public
 /// (`--metrics-public`, for a Prometheus that holds no key); and Slack's signed
-/// webhook, which carries its own signature instead (CONTRACT.md, Conventions), as do
+/// webhook, which carries its own signature instead (Slack's signing secret), as do
 /// triggers' webhooks.
 fn is_public(state: &AppState, method: &Method, path: &str) -> bool {
     (*method == Method::GET

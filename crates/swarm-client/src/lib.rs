@@ -1,4 +1,4 @@
-//! A typed HTTP client for a swarm hub (CONTRACT.md), used by the CLI commands and
+//! A typed HTTP client for a swarm hub (its REST API, docs/api.md), used by the CLI commands and
 //! the runner.
 //!
 //! Architecture invariant: this crate knows the hub only through its HTTP API. It

@@ -9,7 +9,7 @@ use swarm_domain::task::Task;
 
 use crate::{Client, ClientError};
 
-/// What a poll handed the caller, already claimed for it by the hub (CONTRACT.md, The
+/// What a poll handed the caller, already claimed for it by the hub (docs/api.md, The
 /// poll). Kinds this client does not know yet (a newer hub's, e.g. `slack_inbox_message`)
 /// arrive as [`Trigger::Other`] rather than as an error, so an older runner keeps working.
 #[derive(Debug, Clone, PartialEq)]

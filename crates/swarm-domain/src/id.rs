@@ -1,4 +1,4 @@
-//! Identifiers. Ids are UUIDs on the wire (CONTRACT.md); new ones are v7 so that
+//! Identifiers. Ids are UUIDs on the wire, as the reference's are; new ones are v7 so that
 //! they sort by creation time, which the stores use to break timestamp ties.
 
 use std::{fmt, str::FromStr};

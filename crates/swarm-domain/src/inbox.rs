@@ -27,7 +27,7 @@ use crate::{
 
 /// At most this many messages are handed over in one `slack_inbox_message` trigger.
 pub const INBOX_TRIGGER_MAX: i64 = 5;
-/// The longest reply `slack-reply` accepts (CONTRACT.md).
+/// The longest reply `slack-reply` accepts (the reference's limit).
 pub const REPLY_MAX_CHARS: usize = 4000;
 const CONTENT_MAX_CHARS: usize = 100_000;
 

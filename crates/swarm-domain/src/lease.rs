@@ -1,6 +1,6 @@
 //! Leases: how long a claim lasts without a heartbeat, and what happens to a claim
 //! whose holder went silent. The stores apply these rules; the service's rescuer runs
-//! them on a timer (see DESIGN.md, "Claims and leases").
+//! them on a timer (see docs/flows.md, "Claims, leases and waking").
 
 use std::time::Duration;
 

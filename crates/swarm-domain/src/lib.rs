@@ -1,7 +1,7 @@
 //! Plain types and state machines of swarm.
 //!
 //! Architecture invariant: this crate does no I/O. It knows nothing of SQL,
-//! HTTP or JSON-over-the-wire beyond the serde shapes of CONTRACT.md.
+//! HTTP or JSON-over-the-wire beyond the serde shapes the wire keeps (docs/compatibility.md).
 
 pub mod agent;
 pub mod chat;

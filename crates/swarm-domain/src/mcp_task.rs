@@ -1,7 +1,7 @@
 //! A tool call run as a task of the MCP Tasks extension (SEP-2663): the client gets a
 //! task id at once and reads the outcome with `tasks/get`. Kept in the store, not in the
 //! process that answered the call, so any replica answers `tasks/get` and `tasks/cancel`
-//! (DESIGN.md, MCP: stateless).
+//! (MCP keeps no state in a process: the next request may reach another replica).
 
 use serde_json::Value;
 

@@ -106,7 +106,7 @@ impl TriggerKind {
     }
 
     /// Whether the reference's runner (which sends no `X-Runner-ID`) knows what to do with
-    /// this kind for an agent of this role: the kinds of CONTRACT.md's poll, mentions for
+    /// this kind for an agent of this role: the kinds the reference's poll hands out, mentions for
     /// the lead only. It starts any other kind with its default prompt, which says
     /// nothing of the trigger, so mail, results and hand-backs would be claimed for a run
     /// that never sees them; they wait for a read instead.
@@ -203,7 +203,7 @@ impl PoolMode {
     }
 }
 
-/// What a poll hands an agent: serialized as CONTRACT.md's `{type, ...}`. Each variant
+/// What a poll hands an agent: serialized as the reference's `{type, ...}`. Each variant
 /// names its fields in camelCase itself (not `rename_all_fields`, which utoipa does not
 /// read), so the schema documented for `GET /api/poll` and `poll-task` is the wire's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -218,7 +218,7 @@ pub enum Trigger {
     UrgentMail { count: usize, mail: Vec<Mail> },
     #[serde(rename_all = "camelCase")]
     SlackInboxMessage { count: usize, messages: Vec<InboxMessage> },
-    /// CONTRACT.md's `{mentionsCount, claimedChannels}`, and (ours) the unread messages
+    /// The reference's `{mentionsCount, claimedChannels}`, and (ours) the unread messages
     /// that mention the agent, oldest first, across the channels claimed.
     #[serde(rename_all = "camelCase")]
     UnreadMentions {

@@ -1,4 +1,4 @@
-//! The MCP adapter of swarm: the tools of CONTRACT.md ("MCP tools") served with the
+//! The MCP adapter of swarm: the reference's tools (names and inputs kept, docs/mcp.md) served with the
 //! official Rust SDK (rmcp) over Streamable HTTP (`swarm serve`, at `/mcp`) and over
 //! stdio (`swarm mcp`).
 //!

@@ -42,7 +42,7 @@ impl HeldItems {
                 HeldItems { inbox_message_ids: ids("messages", Some("id")), ..HeldItems::default() }
             }
             "unread_mentions" => {
-                // CONTRACT.md's name, and the one hubs before issue 20 sent.
+                // The reference's name, and the one hubs before issue 20 sent.
                 let mut channels = ids("claimedChannels", None);
                 if channels.is_empty() {
                     channels = ids("channelIds", None);

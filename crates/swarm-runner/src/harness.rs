@@ -68,7 +68,7 @@ impl Harness {
         let owned = |items: &[&str]| items.iter().map(|item| item.to_string()).collect::<Vec<_>>();
         match self {
             Harness::Claude => {
-                // The reference's command line (CONTRACT.md, Runner): extra arguments go
+                // The reference's command line: extra arguments go
                 // before the system prompt.
                 let mut args = owned(&[
                     "--verbose",

@@ -1,4 +1,4 @@
-//! The runner behind `swarm worker` and `swarm lead` (CONTRACT.md, Runner).
+//! The runner behind `swarm worker` and `swarm lead` (the reference's runner, docs/running-agents.md).
 //!
 //! A runner speaks for one agent: it registers it with a hub, long-polls the hub for
 //! triggers, and starts the agent CLI (a "harness": Claude Code, Codex, or any program)

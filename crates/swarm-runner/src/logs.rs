@@ -1,4 +1,4 @@
-//! Local log files (CONTRACT.md, Runner): `<LOG_DIR>/<SESSION_ID>/<timestamp>-<task8>.jsonl`
+//! Local log files, where the reference's runner keeps them: `<LOG_DIR>/<SESSION_ID>/<timestamp>-<task8>.jsonl`
 //! per agent run, a metadata line first and the agent's output after it; failed runs are
 //! appended to `errors.jsonl` in the same folder.
 

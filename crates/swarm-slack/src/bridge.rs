@@ -25,7 +25,7 @@ use crate::{
     web_api::WebApi,
 };
 
-/// CONTRACT.md: 10 routed messages per user per minute.
+/// The reference's limit: 10 routed messages per user per minute.
 const RATE_LIMIT: usize = 10;
 const RATE_WINDOW: Duration = Duration::from_secs(60);
 const THREAD_HISTORY_LIMIT: u32 = 20;

@@ -1,4 +1,4 @@
-//! Who a Slack message is for (CONTRACT.md, "Slack routing"), first match wins, among
+//! Who a Slack message is for (the reference's rules, docs/slack.md), first match wins, among
 //! agents that are not offline: `swarm#<agent-uuid>`; `swarm#all` (every worker); a
 //! whole word of an agent's name (3+ letters, not a common word; several agents → the
 //! lead, saying it was ambiguous); a reply in a thread → the agent already working a

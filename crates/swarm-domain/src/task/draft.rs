@@ -50,7 +50,7 @@ pub struct TaskDraft {
 }
 
 impl NewTask {
-    /// The first status follows CONTRACT.md: offered, else assigned (pending), else
+    /// The first status is the reference's (docs/state_machine.md): offered, else assigned (pending), else
     /// backlog when asked for, else the pool (unassigned).
     pub fn parse(draft: TaskDraft, creator: Option<AgentId>) -> Result<Self, Invalid> {
         let text = parse_task_text(&draft.task)?;

@@ -109,7 +109,7 @@ impl TriggerType {
         matches!(self, TriggerType::Webhook | TriggerType::Github)
     }
 
-    /// The task `source` of a firing (CONTRACT.md's sources).
+    /// The task `source` of a firing (one of the reference's task sources).
     pub fn task_source(&self) -> &'static str {
         match self {
             TriggerType::Cron | TriggerType::Interval | TriggerType::Once => "schedule",

@@ -54,7 +54,7 @@ pub struct NoArguments {}
 #[derive(utoipa::ToSchema)]
 pub struct NoFields {}
 
-/// A task status, as a JSON Schema enum of CONTRACT.md's names.
+/// A task status, as a JSON Schema enum of the wire's names (the reference's).
 fn task_status_schema(_: &mut SchemaGenerator) -> Schema {
     let names: Vec<&str> = TaskStatus::ALL.iter().map(TaskStatus::as_str).collect();
     json_schema!({ "type": "string", "enum": names })

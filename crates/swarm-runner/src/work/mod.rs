@@ -1,4 +1,4 @@
-//! What one agent run is for, and the prompt it gets (CONTRACT.md, "Prompts by trigger").
+//! What one agent run is for, and the prompt it gets (the reference's prompt for each trigger).
 
 use serde_json::Value;
 
@@ -246,7 +246,7 @@ fn pool_prompt(count: i64) -> String {
     )
 }
 
-/// Kinds the hub may send that this runner knows by name only (CONTRACT.md's lead
+/// Kinds the hub may send that this runner knows by name only (the reference's lead
 /// triggers), and anything newer.
 fn other_prompt(kind: &str, body: &Value, default_prompt: &str) -> String {
     match kind {
@@ -363,7 +363,7 @@ fn epic_progress_prompt(body: &Value) -> String {
 fn mentions_prompt(body: &Value) -> String {
     let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
     let messages = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-    // CONTRACT.md's `claimedChannels`; `channelIds` from hubs before issue 20.
+    // The reference's `claimedChannels`; `channelIds` from hubs before issue 20.
     let channels = body
         .get("claimedChannels")
         .or_else(|| body.get("channelIds"))

@@ -66,7 +66,7 @@ async fn a_mention_wakes_the_agent_and_reading_clears_it() {
     let (status, body, elapsed) = parked.await.unwrap();
     assert_eq!(status, 200);
     assert_eq!(body["trigger"]["type"], "unread_mentions", "{body}");
-    // CONTRACT.md's names (issue 20).
+    // The reference's names (issue 20).
     assert_eq!(body["trigger"]["claimedChannels"], json!([GENERAL]));
     assert_eq!(body["trigger"]["mentionsCount"], 1);
     assert_eq!(body["trigger"]["messages"][0]["id"], posted["id"]);

@@ -161,7 +161,7 @@ pub async fn tool_names(client: &Peer<RoleClient>) -> Vec<String> {
 }
 
 /// Call a tool and return its `structuredContent`, checking the shape every tool
-/// result has (CONTRACT.md) and that `isError` agrees with `success`.
+/// result has (`{yourAgentId, success, message, ...}`) and that `isError` agrees with `success`.
 pub async fn call(client: &Peer<RoleClient>, tool: &str, arguments: Value) -> Value {
     let Value::Object(arguments) = arguments else { panic!("arguments are an object") };
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
