@@ -1,7 +1,7 @@
 //! What only the PostgreSQL store has: tested on a new database of the cluster named by
 //! `SWARM_TEST_POSTGRES_URL` (without it every test fails, naming it).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sqlx::{Connection, PgConnection};
 use swarm_domain::time::Timestamp;
@@ -16,9 +16,9 @@ mod support;
 /// what counting the rows gives, before the changes are folded into the counts and after.
 #[tokio::test]
 async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
-    let url = support::fresh_database_url().await;
-    let store = PgStore::connect(&url).await.unwrap();
-    let mut raw = PgConnection::connect(&url).await.unwrap();
+    let database = support::fresh_database().await;
+    let store = PgStore::connect(&database.url).await.unwrap();
+    let mut raw = PgConnection::connect(&database.url).await.unwrap();
     counts::counted_history(&store, Timestamp::now()).await;
     sqlx::query(
         "INSERT INTO tasks (id, task, status, source, created_at, last_updated_at)
@@ -32,16 +32,15 @@ async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
     counts::assert_counts_are(&store, &counted, "just after the writes").await;
 
     // The store folds the changes into the counts every second.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let url = database.url.as_str();
+    support::eventually(Duration::from_secs(30), "the changes folded into the counts", || async move {
+        let mut probe = PgConnection::connect(url).await.unwrap();
         let (changes,): (i64,) =
-            sqlx::query_as("SELECT count(*) FROM task_count_changes").fetch_one(&mut raw).await.unwrap();
-        if changes == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{changes} changes still unfolded after 30 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+            sqlx::query_as("SELECT count(*) FROM task_count_changes").fetch_one(&mut probe).await.unwrap();
+        probe.close().await.ok();
+        (changes == 0).then_some(())
+    })
+    .await;
     counts::assert_counts_are(&store, &counted, "after the fold").await;
     // Folded, the kept counts alone are the rows' counts.
     let kept: Vec<(String, i64)> =
