@@ -10,7 +10,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::{JsonSchema, generate::SchemaSettings};
-use serde::de::DeserializeOwned;
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 pub use crate::context::Role;
@@ -71,10 +71,18 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
-    /// A tool whose arguments are `A`: its input schema is generated from `A`, and a call
-    /// whose arguments do not deserialize into `A` is answered with a refusal that names
-    /// the offending field, before `handler` runs.
-    pub fn new<A, F, Fut>(
+    /// A tool whose arguments are `A` and whose own result fields are `O`.
+    ///
+    /// The input schema is generated from `A`, and a call whose arguments do not
+    /// deserialize into `A` is answered with a refusal that names the offending field,
+    /// before `handler` runs.
+    ///
+    /// The output schema is generated from `O` (beside `yourAgentId`, `success`,
+    /// `message`), the struct the handler answers with (`Answer<O>`), serialized with serde:
+    /// `O` derives `Serialize` and `utoipa::ToSchema`, as the REST API's types do (the
+    /// domain types inside it included). Its fields are listed, not required: a refusal
+    /// carries none of them. The schema is closed (`additionalProperties: false`).
+    pub fn new<A, O, F, Fut>(
         name: &'static str,
         description: &'static str,
         audience: Audience,
@@ -82,8 +90,9 @@ impl ToolSpec {
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + utoipa::ToSchema + 'static,
         F: Fn(ToolCall, A) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Outcome> + Send + 'static,
+        Fut: Future<Output = Outcome<O>> + Send + 'static,
     {
         let schema = Arc::new(input_schema::<A>(name));
         let handler = Arc::new(handler);
@@ -91,29 +100,17 @@ impl ToolSpec {
             let handler = Arc::clone(&handler);
             Box::pin(async move {
                 match parse_arguments::<A>(arguments) {
-                    Ok(args) => handler(call, args).await.unwrap_or_else(|refusal| refusal),
+                    Ok(args) => match handler(call, args).await {
+                        Ok(answer) => answer.into_reply(),
+                        Err(refusal) => refusal,
+                    },
                     Err(message) => Reply::refused(format!("invalid arguments for {name}: {message}")),
                 }
             }) as ToolFuture
         });
         let mut tool = Tool::new(name, description, schema);
-        tool.output_schema = Some(Arc::new(output_schema(None)));
+        tool.output_schema = Some(Arc::new(output_schema(own_fields::<O>(name))));
         ToolSpec { tool, audience, handler: erased }
-    }
-
-    /// Declare the tool's own result fields (beside `yourAgentId`, `success`, `message`):
-    /// `O` is a struct with one field per `Reply::with` key, documented with utoipa as the
-    /// REST API's types are (`#[derive(utoipa::ToSchema)]`, the domain types inside it
-    /// included). The fields are listed, not required: a refusal carries none of them.
-    ///
-    /// A declared result is closed (`additionalProperties: false`): a field the handler adds
-    /// without declaring it fails the schema checks of the tests, so the schema cannot drift
-    /// from what the tool sends.
-    pub fn output<O: utoipa::ToSchema>(mut self) -> Self {
-        let mut schema = output_schema(Some(own_fields::<O>(self.name())));
-        schema.insert("additionalProperties".into(), Value::Bool(false));
-        self.tool.output_schema = Some(Arc::new(schema));
-        self
     }
 
     pub fn read_only(mut self) -> Self {
@@ -194,9 +191,8 @@ fn input_schema<A: JsonSchema>(name: &str) -> JsonObject {
 }
 
 /// The schema of every result, `{yourAgentId, success, message}`, with a tool's own fields
-/// (`properties` and `$defs`) when it declared them. Without them, other fields are
-/// allowed and unchecked.
-fn output_schema(own: Option<JsonObject>) -> JsonObject {
+/// (`properties` and `$defs`), closed: a field the tool does not declare fails it.
+fn output_schema(own: JsonObject) -> JsonObject {
     let mut schema = serde_json::json!({
         "type": "object",
         "properties": {
@@ -205,18 +201,17 @@ fn output_schema(own: Option<JsonObject>) -> JsonObject {
             "message": {"type": "string"},
         },
         "required": ["yourAgentId", "success", "message"],
+        "additionalProperties": false,
     });
-    if let Some(own) = own {
-        if let (Some(Value::Object(properties)), Some(Value::Object(own_properties))) =
-            (schema.get_mut("properties"), own.get("properties"))
-        {
-            for (key, value) in own_properties {
-                properties.entry(key.clone()).or_insert_with(|| value.clone());
-            }
+    if let (Some(Value::Object(properties)), Some(Value::Object(own_properties))) =
+        (schema.get_mut("properties"), own.get("properties"))
+    {
+        for (key, value) in own_properties {
+            properties.entry(key.clone()).or_insert_with(|| value.clone());
         }
-        if let Some(defs) = own.get("$defs") {
-            schema["$defs"] = defs.clone();
-        }
+    }
+    if let Some(defs) = own.get("$defs") {
+        schema["$defs"] = defs.clone();
     }
     match schema {
         Value::Object(schema) => schema,
@@ -308,6 +303,7 @@ fn parse_arguments<A: DeserializeOwned>(arguments: Value) -> Result<A, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reply::Answer;
 
     #[test]
     fn audiences_follow_roles() {
@@ -327,7 +323,7 @@ mod tests {
     #[test]
     fn tools_are_listed_by_role() {
         let spec = |name: &'static str, audience| {
-            ToolSpec::new(name, "a tool", audience, |_, _: Empty| async { Ok(Reply::ok("done")) })
+            ToolSpec::new(name, "a tool", audience, |_, _: Empty| async { Ok(Answer::done("done")) })
         };
         let registry = Registry::new([
             vec![spec("open", Audience::Anyone), spec("member", Audience::Agents)],

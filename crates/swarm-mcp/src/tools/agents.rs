@@ -1,7 +1,7 @@
 //! Agent tools: `join-swarm`, `my-agent-info`, `update-profile`, `get-swarm`.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::{
     agent::{ProfileUpdate, Registration},
     id::AgentId,
@@ -13,7 +13,7 @@ use super::NoArguments;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 pub fn group() -> Vec<ToolSpec> {
@@ -25,8 +25,7 @@ pub fn group() -> Vec<ToolSpec> {
              Joining again with the same id brings an offline agent back.",
             Audience::Anyone,
             join_swarm,
-        )
-        .output::<JoinOutput>(),
+        ),
         ToolSpec::new(
             "my-agent-info",
             "Your agent: profile, status, capacity, and what waits for you (offered tasks, pool \
@@ -34,22 +33,19 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             my_agent_info,
         )
-        .output::<MyAgentOutput>()
         .read_only(),
         ToolSpec::new(
             "update-profile",
             "Change your own name, description, role or capabilities (give at least one).",
             Audience::Agents,
             update_profile,
-        )
-        .output::<AgentOutput>(),
+        ),
         ToolSpec::new(
             "get-swarm",
             "Every agent of the swarm with its status and capacity, ordered by name.",
             Audience::Anyone,
             get_swarm,
         )
-        .output::<SwarmOutput>()
         .read_only(),
     ]
 }
@@ -74,7 +70,7 @@ struct JoinSwarmArguments {
     max_tasks: Option<i64>,
 }
 
-async fn join_swarm(call: ToolCall, args: JoinSwarmArguments) -> Outcome {
+async fn join_swarm(call: ToolCall, args: JoinSwarmArguments) -> Outcome<JoinOutput> {
     let id = args.requested_id.map(AgentId::from_uuid).or(call.agent_id());
     let input = RegisterInput {
         name: args.name,
@@ -104,14 +100,12 @@ async fn join_swarm(call: ToolCall, args: JoinSwarmArguments) -> Outcome {
         String::new()
     };
     let message = format!("{} {verb} the swarm as {role} (agent id {}).{how}", agent.name, agent.id);
-    let mut reply = Reply::ok(message).for_agent(agent.id).with("created", created).with("agent", agent);
-    if let Some(token) = token {
-        reply = reply.with("token", serde_json::json!({ "id": token.token.id, "token": token.secret }));
-    }
-    Ok(reply)
+    let token = token.map(|token| NewToken { id: token.token.id.to_string(), token: token.secret });
+    let id = agent.id;
+    Ok(Answer::new(message, JoinOutput { created, agent, token }).for_agent(id))
 }
 
-async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {
+async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome<MyAgentOutput> {
     let (agent, inbox) = call.service.me(call.caller(), true).await?;
     let inbox = inbox.unwrap_or_default();
     // A lead with no runner (a person's session, MCP only) has no poll to hand it its
@@ -133,13 +127,13 @@ async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {
         inbox.offered_tasks_count,
         inbox.pool_tasks_count,
     );
-    let waiting = serde_json::json!({
-        "offeredTasksCount": inbox.offered_tasks_count,
-        "poolTasksCount": inbox.pool_tasks_count,
-        "inProgressCount": inbox.in_progress_count,
-        "unreadCount": inbox.unread_count,
-        "mentionsCount": inbox.mentions_count,
-    });
+    let waiting = WaitingCounts {
+        offered_tasks_count: inbox.offered_tasks_count,
+        pool_tasks_count: inbox.pool_tasks_count,
+        in_progress_count: inbox.in_progress_count,
+        unread_count: inbox.unread_count,
+        mentions_count: inbox.mentions_count,
+    };
     if !slack_inbox.is_empty() {
         message.push_str(&format!(
             " {} Slack inbox message(s) wait for you (slackInbox): answer each with slack-reply or hand it \
@@ -147,7 +141,7 @@ async fn my_agent_info(call: ToolCall, _: NoArguments) -> Outcome {
             slack_inbox.len()
         ));
     }
-    Ok(Reply::ok(message).with("agent", agent).with("inbox", waiting).with("slackInbox", &slack_inbox))
+    Ok(Answer::new(message, MyAgentOutput { agent, inbox: waiting, slack_inbox }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -160,7 +154,7 @@ struct UpdateProfileArguments {
     capabilities: Option<Vec<String>>,
 }
 
-async fn update_profile(call: ToolCall, args: UpdateProfileArguments) -> Outcome {
+async fn update_profile(call: ToolCall, args: UpdateProfileArguments) -> Outcome<AgentOutput> {
     let Some(me) = call.agent_id() else {
         return Err(Reply::refused("update-profile needs your agent id (X-Agent-ID)"));
     };
@@ -177,56 +171,54 @@ async fn update_profile(call: ToolCall, args: UpdateProfileArguments) -> Outcome
     } else {
         None
     };
-    let mut agent = None;
-    if let Some(name) = args.name {
-        agent = Some(call.service.agent_rename(call.caller(), me, &name).await?);
-    }
-    if let Some(profile) = profile {
-        agent = Some(call.service.agent_update_profile(call.caller(), me, profile).await?);
-    }
-    Ok(Reply::ok("profile updated").with("agent", agent))
+    let renamed = match args.name {
+        Some(name) => Some(call.service.agent_rename(call.caller(), me, &name).await?),
+        None => None,
+    };
+    let agent = match (profile, renamed) {
+        (Some(profile), _) => call.service.agent_update_profile(call.caller(), me, profile).await?,
+        (None, Some(agent)) => agent,
+        (None, None) => unreachable!("refused above: neither a name nor a profile"),
+    };
+    Ok(Answer::new("profile updated", AgentOutput { agent }))
 }
 
-async fn get_swarm(call: ToolCall, _: NoArguments) -> Outcome {
+async fn get_swarm(call: ToolCall, _: NoArguments) -> Outcome<SwarmOutput> {
     let agents = call.service.agent_list().await?;
     let n_leads = agents.iter().filter(|agent| agent.is_lead).count();
     let message = format!("{} agents ({} lead, {} workers)", agents.len(), n_leads, agents.len() - n_leads);
-    Ok(Reply::ok(message).with("agents", agents))
+    Ok(Answer::new(message, SwarmOutput { agents }))
 }
 
 // The result fields of the agent tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct SwarmOutput {
     agents: Vec<swarm_domain::agent::Agent>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct AgentOutput {
     agent: swarm_domain::agent::Agent,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct JoinOutput {
     /// Whether this call registered the agent (false: it was registered already).
     created: bool,
     agent: swarm_domain::agent::Agent,
     /// The agent's own token, shown once (`AGENT_AUTH=token`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<NewToken>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct NewToken {
     id: String,
     token: String,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct MyAgentOutput {
     agent: swarm_domain::agent::Agent,
     inbox: WaitingCounts,
@@ -234,9 +226,8 @@ struct MyAgentOutput {
     slack_inbox: Vec<swarm_domain::inbox::InboxMessage>,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct WaitingCounts {
     offered_tasks_count: i64,
     pool_tasks_count: i64,

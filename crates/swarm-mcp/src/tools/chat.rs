@@ -2,7 +2,7 @@
 //! `read-messages`. Each is one service call, the same its REST twin makes.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::{
     chat::ChannelType,
     id::{AgentId, ChannelId, ChatMessageId},
@@ -14,7 +14,7 @@ use uuid::Uuid;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 pub fn group() -> Vec<ToolSpec> {
@@ -26,15 +26,13 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             list_channels,
         )
-        .output::<ChannelList>()
         .read_only(),
         ToolSpec::new(
             "create-channel",
             "Create a chat channel: public (default), or dm with participants (agent ids; you are added).",
             Audience::Agents,
             create_channel,
-        )
-        .output::<OneChannel>(),
+        ),
         ToolSpec::new(
             "post-message",
             "Post in a chat channel (general when channelId is omitted). @name in the text, and mentions \
@@ -42,8 +40,7 @@ pub fn group() -> Vec<ToolSpec> {
              mentioned agent. replyToId answers a message in its thread.",
             Audience::Agents,
             post_message,
-        )
-        .output::<PostedMessage>(),
+        ),
         ToolSpec::new(
             "read-messages",
             "Read a chat channel (general when channelId is omitted), oldest first; this marks it read \
@@ -51,8 +48,7 @@ pub fn group() -> Vec<ToolSpec> {
              messages that mention you.",
             Audience::Agents,
             read_messages,
-        )
-        .output::<MessageList>(),
+        ),
     ]
 }
 
@@ -60,14 +56,11 @@ pub fn group() -> Vec<ToolSpec> {
 #[serde(deny_unknown_fields)]
 struct ListChannelsArguments {}
 
-async fn list_channels(call: ToolCall, _args: ListChannelsArguments) -> Outcome {
+async fn list_channels(call: ToolCall, _args: ListChannelsArguments) -> Outcome<ChannelList> {
     let channels = call.service.channel_list(call.caller()).await?;
     let unread = call.service.chat_unread_mentions(call.caller()).await?;
-    let unread: serde_json::Map<String, serde_json::Value> =
-        unread.into_iter().map(|(channel, count)| (channel.to_string(), count.into())).collect();
-    Ok(Reply::ok(format!("{} channel(s)", channels.len()))
-        .with("channels", &channels)
-        .with("unreadMentions", &unread))
+    let unread_mentions = unread.into_iter().map(|(channel, count)| (channel.to_string(), count)).collect();
+    Ok(Answer::new(format!("{} channel(s)", channels.len()), ChannelList { channels, unread_mentions }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -85,7 +78,7 @@ struct CreateChannelArguments {
     participants: Vec<Uuid>,
 }
 
-async fn create_channel(call: ToolCall, args: CreateChannelArguments) -> Outcome {
+async fn create_channel(call: ToolCall, args: CreateChannelArguments) -> Outcome<OneChannel> {
     let channel_type = args
         .channel_type
         .as_deref()
@@ -99,7 +92,7 @@ async fn create_channel(call: ToolCall, args: CreateChannelArguments) -> Outcome
         participants: args.participants.into_iter().map(AgentId::from_uuid).collect(),
     };
     let channel = call.service.channel_create(call.caller(), request).await?;
-    Ok(Reply::ok(format!("Channel #{} created.", channel.name)).with("channel", &channel))
+    Ok(Answer::new(format!("Channel #{} created.", channel.name), OneChannel { channel }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -116,7 +109,7 @@ struct PostMessageArguments {
     mentions: Vec<Uuid>,
 }
 
-async fn post_message(call: ToolCall, args: PostMessageArguments) -> Outcome {
+async fn post_message(call: ToolCall, args: PostMessageArguments) -> Outcome<PostedMessage> {
     let channel = args.channel_id.map(ChannelId::from_uuid).unwrap_or_else(ChannelId::general);
     let request = PostMessage {
         content: args.content,
@@ -128,7 +121,7 @@ async fn post_message(call: ToolCall, args: PostMessageArguments) -> Outcome {
         0 => format!("Message posted, mentioning {} agent(s).", message.mentions.len()),
         tasks => format!("Message posted; {tasks} task(s) created."),
     };
-    Ok(Reply::ok(summary).with("chatMessage", &message))
+    Ok(Answer::new(summary, PostedMessage { chat_message: message }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -159,7 +152,7 @@ struct ReadMessagesArguments {
     mark_as_read: Option<bool>,
 }
 
-async fn read_messages(call: ToolCall, args: ReadMessagesArguments) -> Outcome {
+async fn read_messages(call: ToolCall, args: ReadMessagesArguments) -> Outcome<MessageList> {
     let channel = match (args.channel_id, args.channel.as_deref()) {
         (Some(id), _) => ChannelId::from_uuid(id),
         (None, Some(name)) => call.service.channel_find(call.caller(), name).await?.id,
@@ -181,34 +174,30 @@ async fn read_messages(call: ToolCall, args: ReadMessagesArguments) -> Outcome {
             call.service.chat_read(call.caller(), channel, request).await?
         }
     };
-    Ok(Reply::ok(format!("{} message(s)", messages.len())).with("messages", &messages))
+    Ok(Answer::new(format!("{} message(s)", messages.len()), MessageList { messages }))
 }
 
 // The result fields of the chat tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct ChannelList {
     channels: Vec<swarm_domain::chat::Channel>,
     /// Unread mentions of you, by channel id.
-    unread_mentions: std::collections::HashMap<String, i64>,
+    unread_mentions: std::collections::BTreeMap<String, i64>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct OneChannel {
     channel: swarm_domain::chat::Channel,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct PostedMessage {
     chat_message: swarm_domain::chat::ChatMessage,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct MessageList {
     messages: Vec<swarm_domain::chat::ChatMessage>,
 }

@@ -4,7 +4,7 @@
 //! service refuses anyone else too); reading them is everyone's.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::{
     epic::{EpicDraft, EpicStatus},
     id::{AgentId, TaskId},
@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, NoFields, Outcome, Reply},
 };
 
 pub fn group() -> Vec<ToolSpec> {
@@ -27,8 +27,7 @@ pub fn group() -> Vec<ToolSpec> {
              progress reported to you (epic_progress_changed). The lead only.",
             Audience::LeadOnly,
             create_epic,
-        )
-        .output::<EpicOutput>(),
+        ),
         ToolSpec::new(
             "list-epics",
             "List epics with their progress (percent of tasks completed) and task counts; filter by \
@@ -36,7 +35,6 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             list_epics,
         )
-        .output::<EpicListOutput>()
         .read_only(),
         ToolSpec::new(
             "get-epic-details",
@@ -44,36 +42,31 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             get_epic_details,
         )
-        .output::<EpicDetailsOutput>()
         .read_only(),
         ToolSpec::new(
             "update-epic",
             "Change an epic (epicId or name): only the fields given; newName renames it. The lead only.",
             Audience::LeadOnly,
             update_epic,
-        )
-        .output::<EpicOutput>(),
+        ),
         ToolSpec::new(
             "delete-epic",
             "Delete an epic (epicId or name); its tasks stay, without an epic. The lead only.",
             Audience::LeadOnly,
             delete_epic,
-        )
-        .output::<super::NoFields>(),
+        ),
         ToolSpec::new(
             "assign-task-to-epic",
             "Put an existing task in an epic (epicId or epicName). The lead only.",
             Audience::LeadOnly,
             assign_task_to_epic,
-        )
-        .output::<TaskOutput>(),
+        ),
         ToolSpec::new(
             "unassign-task-from-epic",
             "Take a task out of its epic; the task itself stays. The lead only.",
             Audience::LeadOnly,
             unassign_task_from_epic,
-        )
-        .output::<TaskOutput>(),
+        ),
     ]
 }
 
@@ -134,11 +127,11 @@ struct CreateEpicArguments {
     fields: EpicFields,
 }
 
-async fn create_epic(call: ToolCall, args: CreateEpicArguments) -> Outcome {
+async fn create_epic(call: ToolCall, args: CreateEpicArguments) -> Outcome<EpicOutput> {
     let draft = args.fields.draft(Some(args.name), Some(args.goal), None);
     let epic = call.service.epic_create(call.caller(), draft).await?;
-    Ok(Reply::ok(format!("epic {:?} created ({}), status {}", epic.name, epic.id, epic.status.as_str()))
-        .with("epic", epic))
+    let message = format!("epic {:?} created ({}), status {}", epic.name, epic.id, epic.status.as_str());
+    Ok(Answer::new(message, EpicOutput { epic }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -156,7 +149,7 @@ struct ListEpicsArguments {
     limit: Option<i64>,
 }
 
-async fn list_epics(call: ToolCall, args: ListEpicsArguments) -> Outcome {
+async fn list_epics(call: ToolCall, args: ListEpicsArguments) -> Outcome<EpicListOutput> {
     let limit = args.limit.unwrap_or(25);
     if !(1..=100).contains(&limit) {
         return Err(Reply::refused("limit must be between 1 and 100"));
@@ -169,7 +162,7 @@ async fn list_epics(call: ToolCall, args: ListEpicsArguments) -> Outcome {
         limit: Some(limit),
     };
     let epics = call.service.epic_list(query).await?;
-    Ok(Reply::ok(format!("{} epic(s)", epics.len())).with("total", epics.len()).with("epics", epics))
+    Ok(Answer::new(format!("{} epic(s)", epics.len()), EpicListOutput { total: epics.len() as u64, epics }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -180,7 +173,7 @@ struct EpicRefArguments {
     name: Option<String>,
 }
 
-async fn get_epic_details(call: ToolCall, args: EpicRefArguments) -> Outcome {
+async fn get_epic_details(call: ToolCall, args: EpicRefArguments) -> Outcome<EpicDetailsOutput> {
     let id = call
         .service
         .epic_find(args.epic_id.map(|id| id.to_string()).as_deref(), args.name.as_deref())
@@ -193,7 +186,7 @@ async fn get_epic_details(call: ToolCall, args: EpicRefArguments) -> Outcome {
         detail.epic.task_stats.completed,
         detail.epic.task_stats.total
     );
-    Ok(Reply::ok(message).with("epic", &detail.epic).with("tasks", &detail.tasks))
+    Ok(Answer::new(message, EpicDetailsOutput { epic: detail.epic, tasks: detail.tasks }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -212,23 +205,26 @@ struct UpdateEpicArguments {
     fields: EpicFields,
 }
 
-async fn update_epic(call: ToolCall, args: UpdateEpicArguments) -> Outcome {
+async fn update_epic(call: ToolCall, args: UpdateEpicArguments) -> Outcome<EpicOutput> {
     let id = call
         .service
         .epic_find(args.epic_id.map(|id| id.to_string()).as_deref(), args.name.as_deref())
         .await?;
     let draft = args.fields.draft(args.new_name, args.goal, parse_status(args.status)?);
     let epic = call.service.epic_update(call.caller(), id, draft).await?;
-    Ok(Reply::ok(format!("epic {:?} updated, status {}", epic.name, epic.status.as_str())).with("epic", epic))
+    Ok(Answer::new(
+        format!("epic {:?} updated, status {}", epic.name, epic.status.as_str()),
+        EpicOutput { epic },
+    ))
 }
 
-async fn delete_epic(call: ToolCall, args: EpicRefArguments) -> Outcome {
+async fn delete_epic(call: ToolCall, args: EpicRefArguments) -> Outcome<NoFields> {
     let id = call
         .service
         .epic_find(args.epic_id.map(|id| id.to_string()).as_deref(), args.name.as_deref())
         .await?;
     let epic = call.service.epic_delete(call.caller(), id).await?;
-    Ok(Reply::ok(format!("epic {:?} deleted; its {} task(s) stay", epic.epic.name, epic.task_stats.total)))
+    Ok(Answer::done(format!("epic {:?} deleted; its {} task(s) stay", epic.epic.name, epic.task_stats.total)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -240,14 +236,14 @@ struct AssignArguments {
     epic_name: Option<String>,
 }
 
-async fn assign_task_to_epic(call: ToolCall, args: AssignArguments) -> Outcome {
+async fn assign_task_to_epic(call: ToolCall, args: AssignArguments) -> Outcome<TaskOutput> {
     let epic = call
         .service
         .epic_find(args.epic_id.map(|id| id.to_string()).as_deref(), args.epic_name.as_deref())
         .await?;
     let request = EpicTask::Existing(TaskId::from_uuid(args.task_id));
     let (task, _) = call.service.epic_add_task(call.caller(), epic, request).await?;
-    Ok(Reply::ok(format!("task {} is in epic {epic}", task.id)).with("task", task))
+    Ok(Answer::new(format!("task {} is in epic {epic}", task.id), TaskOutput { task }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -256,34 +252,30 @@ struct UnassignArguments {
     task_id: Uuid,
 }
 
-async fn unassign_task_from_epic(call: ToolCall, args: UnassignArguments) -> Outcome {
+async fn unassign_task_from_epic(call: ToolCall, args: UnassignArguments) -> Outcome<TaskOutput> {
     let task = call.service.task_set_epic(call.caller(), TaskId::from_uuid(args.task_id), None).await?;
-    Ok(Reply::ok(format!("task {} is in no epic", task.id)).with("task", task))
+    Ok(Answer::new(format!("task {} is in no epic", task.id), TaskOutput { task }))
 }
 
 // The result fields of the epic tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EpicOutput {
     epic: swarm_domain::epic::Epic,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EpicListOutput {
     total: u64,
     epics: Vec<swarm_domain::epic::EpicWithProgress>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EpicDetailsOutput {
     epic: swarm_domain::epic::EpicWithProgress,
     tasks: Vec<swarm_domain::task::Task>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TaskOutput {
     task: swarm_domain::task::Task,
 }

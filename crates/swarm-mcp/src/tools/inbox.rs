@@ -26,7 +26,7 @@ use super::{NoArguments, tasks::MCP_SOURCE};
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 const LIST_LIMIT_DEFAULT: i64 = 20;
@@ -50,7 +50,6 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
         Audience::Anyone,
         task_get,
     )
-    .output::<OneTask>()
     .read_only();
     match role {
         InboxRole::Trigger { name } => {
@@ -62,23 +61,20 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                      to the pool, tagged with this trigger.",
                     Audience::Anyone,
                     move |call, args| task_create(call, args, name.clone()),
-                )
-                .output::<OneTask>(),
+                ),
                 task_get,
                 ToolSpec::new(
                     "task_update",
                     "Inbox: change the content of a task that has not started.",
                     Audience::Anyone,
                     task_update,
-                )
-                .output::<OneTask>(),
+                ),
                 ToolSpec::new(
                     "task_cancel",
                     "Inbox: cancel a task that has not started.",
                     Audience::Anyone,
                     task_cancel,
-                )
-                .output::<OneTask>(),
+                ),
             ]
         }
         InboxRole::Worker => vec![
@@ -88,16 +84,14 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                  have one in progress. Returns next_task null when there is none.",
                 Audience::WorkerOnly,
                 get_next_task,
-            )
-            .output::<NextTask>(),
+            ),
             ToolSpec::new(
                 "task_complete",
                 "Inbox: mark your task done with a response summary, written as the reply to \
                  whoever asked.",
                 Audience::Agents,
                 task_complete,
-            )
-            .output::<OneTask>(),
+            ),
             ToolSpec::new(
                 "task_list",
                 "Inbox: tasks by status: pending (default), processing, done, cancelled, or any \
@@ -105,7 +99,6 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                 Audience::Anyone,
                 task_list,
             )
-            .output::<TaskList>()
             .read_only(),
             task_get,
             ToolSpec::new(
@@ -114,7 +107,6 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
                 Audience::Anyone,
                 inbox_stats,
             )
-            .output::<InboxStats>()
             .read_only(),
         ],
     }
@@ -122,27 +114,27 @@ pub fn group(role: &InboxRole) -> Vec<ToolSpec> {
 
 /// A task as the seed's `messages` row.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-struct Message<'a> {
+struct Message {
     id: TaskId,
-    channel: &'a str,
+    channel: String,
     sender: Option<String>,
-    content: &'a str,
+    content: String,
     status: &'static str,
     swarm_status: TaskStatus,
-    response_summary: Option<&'a str>,
+    response_summary: Option<String>,
     created_at: String,
     processed_at: Option<String>,
 }
 
-fn message(task: &Task) -> Message<'_> {
+fn message(task: &Task) -> Message {
     Message {
         id: task.id,
-        channel: &task.source,
+        channel: task.source.clone(),
         sender: task.creator_agent_id.map(|id| id.to_string()),
-        content: &task.task,
+        content: task.task.clone(),
         status: inbox_status(task.status),
         swarm_status: task.status,
-        response_summary: task.output.as_deref().or(task.failure_reason.as_deref()),
+        response_summary: task.output.clone().or_else(|| task.failure_reason.clone()),
         created_at: task.created_at.to_string(),
         processed_at: task.finished_at.map(|at| at.to_string()),
     }
@@ -180,7 +172,7 @@ struct CreateArguments {
     content: String,
 }
 
-async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> Outcome {
+async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> Outcome<OneTask> {
     let draft = TaskDraft {
         task: args.content,
         source: Some(MCP_SOURCE.into()),
@@ -189,7 +181,7 @@ async fn task_create(call: ToolCall, args: CreateArguments, trigger: String) -> 
     };
     // The session that files it awaits it: its result comes back as `task_result`.
     let task = call.service.task_create_from_session(call.caller(), draft, call.session_task()).await?;
-    Ok(Reply::ok(format!("task {} filed", task.id)).with("task", message(&task)))
+    Ok(Answer::new(format!("task {} filed", task.id), OneTask { task: message(&task) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -199,10 +191,10 @@ struct TaskIdArguments {
     task_id: Uuid,
 }
 
-async fn task_get(call: ToolCall, args: TaskIdArguments) -> Outcome {
+async fn task_get(call: ToolCall, args: TaskIdArguments) -> Outcome<OneTask> {
     let task = call.service.task_get(TaskId::from_uuid(args.task_id)).await?;
     let view = message(&task);
-    Ok(Reply::ok(format!("task {} is {}", task.id, view.status)).with("task", view))
+    Ok(Answer::new(format!("task {} is {}", task.id, view.status), OneTask { task: view }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -212,7 +204,7 @@ struct UpdateArguments {
     content: String,
 }
 
-async fn task_update(call: ToolCall, args: UpdateArguments) -> Outcome {
+async fn task_update(call: ToolCall, args: UpdateArguments) -> Outcome<OneTask> {
     let id = TaskId::from_uuid(args.task_id);
     // The service's guard refuses, in the same statement as the edit, a task an agent
     // has taken up.
@@ -221,7 +213,7 @@ async fn task_update(call: ToolCall, args: UpdateArguments) -> Outcome {
         .task_edit(call.caller(), id, &args.content)
         .await
         .map_err(|err| only_unstarted("updated", err))?;
-    Ok(Reply::ok(format!("task {id} updated")).with("task", message(&task)))
+    Ok(Answer::new(format!("task {id} updated"), OneTask { task: message(&task) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -232,7 +224,7 @@ struct CancelArguments {
     reason: Option<String>,
 }
 
-async fn task_cancel(call: ToolCall, args: CancelArguments) -> Outcome {
+async fn task_cancel(call: ToolCall, args: CancelArguments) -> Outcome<OneTask> {
     let id = TaskId::from_uuid(args.task_id);
     let request = TaskRequest::CancelUnstarted { reason: args.reason };
     let outcome = call
@@ -240,7 +232,7 @@ async fn task_cancel(call: ToolCall, args: CancelArguments) -> Outcome {
         .task_act(call.caller(), id, request)
         .await
         .map_err(|err| only_unstarted("cancelled", err))?;
-    Ok(Reply::ok(format!("task {id} cancelled")).with("task", message(&outcome.task)))
+    Ok(Answer::new(format!("task {id} cancelled"), OneTask { task: message(&outcome.task) }))
 }
 
 /// A refusal in the inbox's words: the service refused because the task had started.
@@ -253,7 +245,7 @@ fn only_unstarted(done: &str, err: ServiceError) -> Reply {
     }
 }
 
-async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {
+async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome<NextTask> {
     let active_query = TaskListQuery {
         statuses: vec![TaskStatus::InProgress],
         agent_id: call.agent_id(),
@@ -277,7 +269,8 @@ async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome {
             ". Warning: you already have {n_active} task(s) in progress; finish them with task_complete"
         ));
     }
-    Ok(Reply::ok(text).with("next_task", task.map(message)).with("trigger", &trigger))
+    let next_task = task.map(message);
+    Ok(Answer::new(text, NextTask { next_task, trigger }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -288,7 +281,7 @@ struct CompleteArguments {
     response_summary: String,
 }
 
-async fn task_complete(call: ToolCall, args: CompleteArguments) -> Outcome {
+async fn task_complete(call: ToolCall, args: CompleteArguments) -> Outcome<OneTask> {
     let finish =
         Finish { status: TaskStatus::Completed, output: Some(args.response_summary), failure_reason: None };
     let report = TaskReport { progress: None, finish: Some(finish) };
@@ -298,7 +291,7 @@ async fn task_complete(call: ToolCall, args: CompleteArguments) -> Outcome {
     } else {
         format!("task {} done", outcome.task.id)
     };
-    Ok(Reply::ok(text).with("task", message(&outcome.task)))
+    Ok(Answer::new(text, OneTask { task: message(&outcome.task) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -311,7 +304,7 @@ struct ListArguments {
     limit: Option<i64>,
 }
 
-async fn task_list(call: ToolCall, args: ListArguments) -> Outcome {
+async fn task_list(call: ToolCall, args: ListArguments) -> Outcome<TaskList> {
     let limit = args.limit.unwrap_or(LIST_LIMIT_DEFAULT);
     if !(1..=LIST_LIMIT_MAX).contains(&limit) {
         return Err(Reply::refused(format!("limit must be between 1 and {LIST_LIMIT_MAX}, got {limit}")));
@@ -320,65 +313,57 @@ async fn task_list(call: ToolCall, args: ListArguments) -> Outcome {
     let query =
         TaskListQuery { statuses: statuses_for(&status)?, limit: Some(limit), ..TaskListQuery::default() };
     let (tasks, total) = call.service.task_list(query).await?;
-    let messages: Vec<Message<'_>> = tasks.iter().map(message).collect();
-    Ok(Reply::ok(format!("{} of {total} {status} tasks", messages.len()))
-        .with("tasks", messages)
-        .with("total", total))
+    let tasks: Vec<Message> = tasks.iter().map(message).collect();
+    Ok(Answer::new(format!("{} of {total} {status} tasks", tasks.len()), TaskList { tasks, total }))
 }
 
-async fn inbox_stats(call: ToolCall, _: NoArguments) -> Outcome {
+async fn inbox_stats(call: ToolCall, _: NoArguments) -> Outcome<InboxStats> {
     let counts = call.service.stats().await?.tasks;
-    let by_status = serde_json::json!({
-        "pending": counts.backlog + counts.unassigned + counts.offered + counts.reviewing + counts.pending,
-        "processing": counts.in_progress + counts.paused,
-        "done": counts.completed + counts.failed,
-        "cancelled": counts.cancelled,
-    });
-    let mut by_channel = serde_json::Map::new();
+    let by_status = ByInboxStatus {
+        pending: counts.backlog + counts.unassigned + counts.offered + counts.reviewing + counts.pending,
+        processing: counts.in_progress + counts.paused,
+        done: counts.completed + counts.failed,
+        cancelled: counts.cancelled,
+    };
+    let mut by_channel = std::collections::BTreeMap::new();
     let mut counted = 0;
     for source in KNOWN_SOURCES {
         let query = TaskListQuery { source: Some(source.into()), limit: Some(1), ..TaskListQuery::default() };
         let (_, n_tasks) = call.service.task_list(query).await?;
         if n_tasks > 0 {
-            by_channel.insert(source.into(), n_tasks.into());
+            by_channel.insert(source.into(), n_tasks);
             counted += n_tasks;
         }
     }
     if counts.total > counted {
-        by_channel.insert("other".into(), (counts.total - counted).into());
+        by_channel.insert("other".into(), counts.total - counted);
     }
-    Ok(Reply::ok(format!("{} tasks", counts.total))
-        .with("total", counts.total)
-        .with("by_status", by_status)
-        .with("by_swarm_status", &counts)
-        .with("by_channel", by_channel))
+    let message = format!("{} tasks", counts.total);
+    let stats = InboxStats { total: counts.total, by_status, by_swarm_status: counts, by_channel };
+    Ok(Answer::new(message, stats))
 }
 
 // The result fields of the Inbox-MCP tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct OneTask {
-    task: Message<'static>,
+    task: Message,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct NextTask {
     /// `null` when no task is waiting.
-    next_task: Option<Message<'static>>,
+    next_task: Option<Message>,
     /// What the poll handed out, as `GET /api/poll` does.
     trigger: Option<Trigger>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TaskList {
-    tasks: Vec<Message<'static>>,
+    tasks: Vec<Message>,
     total: i64,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct InboxStats {
     total: i64,
     by_status: ByInboxStatus,
@@ -387,8 +372,7 @@ struct InboxStats {
     by_channel: std::collections::BTreeMap<String, i64>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ByInboxStatus {
     pending: i64,
     processing: i64,

@@ -2,7 +2,7 @@
 //! `unread-mail-count`. Each is one service call, the same its REST twin makes.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::{
     id::MailId,
     mail::{MailBox, MailPriority, MailType},
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
     tools::NoArguments,
 };
 
@@ -27,24 +27,21 @@ pub fn group() -> Vec<ToolSpec> {
              when it asks. awaitingResponse: you wait for a reply (the coordinator is told when you stop).",
             Audience::Agents,
             send_mail,
-        )
-        .output::<OneMail>(),
+        ),
         ToolSpec::new(
             "reply-mail",
             "Answer mail sent to you (mailId): the answer goes to its sender and ends its waiting. It has the \
              original's priority unless you give one.",
             Audience::Agents,
             reply_mail,
-        )
-        .output::<OneMail>(),
+        ),
         ToolSpec::new(
             "read-mail",
             "Read your unread mail, urgent first; this marks it read. mailIds reads those pieces; includeLow \
              adds low-priority mail.",
             Audience::Agents,
             read_mail,
-        )
-        .output::<MailList>(),
+        ),
         ToolSpec::new(
             "list-mail",
             "List your mail without marking it read: box inbox (default), outbox or all; unreadOnly; priority; \
@@ -52,7 +49,6 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             list_mail,
         )
-        .output::<MailList>()
         .read_only(),
         ToolSpec::new(
             "unread-mail-count",
@@ -60,7 +56,6 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             unread_mail_count,
         )
-        .output::<MailCountsOutput>()
         .read_only(),
     ]
 }
@@ -105,7 +100,7 @@ struct SendMailArguments {
     awaiting_response: bool,
 }
 
-async fn send_mail(call: ToolCall, args: SendMailArguments) -> Outcome {
+async fn send_mail(call: ToolCall, args: SendMailArguments) -> Outcome<OneMail> {
     let request = SendMail {
         to: args.to,
         mail_type: parse_type(args.mail_type.as_deref())?,
@@ -116,8 +111,10 @@ async fn send_mail(call: ToolCall, args: SendMailArguments) -> Outcome {
     };
     let mail = call.service.mail_send(call.caller(), request).await?;
     let waiting = if mail.awaiting_response { "; you are waiting for a response" } else { "" };
-    Ok(Reply::ok(format!("{} mail sent to {}{waiting}.", mail.priority, mail.to_agent_id))
-        .with("mail", &mail))
+    Ok(Answer::new(
+        format!("{} mail sent to {}{waiting}.", mail.priority, mail.to_agent_id),
+        OneMail { mail },
+    ))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -135,7 +132,7 @@ struct ReplyMailArguments {
     awaiting_response: bool,
 }
 
-async fn reply_mail(call: ToolCall, args: ReplyMailArguments) -> Outcome {
+async fn reply_mail(call: ToolCall, args: ReplyMailArguments) -> Outcome<OneMail> {
     let request = ReplyMail {
         body: args.body,
         subject: args.subject,
@@ -144,7 +141,7 @@ async fn reply_mail(call: ToolCall, args: ReplyMailArguments) -> Outcome {
         awaiting_response: args.awaiting_response,
     };
     let mail = call.service.mail_reply(call.caller(), MailId::from_uuid(args.mail_id), request).await?;
-    Ok(Reply::ok(format!("Reply sent to {}.", mail.to_agent_id)).with("mail", &mail))
+    Ok(Answer::new(format!("Reply sent to {}.", mail.to_agent_id), OneMail { mail }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -160,14 +157,14 @@ struct ReadMailArguments {
     limit: Option<i64>,
 }
 
-async fn read_mail(call: ToolCall, args: ReadMailArguments) -> Outcome {
+async fn read_mail(call: ToolCall, args: ReadMailArguments) -> Outcome<MailList> {
     let request = DeliverMail {
         ids: args.mail_ids.into_iter().map(MailId::from_uuid).collect(),
         include_low: args.include_low,
         limit: args.limit,
     };
     let mail = call.service.mail_deliver(call.caller(), request).await?;
-    Ok(Reply::ok(format!("{} piece(s) of mail", mail.len())).with("mail", &mail))
+    Ok(Answer::new(format!("{} piece(s) of mail", mail.len()), MailList { mail }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -189,7 +186,7 @@ struct ListMailArguments {
     limit: Option<i64>,
 }
 
-async fn list_mail(call: ToolCall, args: ListMailArguments) -> Outcome {
+async fn list_mail(call: ToolCall, args: ListMailArguments) -> Outcome<MailList> {
     let request = ListMail {
         agent: None,
         mailbox: args.mailbox.as_deref().map(MailBox::parse).transpose().map_err(refuse)?.unwrap_or_default(),
@@ -200,33 +197,30 @@ async fn list_mail(call: ToolCall, args: ListMailArguments) -> Outcome {
         ..ListMail::default()
     };
     let mail = call.service.mail_list(call.caller(), request).await?;
-    Ok(Reply::ok(format!("{} piece(s) of mail", mail.len())).with("mail", &mail))
+    Ok(Answer::new(format!("{} piece(s) of mail", mail.len()), MailList { mail }))
 }
 
-async fn unread_mail_count(call: ToolCall, _args: NoArguments) -> Outcome {
+async fn unread_mail_count(call: ToolCall, _args: NoArguments) -> Outcome<MailCountsOutput> {
     let counts = call.service.mail_counts(call.caller(), None).await?;
     let waiting = if counts.waiting_for_response() { "; you are waiting for a response" } else { "" };
-    Ok(Reply::ok(format!("{} unread ({} urgent){waiting}", counts.unread, counts.urgent))
-        .with("counts", counts)
-        .with("waitingForResponse", counts.waiting_for_response()))
+    let message = format!("{} unread ({} urgent){waiting}", counts.unread, counts.urgent);
+    let waiting_for_response = counts.waiting_for_response();
+    Ok(Answer::new(message, MailCountsOutput { counts, waiting_for_response }))
 }
 
 // The result fields of the mail tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct OneMail {
     mail: swarm_domain::mail::Mail,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct MailList {
     mail: Vec<swarm_domain::mail::Mail>,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct MailCountsOutput {
     counts: swarm_domain::mail::MailCounts,
     waiting_for_response: bool,

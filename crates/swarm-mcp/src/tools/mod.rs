@@ -50,10 +50,6 @@ pub fn stdio_groups(inbox_role: &InboxRole) -> Vec<Vec<ToolSpec>> {
 #[serde(deny_unknown_fields)]
 pub struct NoArguments {}
 
-/// The output of a tool whose result has no fields beyond `{yourAgentId, success, message}`.
-#[derive(utoipa::ToSchema)]
-pub struct NoFields {}
-
 /// A task status, as a JSON Schema enum of the wire's names (the reference's).
 fn task_status_schema(_: &mut SchemaGenerator) -> Schema {
     let names: Vec<&str> = TaskStatus::ALL.iter().map(TaskStatus::as_str).collect();

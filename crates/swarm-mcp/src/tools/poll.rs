@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::poll::{PoolMode, Trigger};
 use swarm_service::{POLL_WAIT_MAX, PollRequest};
 
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 const POLL_WAIT_DEFAULT: Duration = Duration::from_secs(30);
@@ -31,23 +31,19 @@ pub fn step_arguments() -> serde_json::Value {
 }
 
 pub fn group() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec::new(
-            "poll-task",
-            "Wait for work (workers): returns the next task offered to you (accept or reject it with \
+    vec![ToolSpec::new(
+        "poll-task",
+        "Wait for work (workers): returns the next task offered to you (accept or reject it with \
          task-action) or assigned to you and now started (a ready pool task is claimed for you), \
          or nothing after waitSeconds (default 30, at most 60). Call it again to keep waiting.",
-            Audience::WorkerOnly,
-            poll_task,
-        )
-        .output::<PollTaskOutput>(),
-    ]
+        Audience::WorkerOnly,
+        poll_task,
+    )]
 }
 
 /// The result fields of `poll-task`: the REST poll's trigger, and its task at the top.
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct PollTaskOutput {
     /// `null` when no work arrived; else what `GET /api/poll` hands out.
     trigger: Option<Trigger>,
@@ -64,7 +60,7 @@ struct PollTaskArguments {
     wait_seconds: Option<u64>,
 }
 
-async fn poll_task(call: ToolCall, args: PollTaskArguments) -> Outcome {
+async fn poll_task(call: ToolCall, args: PollTaskArguments) -> Outcome<PollTaskOutput> {
     let wait = match args.wait_seconds {
         None => POLL_WAIT_DEFAULT,
         Some(seconds) if Duration::from_secs(seconds) <= POLL_WAIT_MAX => Duration::from_secs(seconds),
@@ -91,5 +87,6 @@ async fn poll_task(call: ToolCall, args: PollTaskArguments) -> Outcome {
         ),
         Some(other) => (format!("{} for you", other.type_name()), None),
     };
-    Ok(Reply::ok(message).with("trigger", &trigger).with("task", task).with("waitedForSeconds", waited))
+    let task = task.cloned();
+    Ok(Answer::new(message, PollTaskOutput { trigger, task, waited_for_seconds: waited }))
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use swarm_domain::{
     id::AgentId,
@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 const STATUS_PATTERN: &str = "^(starting|healthy|unhealthy|stopped)$";
@@ -33,8 +33,7 @@ pub fn group() -> Vec<ToolSpec> {
              as starting: mark it healthy with update-service-status.",
             Audience::Agents,
             register_service,
-        )
-        .output::<ServiceOutput>(),
+        ),
         ToolSpec::new(
             "list-services",
             "Services agents registered; filter by agentId, name (part of it), status. includeOwn false \
@@ -42,23 +41,20 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             list_services,
         )
-        .output::<ServiceListOutput>()
         .read_only(),
         ToolSpec::new(
             "unregister-service",
             "Unregister one of your services (serviceId, or its name).",
             Audience::Agents,
             unregister_service,
-        )
-        .output::<ServiceOutput>(),
+        ),
         ToolSpec::new(
             "update-service-status",
             "Set the status of one of your services (serviceId, or its name): starting, healthy, \
              unhealthy or stopped.",
             Audience::Agents,
             update_service_status,
-        )
-        .output::<ServiceOutput>(),
+        ),
     ]
 }
 
@@ -88,7 +84,7 @@ struct RegisterArguments {
     metadata: Option<serde_json::Map<String, Value>>,
 }
 
-async fn register_service(call: ToolCall, args: RegisterArguments) -> Outcome {
+async fn register_service(call: ToolCall, args: RegisterArguments) -> Outcome<ServiceOutput> {
     let draft = ServiceDraft {
         name: args.name,
         port: args.port,
@@ -103,13 +99,13 @@ async fn register_service(call: ToolCall, args: RegisterArguments) -> Outcome {
         metadata: args.metadata.map(Value::Object),
     };
     let service = call.service.service_register(call.caller(), draft).await?;
-    Ok(Reply::ok(format!(
+    let message = format!(
         "registered service {:?} on port {}; status {}: use update-service-status to mark it healthy",
         service.name,
         service.port,
         service.status.as_str()
-    ))
-    .with("service", service))
+    );
+    Ok(Answer::new(message, ServiceOutput { service }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -124,7 +120,7 @@ struct ListArguments {
     include_own: Option<bool>,
 }
 
-async fn list_services(call: ToolCall, args: ListArguments) -> Outcome {
+async fn list_services(call: ToolCall, args: ListArguments) -> Outcome<ServiceListOutput> {
     let filter = ServiceFilter {
         status: args.status.as_deref().map(parse_status).transpose()?,
         agent_id: args.agent_id.map(AgentId::from_uuid),
@@ -136,7 +132,7 @@ async fn list_services(call: ToolCall, args: ListArguments) -> Outcome {
     {
         services.retain(|service| service.agent_id != me);
     }
-    Ok(Reply::ok(format!("{} service(s)", services.len())).with("services", services))
+    Ok(Answer::new(format!("{} service(s)", services.len()), ServiceListOutput { services }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -153,9 +149,9 @@ impl ServiceRefArguments {
     }
 }
 
-async fn unregister_service(call: ToolCall, args: ServiceRefArguments) -> Outcome {
+async fn unregister_service(call: ToolCall, args: ServiceRefArguments) -> Outcome<ServiceOutput> {
     let service = call.service.service_unregister(call.caller(), &args.reference()).await?;
-    Ok(Reply::ok(format!("unregistered service {:?}", service.name)).with("service", service))
+    Ok(Answer::new(format!("unregistered service {:?}", service.name), ServiceOutput { service }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -168,23 +164,21 @@ struct StatusArguments {
     status: String,
 }
 
-async fn update_service_status(call: ToolCall, args: StatusArguments) -> Outcome {
+async fn update_service_status(call: ToolCall, args: StatusArguments) -> Outcome<ServiceOutput> {
     let status = parse_status(&args.status)?;
     let which = ServiceRef { id: args.service_id.map(|id| id.to_string()), name: args.name };
     let service = call.service.service_set_status(call.caller(), &which, status).await?;
-    Ok(Reply::ok(format!("service {:?} is {}", service.name, service.status.as_str()))
-        .with("service", service))
+    let message = format!("service {:?} is {}", service.name, service.status.as_str());
+    Ok(Answer::new(message, ServiceOutput { service }))
 }
 
 // The result fields of the service tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ServiceOutput {
     service: swarm_domain::registry::RegisteredService,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ServiceListOutput {
     services: Vec<swarm_domain::registry::RegisteredService>,
 }

@@ -2,7 +2,7 @@
 //! `slack-read`, `slack-post`, `slack-list-channels`. Each is one service call.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::id::{AgentId, InboxMessageId, TaskId};
 use swarm_service::{Delegate, ReplyTarget};
 use uuid::Uuid;
@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 const READ_LIMIT_DEFAULT: u32 = 20;
@@ -24,8 +24,7 @@ pub fn group() -> Vec<ToolSpec> {
              becomes responded) or taskId (a task with a Slack thread that you work on or created).",
             Audience::Agents,
             slack_reply,
-        )
-        .output::<PostedTs>(),
+        ),
         ToolSpec::new(
             "inbox-delegate",
             "Lead only: hand an inbox message to a worker as a task that keeps the Slack thread (the \
@@ -33,15 +32,13 @@ pub fn group() -> Vec<ToolSpec> {
              offers the task instead of assigning it. The message becomes delegated.",
             Audience::LeadOnly,
             inbox_delegate,
-        )
-        .output::<DelegatedOutput>(),
+        ),
         ToolSpec::new(
             "get-inbox-message",
             "One of your inbox messages: its text with the thread history, Slack context and status.",
             Audience::Agents,
             get_inbox_message,
         )
-        .output::<InboxMessageOutput>()
         .read_only(),
         ToolSpec::new(
             "slack-read",
@@ -50,7 +47,6 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             slack_read,
         )
-        .output::<SlackMessages>()
         .read_only(),
         ToolSpec::new(
             "slack-post",
@@ -58,50 +54,43 @@ pub fn group() -> Vec<ToolSpec> {
              your name.",
             Audience::LeadOnly,
             slack_post,
-        )
-        .output::<PostedTs>(),
+        ),
         ToolSpec::new(
             "slack-list-channels",
             "Lead only: the Slack channels the bot can see.",
             Audience::LeadOnly,
             slack_list_channels,
         )
-        .output::<SlackChannels>()
         .read_only(),
     ]
 }
 
 // The result fields of the Slack tools, for their output schemas: the REST API's types.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct PostedTs {
     /// The Slack timestamp of the message posted.
     ts: String,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct DelegatedOutput {
     task: swarm_domain::task::Task,
     inbox_message: swarm_domain::inbox::InboxMessage,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct InboxMessageOutput {
     inbox_message: swarm_domain::inbox::InboxMessage,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct SlackMessages {
     messages: Vec<swarm_service::slack_api::SlackMessageView>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct SlackChannels {
     channels: Vec<swarm_service::slack_api::SlackChannelView>,
 }
@@ -117,14 +106,14 @@ struct SlackReplyArguments {
     message: String,
 }
 
-async fn slack_reply(call: ToolCall, args: SlackReplyArguments) -> Outcome {
+async fn slack_reply(call: ToolCall, args: SlackReplyArguments) -> Outcome<PostedTs> {
     let target = match (args.inbox_message_id, args.task_id) {
         (Some(id), None) => ReplyTarget::InboxMessage(InboxMessageId::from_uuid(id)),
         (None, Some(id)) => ReplyTarget::Task(TaskId::from_uuid(id)),
         _ => return Err(Reply::refused("give inboxMessageId or taskId, exactly one")),
     };
     let ts = call.service.slack_reply(call.caller(), target, &args.message).await?;
-    Ok(Reply::ok("Reply sent successfully.").with("ts", ts))
+    Ok(Answer::new("Reply sent successfully.", PostedTs { ts }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -140,7 +129,7 @@ struct InboxDelegateArguments {
     offer_mode: bool,
 }
 
-async fn inbox_delegate(call: ToolCall, args: InboxDelegateArguments) -> Outcome {
+async fn inbox_delegate(call: ToolCall, args: InboxDelegateArguments) -> Outcome<DelegatedOutput> {
     let request = Delegate {
         inbox_message_id: InboxMessageId::from_uuid(args.inbox_message_id),
         agent_id: AgentId::from_uuid(args.agent_id),
@@ -149,9 +138,8 @@ async fn inbox_delegate(call: ToolCall, args: InboxDelegateArguments) -> Outcome
     };
     let delegated = call.service.inbox_delegate(call.caller(), request).await?;
     let verb = if args.offer_mode { "offered to" } else { "assigned to" };
-    Ok(Reply::ok(format!("Task created and {verb} {}.", delegated.target.name))
-        .with("task", &delegated.task)
-        .with("inboxMessage", &delegated.message))
+    let message = format!("Task created and {verb} {}.", delegated.target.name);
+    Ok(Answer::new(message, DelegatedOutput { task: delegated.task, inbox_message: delegated.message }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -160,10 +148,11 @@ struct GetInboxMessageArguments {
     inbox_message_id: Uuid,
 }
 
-async fn get_inbox_message(call: ToolCall, args: GetInboxMessageArguments) -> Outcome {
+async fn get_inbox_message(call: ToolCall, args: GetInboxMessageArguments) -> Outcome<InboxMessageOutput> {
     let message =
         call.service.inbox_get(call.caller(), InboxMessageId::from_uuid(args.inbox_message_id)).await?;
-    Ok(Reply::ok(format!("inbox message {} ({})", message.id, message.status)).with("inboxMessage", &message))
+    let text = format!("inbox message {} ({})", message.id, message.status);
+    Ok(Answer::new(text, InboxMessageOutput { inbox_message: message }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -177,14 +166,14 @@ struct SlackReadArguments {
     limit: Option<u32>,
 }
 
-async fn slack_read(call: ToolCall, args: SlackReadArguments) -> Outcome {
+async fn slack_read(call: ToolCall, args: SlackReadArguments) -> Outcome<SlackMessages> {
     let limit = args.limit.unwrap_or(READ_LIMIT_DEFAULT);
     if !(1..=READ_LIMIT_MAX).contains(&limit) {
         return Err(Reply::refused(format!("limit must be between 1 and {READ_LIMIT_MAX}")));
     }
     let messages =
         call.service.slack_read(call.caller(), &args.channel_id, args.thread_ts.as_deref(), limit).await?;
-    Ok(Reply::ok(format!("{} message(s)", messages.len())).with("messages", &messages))
+    Ok(Answer::new(format!("{} message(s)", messages.len()), SlackMessages { messages }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -196,12 +185,12 @@ struct SlackPostArguments {
     message: String,
 }
 
-async fn slack_post(call: ToolCall, args: SlackPostArguments) -> Outcome {
+async fn slack_post(call: ToolCall, args: SlackPostArguments) -> Outcome<PostedTs> {
     let ts = call.service.slack_post(call.caller(), &args.channel_id, args.thread_ts, &args.message).await?;
-    Ok(Reply::ok("Message posted.").with("ts", ts))
+    Ok(Answer::new("Message posted.", PostedTs { ts }))
 }
 
-async fn slack_list_channels(call: ToolCall, _args: super::NoArguments) -> Outcome {
+async fn slack_list_channels(call: ToolCall, _args: super::NoArguments) -> Outcome<SlackChannels> {
     let channels = call.service.slack_list_channels(call.caller()).await?;
-    Ok(Reply::ok(format!("{} channel(s)", channels.len())).with("channels", &channels))
+    Ok(Answer::new(format!("{} channel(s)", channels.len()), SlackChannels { channels }))
 }

@@ -5,7 +5,7 @@
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::id::{InboxMessageId, TaskId};
 use swarm_service::{FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
 use uuid::Uuid;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 pub fn group() -> Vec<ToolSpec> {
@@ -26,8 +26,7 @@ pub fn group() -> Vec<ToolSpec> {
              the file is. At most 2 MiB.",
             Audience::Agents,
             upload,
-        )
-        .output::<Uploaded>(),
+        ),
         ToolSpec::new(
             "slack-download-file",
             "Download a file shared in Slack (fileId): the lead any file, another agent one shared in \
@@ -36,28 +35,27 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Agents,
             download,
         )
-        .output::<Downloaded>()
         .read_only(),
     ]
 }
 
 // The result fields of the file tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct Uploaded {
     /// The Slack file id.
     file_id: String,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct Downloaded {
     file: swarm_service::slack_api::SlackFileView,
     /// The bytes, base64 (without savePath).
+    #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<String>,
     /// Where the file was written (stdio, with savePath).
+    #[serde(skip_serializing_if = "Option::is_none")]
     saved_path: Option<String>,
 }
 
@@ -82,7 +80,7 @@ struct UploadArguments {
     initial_comment: Option<String>,
 }
 
-async fn upload(call: ToolCall, args: UploadArguments) -> Outcome {
+async fn upload(call: ToolCall, args: UploadArguments) -> Outcome<Uploaded> {
     let place = match (args.inbox_message_id, args.task_id, args.channel_id) {
         (Some(id), None, None) => FilePlace::InboxMessage(InboxMessageId::from_uuid(id)),
         (None, Some(id), None) => FilePlace::Task(TaskId::from_uuid(id)),
@@ -124,7 +122,7 @@ async fn upload(call: ToolCall, args: UploadArguments) -> Outcome {
     };
     let upload = FileUpload { filename, bytes, initial_comment: args.initial_comment };
     let file_id = call.service.slack_upload_file(call.caller(), place, upload).await?;
-    Ok(Reply::ok(format!("File uploaded to Slack ({file_id}).")).with("fileId", file_id))
+    Ok(Answer::new(format!("File uploaded to Slack ({file_id})."), Uploaded { file_id }))
 }
 
 async fn read_local(path: &str) -> Result<Vec<u8>, Reply> {
@@ -153,7 +151,7 @@ struct DownloadArguments {
     filename: Option<String>,
 }
 
-async fn download(call: ToolCall, args: DownloadArguments) -> Outcome {
+async fn download(call: ToolCall, args: DownloadArguments) -> Outcome<Downloaded> {
     let Some(file_id) = args.file_id else {
         let why = if args.url.is_some() {
             "a url alone is not taken (the bot token goes to files Slack names); "
@@ -163,8 +161,8 @@ async fn download(call: ToolCall, args: DownloadArguments) -> Outcome {
         return Err(Reply::refused(format!("{why}give fileId, the Slack file's id")));
     };
     let downloaded = call.service.slack_download_file(call.caller(), &file_id).await?;
-    let file = &downloaded.file;
-    let summary = format!("{} ({} bytes)", file.name, downloaded.bytes.len());
+    let (file, bytes) = (downloaded.file, downloaded.bytes);
+    let summary = format!("{} ({} bytes)", file.name, bytes.len());
     match args.save_path {
         Some(_) if call.identity.is_header() => Err(Reply::refused(
             "savePath would write on the hub's machine, which the hub does not do for agents: leave it \
@@ -177,16 +175,16 @@ async fn download(call: ToolCall, args: DownloadArguments) -> Outcome {
                 let name = std::path::Path::new(&name).file_name().map_or("file".into(), |n| n.to_owned());
                 target.push(name);
             }
-            tokio::fs::write(&target, &downloaded.bytes)
+            tokio::fs::write(&target, &bytes)
                 .await
                 .map_err(|error| Reply::refused(format!("cannot write {}: {error}", target.display())))?;
             let saved = target.display().to_string();
-            Ok(Reply::ok(format!("Downloaded {summary} to {saved}."))
-                .with("savedPath", saved)
-                .with("file", file))
+            let message = format!("Downloaded {summary} to {saved}.");
+            Ok(Answer::new(message, Downloaded { file, content: None, saved_path: Some(saved) }))
         }
-        None => Ok(Reply::ok(format!("Downloaded {summary}."))
-            .with("file", file)
-            .with("content", STANDARD.encode(&downloaded.bytes))),
+        None => {
+            let content = Some(STANDARD.encode(&bytes));
+            Ok(Answer::new(format!("Downloaded {summary}."), Downloaded { file, content, saved_path: None }))
+        }
     }
 }

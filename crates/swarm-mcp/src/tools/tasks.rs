@@ -2,7 +2,7 @@
 //! `store-progress`, `cancel-task`.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::{
     event::Event,
     id::{AgentId, TaskId},
@@ -15,7 +15,7 @@ use super::{parse_status, task_status_schema};
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 /// Where tasks created over MCP say they came from.
@@ -33,7 +33,6 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             get_tasks,
         )
-        .output::<TaskListOutput>()
         .read_only(),
         ToolSpec::new(
             "get-task-details",
@@ -41,7 +40,6 @@ pub fn group() -> Vec<ToolSpec> {
             Audience::Anyone,
             get_task_details,
         )
-        .output::<TaskDetailsOutput>()
         .read_only(),
         ToolSpec::new(
             "send-task",
@@ -50,8 +48,7 @@ pub fn group() -> Vec<ToolSpec> {
              the pool. Never to the lead, never to yourself.",
             Audience::Agents,
             send_task,
-        )
-        .output::<TaskOutput>(),
+        ),
         ToolSpec::new(
             "task-action",
             "Act on a task: create (a pool task from `task`), claim (a pool task, for you), release \
@@ -59,8 +56,7 @@ pub fn group() -> Vec<ToolSpec> {
              takes a reason), to_backlog or from_backlog (lead or creator).",
             Audience::Agents,
             task_action,
-        )
-        .output::<TaskOutput>(),
+        ),
         ToolSpec::new(
             "store-progress",
             "Report on a task you are assigned (the lead may report on any): a progress note, and/or \
@@ -68,43 +64,37 @@ pub fn group() -> Vec<ToolSpec> {
              your pending task starts it.",
             Audience::Agents,
             store_progress,
-        )
-        .output::<TaskFinishOutput>(),
+        ),
         ToolSpec::new(
             "cancel-task",
             "Cancel a task that has not finished (the lead, or the task's creator).",
             Audience::Agents,
             cancel_task,
-        )
-        .output::<TaskFinishOutput>(),
+        ),
     ]
 }
 
 // The result fields of the task tools, for their output schemas.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TaskListOutput {
     tasks: Vec<Task>,
     total: i64,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TaskDetailsOutput {
     task: Task,
     /// The task's history, newest first.
     logs: Vec<Event>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TaskOutput {
     task: Task,
 }
 
-#[derive(utoipa::ToSchema)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 struct TaskFinishOutput {
     already_finished: bool,
     task: Task,
@@ -140,7 +130,7 @@ struct GetTasksArguments {
     limit: Option<i64>,
 }
 
-async fn get_tasks(call: ToolCall, args: GetTasksArguments) -> Outcome {
+async fn get_tasks(call: ToolCall, args: GetTasksArguments) -> Outcome<TaskListOutput> {
     let limit = args.limit.unwrap_or(GET_TASKS_LIMIT_DEFAULT);
     if !(1..=GET_TASKS_LIMIT_MAX).contains(&limit) {
         return Err(Reply::refused(format!(
@@ -180,7 +170,7 @@ async fn get_tasks(call: ToolCall, args: GetTasksArguments) -> Outcome {
     }
     let (tasks, total) = call.service.task_list(query).await?;
     let message = format!("{} of {total} matching tasks", tasks.len());
-    Ok(Reply::ok(message).with("tasks", tasks).with("total", total))
+    Ok(Answer::new(message, TaskListOutput { tasks, total }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -189,10 +179,10 @@ struct TaskIdArguments {
     task_id: Uuid,
 }
 
-async fn get_task_details(call: ToolCall, args: TaskIdArguments) -> Outcome {
+async fn get_task_details(call: ToolCall, args: TaskIdArguments) -> Outcome<TaskDetailsOutput> {
     let detail = call.service.task_detail(TaskId::from_uuid(args.task_id)).await?;
     let message = format!("task {} is {}", detail.task.id, detail.task.status);
-    Ok(Reply::ok(message).with("task", detail.task).with("logs", detail.logs))
+    Ok(Answer::new(message, TaskDetailsOutput { task: detail.task, logs: detail.logs }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -216,7 +206,7 @@ struct SendTaskArguments {
     depends_on: Vec<Uuid>,
 }
 
-async fn send_task(call: ToolCall, args: SendTaskArguments) -> Outcome {
+async fn send_task(call: ToolCall, args: SendTaskArguments) -> Outcome<TaskOutput> {
     let request = SendTask {
         task: args.task,
         to: args.agent_id.map(AgentId::from_uuid),
@@ -234,7 +224,7 @@ async fn send_task(call: ToolCall, args: SendTaskArguments) -> Outcome {
         (_, Some(to)) => format!("task {} assigned to agent {to}", task.id),
         _ => format!("task {} put in the pool", task.id),
     };
-    Ok(Reply::ok(message).with("task", task))
+    Ok(Answer::new(message, TaskOutput { task }))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -272,7 +262,7 @@ struct TaskActionArguments {
     reason: Option<String>,
 }
 
-async fn task_action(call: ToolCall, args: TaskActionArguments) -> Outcome {
+async fn task_action(call: ToolCall, args: TaskActionArguments) -> Outcome<TaskOutput> {
     let request = match args.action {
         Action::Create => {
             let Some(text) = args.task else {
@@ -288,7 +278,7 @@ async fn task_action(call: ToolCall, args: TaskActionArguments) -> Outcome {
                 ..TaskDraft::default()
             };
             let task = call.service.task_create(call.caller(), draft).await?;
-            return Ok(Reply::ok(format!("task {} created in the pool", task.id)).with("task", task));
+            return Ok(Answer::new(format!("task {} created in the pool", task.id), TaskOutput { task }));
         }
         Action::Claim => TaskRequest::Claim,
         Action::Release => TaskRequest::Release,
@@ -302,7 +292,7 @@ async fn task_action(call: ToolCall, args: TaskActionArguments) -> Outcome {
     };
     let outcome = call.service.task_act(call.caller(), TaskId::from_uuid(task_id), request).await?;
     let task = outcome.task;
-    Ok(Reply::ok(format!("task {} is now {}", task.id, task.status)).with("task", task))
+    Ok(Answer::new(format!("task {} is now {}", task.id, task.status), TaskOutput { task }))
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -326,7 +316,7 @@ struct StoreProgressArguments {
     failure_reason: Option<String>,
 }
 
-async fn store_progress(call: ToolCall, args: StoreProgressArguments) -> Outcome {
+async fn store_progress(call: ToolCall, args: StoreProgressArguments) -> Outcome<TaskFinishOutput> {
     let finish = args.status.map(|status| Finish {
         status: match status {
             FinishStatus::Completed => TaskStatus::Completed,
@@ -347,7 +337,7 @@ async fn store_progress(call: ToolCall, args: StoreProgressArguments) -> Outcome
     } else {
         format!("progress stored for task {}", task.id)
     };
-    Ok(Reply::ok(message).with("alreadyFinished", outcome.already_finished).with("task", task))
+    Ok(Answer::new(message, TaskFinishOutput { already_finished: outcome.already_finished, task }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -358,7 +348,7 @@ struct CancelTaskArguments {
     reason: Option<String>,
 }
 
-async fn cancel_task(call: ToolCall, args: CancelTaskArguments) -> Outcome {
+async fn cancel_task(call: ToolCall, args: CancelTaskArguments) -> Outcome<TaskFinishOutput> {
     let request = TaskRequest::Cancel { reason: args.reason };
     let outcome = call.service.task_act(call.caller(), TaskId::from_uuid(args.task_id), request).await?;
     let task = outcome.task;
@@ -367,5 +357,5 @@ async fn cancel_task(call: ToolCall, args: CancelTaskArguments) -> Outcome {
     } else {
         format!("task {} cancelled", task.id)
     };
-    Ok(Reply::ok(message).with("alreadyFinished", outcome.already_finished).with("task", task))
+    Ok(Answer::new(message, TaskFinishOutput { already_finished: outcome.already_finished, task }))
 }

@@ -7,8 +7,8 @@
 //! (and ignore) unknown fields: serde cannot deny them through `flatten`.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use swarm_domain::{
     time::Timestamp,
     trigger::{TriggerDef, TriggerDraft, TriggerType},
@@ -18,7 +18,7 @@ use swarm_service::FireRequest;
 use crate::{
     context::ToolCall,
     registry::{Audience, ToolSpec},
-    reply::{Outcome, Reply},
+    reply::{Answer, Outcome, Reply},
 };
 
 const SCHEDULE_TYPES: [TriggerType; 2] = [TriggerType::Cron, TriggerType::Interval];
@@ -33,7 +33,6 @@ pub fn schedule_group() -> Vec<ToolSpec> {
             Audience::Agents,
             list_schedules,
         )
-        .output::<ScheduleListOutput>()
         .read_only(),
         ToolSpec::new(
             "create-schedule",
@@ -42,31 +41,27 @@ pub fn schedule_group() -> Vec<ToolSpec> {
              task; without it the task goes to the pool.",
             Audience::Agents,
             create_schedule,
-        )
-        .output::<ScheduleOutput>(),
+        ),
         ToolSpec::new(
             "update-schedule",
             "Change a schedule (scheduleId, or name): only the fields given. enabled false pauses \
              it. Its creator or the lead only.",
             Audience::Agents,
             update_schedule,
-        )
-        .output::<ScheduleOutput>(),
+        ),
         ToolSpec::new(
             "delete-schedule",
             "Delete a schedule (scheduleId, or name). Its creator or the lead only.",
             Audience::Agents,
             delete_schedule,
-        )
-        .output::<ScheduleOutput>(),
+        ),
         ToolSpec::new(
             "run-schedule-now",
             "File a schedule's task now (scheduleId, or name), without moving its next run. \
              Its creator, its target or the lead only; the task records you as its creator.",
             Audience::Agents,
             run_schedule_now,
-        )
-        .output::<FiredOutput>(),
+        ),
     ]
 }
 
@@ -79,7 +74,6 @@ pub fn inbox_group() -> Vec<ToolSpec> {
             Audience::Anyone,
             trigger_list,
         )
-        .output::<TriggerListOutput>()
         .read_only(),
         ToolSpec::new(
             "trigger_create",
@@ -91,33 +85,29 @@ pub fn inbox_group() -> Vec<ToolSpec> {
              session per conversation. Only the lead may aim one at the lead (by `lead` or its id).",
             Audience::Anyone,
             trigger_create,
-        )
-        .output::<TriggerOutput>(),
+        ),
         ToolSpec::new(
             "trigger_update",
             "Inbox: change a trigger by name: only the fields given; enabled false pauses it.",
             Audience::Anyone,
             trigger_update,
-        )
-        .output::<TriggerOutput>(),
+        ),
         ToolSpec::new(
             "trigger_delete",
             "Inbox: delete a trigger by name, with its sessions.",
             Audience::Anyone,
             trigger_delete,
-        )
-        .output::<TriggerOutput>(),
+        ),
     ]
 }
 
 /// A trigger as tools show it: no secret, where a webhook is called.
-fn view(trigger: &TriggerDef) -> Value {
-    let mut value = serde_json::to_value(trigger).unwrap_or_default();
-    value["hasWebhookSecret"] = json!(trigger.has_webhook_secret());
+fn view(trigger: TriggerDef) -> TriggerView {
+    let (mut webhook_url, mut auth) = (None, None);
     if trigger.kind.is_webhook() {
         // The seed's field name, and the URL the sender must call (stdio knows the hub's).
-        value["webhook_url"] = json!(format!("{}/api/webhooks/{}", crate::stdio::hub_url(), trigger.name));
-        value["auth"] = json!(if trigger.webhook_public {
+        webhook_url = Some(format!("{}/api/webhooks/{}", crate::stdio::hub_url(), trigger.name));
+        auth = Some(if trigger.webhook_public {
             "public: no signature needed".to_string()
         } else if trigger.kind == TriggerType::Github {
             "X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body with the secret>".to_string()
@@ -125,7 +115,7 @@ fn view(trigger: &TriggerDef) -> Value {
             "X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>, or X-Webhook-Secret: <secret>".to_string()
         });
     }
-    value
+    TriggerView { has_webhook_secret: trigger.has_webhook_secret(), trigger, webhook_url, auth }
 }
 
 fn invalid(message: impl Into<String>) -> Reply {
@@ -142,14 +132,14 @@ struct ListSchedulesArguments {
     name: Option<String>,
 }
 
-async fn list_schedules(call: ToolCall, args: ListSchedulesArguments) -> Outcome {
+async fn list_schedules(call: ToolCall, args: ListSchedulesArguments) -> Outcome<ScheduleListOutput> {
     let mut schedules = call.service.trigger_list(&SCHEDULE_TYPES).await?;
     schedules.retain(|trigger| args.enabled.is_none_or(|enabled| trigger.enabled == enabled));
     if let Some(part) = args.name.as_deref().map(str::trim).filter(|part| !part.is_empty()) {
         schedules.retain(|trigger| trigger.name.contains(part));
     }
-    let views: Vec<Value> = schedules.iter().map(view).collect();
-    Ok(Reply::ok(format!("{} schedule(s)", views.len())).with("schedules", views))
+    let schedules: Vec<TriggerView> = schedules.into_iter().map(view).collect();
+    Ok(Answer::new(format!("{} schedule(s)", schedules.len()), ScheduleListOutput { schedules }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -210,15 +200,15 @@ struct CreateScheduleArguments {
     fields: ScheduleFields,
 }
 
-async fn create_schedule(call: ToolCall, args: CreateScheduleArguments) -> Outcome {
+async fn create_schedule(call: ToolCall, args: CreateScheduleArguments) -> Outcome<ScheduleOutput> {
     if args.fields.task_template.as_deref().is_none_or(|text| text.trim().is_empty()) {
         return Err(invalid("taskTemplate is required: the text of the tasks it files"));
     }
     let draft = args.fields.draft(args.name, Some("schedule"))?;
     let trigger = call.service.trigger_create(call.caller(), draft).await?;
     let when = trigger.next_run_at.map(|at| at.to_string()).unwrap_or_else(|| "never".into());
-    Ok(Reply::ok(format!("schedule {} created; next run {when}", trigger.name))
-        .with("schedule", view(&trigger)))
+    let message = format!("schedule {} created; next run {when}", trigger.name);
+    Ok(Answer::new(message, ScheduleOutput { schedule: view(trigger) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -232,7 +222,7 @@ struct UpdateScheduleArguments {
     fields: ScheduleFields,
 }
 
-async fn update_schedule(call: ToolCall, args: UpdateScheduleArguments) -> Outcome {
+async fn update_schedule(call: ToolCall, args: UpdateScheduleArguments) -> Outcome<ScheduleOutput> {
     let current = schedule(&call, args.schedule_id.as_deref(), args.name.as_deref()).await?;
     let mut draft = args.fields.draft(String::new(), None)?;
     // The reference switches kinds by which field is given; a trigger keeps its type.
@@ -247,7 +237,7 @@ async fn update_schedule(call: ToolCall, args: UpdateScheduleArguments) -> Outco
     }
     draft.kind = current.kind.as_str().into();
     let trigger = call.service.trigger_update(call.caller(), &current.name, draft).await?;
-    Ok(Reply::ok(format!("schedule {} updated", trigger.name)).with("schedule", view(&trigger)))
+    Ok(Answer::new(format!("schedule {} updated", trigger.name), ScheduleOutput { schedule: view(trigger) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -259,16 +249,16 @@ struct ScheduleIdArguments {
     name: Option<String>,
 }
 
-async fn delete_schedule(call: ToolCall, args: ScheduleIdArguments) -> Outcome {
+async fn delete_schedule(call: ToolCall, args: ScheduleIdArguments) -> Outcome<ScheduleOutput> {
     let current = schedule(&call, args.schedule_id.as_deref(), args.name.as_deref()).await?;
     let deleted = call.service.trigger_delete(call.caller(), &current.name).await?;
-    Ok(Reply::ok(format!("schedule {} deleted", deleted.name)).with("schedule", view(&deleted)))
+    Ok(Answer::new(format!("schedule {} deleted", deleted.name), ScheduleOutput { schedule: view(deleted) }))
 }
 
-async fn run_schedule_now(call: ToolCall, args: ScheduleIdArguments) -> Outcome {
+async fn run_schedule_now(call: ToolCall, args: ScheduleIdArguments) -> Outcome<FiredOutput> {
     let current = schedule(&call, args.schedule_id.as_deref(), args.name.as_deref()).await?;
     let task = call.service.trigger_fire(call.caller(), &current.name, FireRequest::default()).await?;
-    Ok(Reply::ok(format!("schedule {} ran: task {}", current.name, task.id)).with("task", task))
+    Ok(Answer::new(format!("schedule {} ran: task {}", current.name, task.id), FiredOutput { task }))
 }
 
 fn given(text: Option<&str>) -> Option<&str> {
@@ -306,13 +296,13 @@ struct TriggerListArguments {
     kind: Option<String>,
 }
 
-async fn trigger_list(call: ToolCall, args: TriggerListArguments) -> Outcome {
+async fn trigger_list(call: ToolCall, args: TriggerListArguments) -> Outcome<TriggerListOutput> {
     let kinds = match args.kind.as_deref().map(str::trim).filter(|kind| !kind.is_empty()) {
         Some(kind) => vec![TriggerType::parse(kind).map_err(|error| invalid(error.0))?],
         None => Vec::new(),
     };
-    let triggers: Vec<Value> = call.service.trigger_list(&kinds).await?.iter().map(view).collect();
-    Ok(Reply::ok(format!("{} trigger(s)", triggers.len())).with("triggers", triggers))
+    let triggers: Vec<TriggerView> = call.service.trigger_list(&kinds).await?.into_iter().map(view).collect();
+    Ok(Answer::new(format!("{} trigger(s)", triggers.len()), TriggerListOutput { triggers }))
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -390,10 +380,10 @@ struct TriggerCreateArguments {
     fields: TriggerFields,
 }
 
-async fn trigger_create(call: ToolCall, args: TriggerCreateArguments) -> Outcome {
+async fn trigger_create(call: ToolCall, args: TriggerCreateArguments) -> Outcome<TriggerOutput> {
     let trigger =
         call.service.trigger_create(call.caller(), args.fields.draft(args.name, args.kind)?).await?;
-    Ok(Reply::ok(format!("trigger {} created", trigger.name)).with("trigger", view(&trigger)))
+    Ok(Answer::new(format!("trigger {} created", trigger.name), TriggerOutput { trigger: view(trigger) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -403,10 +393,10 @@ struct TriggerUpdateArguments {
     fields: TriggerFields,
 }
 
-async fn trigger_update(call: ToolCall, args: TriggerUpdateArguments) -> Outcome {
+async fn trigger_update(call: ToolCall, args: TriggerUpdateArguments) -> Outcome<TriggerOutput> {
     let draft = args.fields.draft(String::new(), String::new())?;
     let trigger = call.service.trigger_update(call.caller(), &args.name, draft).await?;
-    Ok(Reply::ok(format!("trigger {} updated", trigger.name)).with("trigger", view(&trigger)))
+    Ok(Answer::new(format!("trigger {} updated", trigger.name), TriggerOutput { trigger: view(trigger) }))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -415,56 +405,52 @@ struct TriggerNameArguments {
     name: String,
 }
 
-async fn trigger_delete(call: ToolCall, args: TriggerNameArguments) -> Outcome {
+async fn trigger_delete(call: ToolCall, args: TriggerNameArguments) -> Outcome<TriggerOutput> {
     let deleted = call.service.trigger_delete(call.caller(), &args.name).await?;
-    Ok(Reply::ok(format!("trigger {} deleted with its sessions", deleted.name))
-        .with("trigger", view(&deleted)))
+    let message = format!("trigger {} deleted with its sessions", deleted.name);
+    Ok(Answer::new(message, TriggerOutput { trigger: view(deleted) }))
 }
 
 // The result fields of the trigger tools, for their output schemas.
 
 /// A trigger as the tools show it ([`view`]): the REST API's trigger, with whether it has
 /// a webhook secret, and for a webhook the URL to call and how to sign.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TriggerView {
     #[serde(flatten)]
     trigger: TriggerDef,
     #[serde(rename = "hasWebhookSecret")]
     has_webhook_secret: bool,
     /// Webhook triggers: the URL the sender calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
     webhook_url: Option<String>,
     /// Webhook triggers: how a call proves it comes from the sender.
+    #[serde(skip_serializing_if = "Option::is_none")]
     auth: Option<String>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ScheduleListOutput {
     schedules: Vec<TriggerView>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ScheduleOutput {
     schedule: TriggerView,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct FiredOutput {
     /// The task the schedule filed.
     task: swarm_domain::task::Task,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TriggerListOutput {
     triggers: Vec<TriggerView>,
 }
 
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct TriggerOutput {
     trigger: TriggerView,
 }
