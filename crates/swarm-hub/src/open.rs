@@ -9,7 +9,7 @@ use std::{
 
 use swarm_store::Store;
 use swarm_store_postgres::PgStore;
-use swarm_store_sqlite::SqliteStore;
+use swarm_store_sqlite::{SqliteOptions, SqliteStore};
 
 use crate::{DatabaseArgs, HubError, HubKey};
 
@@ -26,20 +26,24 @@ pub async fn open_store(args: &DatabaseArgs) -> Result<(Arc<dyn Store>, String),
             Ok((Arc::new(store), description))
         }
         Some(url) => match url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
-            Some(path) => open_sqlite(Path::new(path)).await,
+            Some(path) => open_sqlite(Path::new(path), sqlite_options(args)).await,
             None => Err(HubError::DatabaseUrl),
         },
-        None => open_sqlite(&args.db).await,
+        None => open_sqlite(&args.db, sqlite_options(args)).await,
     }
 }
 
-pub async fn open_sqlite(path: &Path) -> Result<(Arc<dyn Store>, String), HubError> {
+fn sqlite_options(args: &DatabaseArgs) -> SqliteOptions {
+    SqliteOptions { wal_batching: args.sqlite_wal_batching }
+}
+
+pub async fn open_sqlite(path: &Path, options: SqliteOptions) -> Result<(Arc<dyn Store>, String), HubError> {
     create_private(path).map_err(|source| HubError::OpenStore {
         what: format!("SQLite database {}", path.display()),
         hint: "check the path and its permissions",
         source: swarm_store::StoreError::Backend(Box::new(source)),
     })?;
-    let store = SqliteStore::open(path).await.map_err(|source| HubError::OpenStore {
+    let store = SqliteStore::open_with(path, options).await.map_err(|source| HubError::OpenStore {
         what: format!("SQLite database {}", path.display()),
         hint: "check the path and its permissions",
         source,

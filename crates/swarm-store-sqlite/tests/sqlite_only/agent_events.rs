@@ -17,16 +17,16 @@ async fn batched_events_of(connection: &mut sqlx::SqliteConnection, agent: Agent
         .unwrap()
 }
 
+crate::with_and_without_wal_batching!(the_log_by_agent_is_whole_on_both_sides_of_a_batch);
 /// The log by agent is read from two places: the batches the writer copies into
 /// `agent_events`, and, one by one, the events logged after the last batch (here by
 /// another process on the file, whose events this writer has not batched). A page that
 /// spans both is whole and in order at every limit, and the writer's next batch, which
 /// it makes by itself after a write, takes in every event up to then.
-#[tokio::test]
-async fn the_log_by_agent_is_whole_on_both_sides_of_a_batch() {
+async fn the_log_by_agent_is_whole_on_both_sides_of_a_batch(wal_batching: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
-    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let store = Arc::new(crate::open(&path, wal_batching).await);
     let fx = swarm_store::testkit::Fixture::new(store.clone());
     let (a, b) = (fx.worker("a").await, fx.worker("b").await);
     for n in 0..3 {

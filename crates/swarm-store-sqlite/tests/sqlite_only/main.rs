@@ -12,23 +12,50 @@ use swarm_domain::{
     time::Timestamp,
 };
 use swarm_store::{Applied, Store, StoreError};
-use swarm_store_sqlite::SqliteStore;
+use swarm_store_sqlite::{SqliteOptions, SqliteStore};
 use tokio::task::JoinSet;
 
 mod agent_events;
 mod schema;
 
+/// A store on `path`, its writer through the WAL-batching VFS (`wal_appends.rs`) or not.
+pub(crate) async fn open(path: &std::path::Path, wal_batching: bool) -> SqliteStore {
+    SqliteStore::open_with(path, SqliteOptions { wal_batching }).await.unwrap()
+}
+
+/// Runs the test `$name(wal_batching: bool)` twice, as `$name::sqlite_vfs` (the default)
+/// and `$name::wal_batching`: the writes whose path to the file the VFS changes.
+#[macro_export]
+macro_rules! with_and_without_wal_batching {
+    ($name:ident $(, $($test_args:tt)+)?) => {
+        mod $name {
+            #[tokio::test$(($($test_args)+))?]
+            async fn sqlite_vfs() {
+                super::$name(false).await
+            }
+            #[tokio::test$(($($test_args)+))?]
+            async fn wal_batching() {
+                super::$name(true).await
+            }
+        }
+    };
+}
+
 pub(crate) fn worker(name: &str, max_tasks: i64) -> NewAgent {
     NewAgent::parse(AgentId::new_v7(), name, false, None, None, None, Some(max_tasks)).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stores_on_one_file_see_each_other_and_never_double_claim() {
+with_and_without_wal_batching!(
+    stores_on_one_file_see_each_other_and_never_double_claim,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn stores_on_one_file_see_each_other_and_never_double_claim(wal_batching: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
     // Opened at once, as `swarm serve` and `swarm mcp` may be: both migrate safely.
-    let (first, second) = tokio::join!(SqliteStore::open(&path), SqliteStore::open(&path));
-    let (first, second) = (Arc::new(first.unwrap()), Arc::new(second.unwrap()));
+    let (first, second) = tokio::join!(open(&path, wal_batching), open(&path, wal_batching));
+    let (first, second) = (Arc::new(first), Arc::new(second));
     assert!(first.describe().ends_with("swarm.db"), "{}", first.describe());
 
     let now = Timestamp::now();
@@ -76,14 +103,14 @@ async fn stores_on_one_file_see_each_other_and_never_double_claim() {
     second.close().await;
 }
 
-#[tokio::test]
-async fn reopening_keeps_data_and_registration_comes_back() {
+with_and_without_wal_batching!(reopening_keeps_data_and_registration_comes_back);
+async fn reopening_keeps_data_and_registration_comes_back(wal_batching: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
     let now = Timestamp::now();
     let alice = worker("alice", 1);
     {
-        let store = SqliteStore::open(&path).await.unwrap();
+        let store = open(&path, wal_batching).await;
         assert!(matches!(store.agent_register(&alice, now).await, Ok(Registration::Created(_))));
         store.agent_close(alice.id, now).await.unwrap();
         store.close().await;
@@ -104,14 +131,18 @@ fn wal_restarts(path: &std::path::Path) -> u32 {
     wal.get(12..16).map_or(0, |bytes| u32::from_be_bytes(bytes.try_into().unwrap()))
 }
 
+with_and_without_wal_batching!(
+    the_wal_starts_over_while_writes_never_pause,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
 /// Under writes that never pause, a checkpoint never catches up with the last commit by
 /// itself, and SQLite only starts the WAL over when it has: the WAL file grew for as long
 /// as the load lasted (a gigabyte in half a minute of the claim-cycle benchmark).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_wal_starts_over_while_writes_never_pause() {
+async fn the_wal_starts_over_while_writes_never_pause(wal_batching: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
-    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let store = Arc::new(open(&path, wal_batching).await);
     let agent = worker("writer", 5);
     store.agent_register(&agent, Timestamp::now()).await.unwrap();
     let restarts_before = wal_restarts(&path);
@@ -148,12 +179,16 @@ async fn the_wal_starts_over_while_writes_never_pause() {
     store.close().await;
 }
 
+with_and_without_wal_batching!(
+    a_failing_write_takes_nothing_else_of_its_group_with_it,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
 /// Writes that fail share their group with writes that succeed: each fails or commits
 /// alone, whatever else its group held.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_write_takes_nothing_else_of_its_group_with_it() {
+async fn a_failing_write_takes_nothing_else_of_its_group_with_it(wal_batching: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(SqliteStore::open(&dir.path().join("swarm.db")).await.unwrap());
+    let store = Arc::new(open(&dir.path().join("swarm.db"), wal_batching).await);
     let agent = worker("assignee", 5);
     store.agent_register(&agent, Timestamp::now()).await.unwrap();
 
@@ -298,16 +333,20 @@ async fn the_counts_by_status_stay_what_counting_the_rows_gives() {
     store.close().await;
 }
 
+with_and_without_wal_batching!(
+    grouped_claims_and_finishes_keep_the_counts_exact,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
 /// Claims and finishes run as `UPDATE OR FAIL` (no statement journal, `apply::guarded_update`)
 /// inside groups of concurrent writes, with the counting triggers firing in each: workers
 /// claiming and finishing at once, and finishes of tasks already finished (refused) among
 /// them, leave every task completed once and the counts what counting the rows gives.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn grouped_claims_and_finishes_keep_the_counts_exact() {
+async fn grouped_claims_and_finishes_keep_the_counts_exact(wal_batching: bool) {
     use swarm_domain::poll::{Trigger, TriggerKind};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
-    let store = Arc::new(SqliteStore::open(&path).await.unwrap());
+    let store = Arc::new(open(&path, wal_batching).await);
     let now = Timestamp::now();
     let mut workers = JoinSet::new();
     for w in 0..8 {
@@ -359,15 +398,15 @@ async fn grouped_claims_and_finishes_keep_the_counts_exact() {
     store.close().await;
 }
 
+with_and_without_wal_batching!(a_kept_poll_view_never_hides_new_work);
 /// An idle agent's poll view is kept while nothing commits (`view_cache`): it must never
 /// hide work, whether this store wrote it or another connection to the file did (a second
 /// hub, `swarm mcp`).
-#[tokio::test]
-async fn a_kept_poll_view_never_hides_new_work() {
+async fn a_kept_poll_view_never_hides_new_work(wal_batching: bool) {
     use swarm_domain::poll::TriggerKind;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("swarm.db");
-    let store = SqliteStore::open(&path).await.unwrap();
+    let store = open(&path, wal_batching).await;
     let now = Timestamp::now();
     let agent = worker("idle", 1);
     store.agent_register(&agent, now).await.unwrap();

@@ -116,8 +116,12 @@ impl Hub {
         args.api_key_file = None;
         args.insecure_no_auth = api_key.is_none();
         args.database = match database {
-            Database::SqliteFile(path) => DatabaseArgs { db: path.clone(), database_url: None },
-            Database::Postgres(url) => DatabaseArgs { db: PathBuf::new(), database_url: Some(url.clone()) },
+            Database::SqliteFile(path) => {
+                DatabaseArgs { db: path.clone(), database_url: None, sqlite_wal_batching: false }
+            }
+            Database::Postgres(url) => {
+                DatabaseArgs { db: PathBuf::new(), database_url: Some(url.clone()), sqlite_wal_batching: false }
+            }
         };
         let (started_tx, started_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<bool>();
