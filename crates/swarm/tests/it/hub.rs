@@ -266,14 +266,6 @@ impl Hub {
         }
     }
 
-    /// The process of a hub started with [`Hub::spawn`].
-    pub fn pid(&self) -> u32 {
-        match &self.running {
-            Running::Process(child) => child.id(),
-            _ => panic!("only a spawned hub has a process of its own"),
-        }
-    }
-
     /// The service of a hub in this process: what the hub is doing right now.
     pub fn activity(&self) -> ActivitySnapshot {
         match &self.running {

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::hub::{Hub, SWARM, sqlite_file};
+use crate::hub::SWARM;
 
 #[test]
 fn the_memory_bench_reports_idle_parked_and_after() {
@@ -63,61 +63,4 @@ fn the_memory_bench_fails_when_a_bound_is_missed() {
     assert_eq!(report["passed"], false, "{report:#}");
     let failures = report["failures"].as_array().unwrap();
     assert!(failures.iter().any(|f| f.as_str().is_some_and(|f| f.contains("idle hub"))), "{report:#}");
-}
-
-/// The resident kB of a process's own program file's mappings that are not private copies.
-fn program_file_kb(pid: u32) -> u64 {
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the hub's program");
-    let exe = exe.to_str().expect("a UTF-8 path");
-    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("the hub's mappings");
-    let (mut resident, mut ours) = (0, false);
-    let kb = |line: &str, field: &str| -> Option<u64> {
-        line.strip_prefix(field)?.trim().trim_end_matches(" kB").parse().ok()
-    };
-    for line in smaps.lines() {
-        if line.split_ascii_whitespace().next().is_some_and(|first| first.contains('-')) {
-            ours = line.ends_with(exe);
-        } else if ours {
-            resident += kb(line, "Rss:").unwrap_or(0);
-            resident -= kb(line, "Anonymous:").unwrap_or(0);
-        }
-    }
-    resident
-}
-
-/// What `swarm_hub::memory` promises: a hub that has served nothing for a few seconds
-/// unmaps the code and constants that serving brought in, and maps them back when asked.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quiet_hub_gives_back_the_code_its_requests_brought_in_and_still_serves() {
-    let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::spawn(&sqlite_file(dir.path()), Some("quiet-key-0123456789"));
-    let pid = hub.pid();
-    let agent = uuid::Uuid::new_v4().to_string();
-    let serve_a_spread_of_routes = async || {
-        let (status, _) = hub.post("/api/agents", Some(&agent), serde_json::json!({"name": "quiet"})).await;
-        assert!(status == 200 || status == 201, "registered: {status}");
-        for path in ["/api/tasks", "/api/agents", "/api/stats", "/api/channels", "/api/epics", "/api/poll"] {
-            let (status, body) = hub.get(path, Some(&agent)).await;
-            assert_eq!(status, 200, "{path}: {body}");
-        }
-    };
-    serve_a_spread_of_routes().await;
-    let busy = program_file_kb(pid);
-
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let quiet = loop {
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        let now = program_file_kb(pid);
-        if now <= busy / 2 || std::time::Instant::now() >= deadline {
-            break now;
-        }
-    };
-    assert!(
-        quiet <= busy / 2,
-        "the program's resident pages: {busy} kB after the requests, {quiet} kB a minute later"
-    );
-
-    // The same requests again: the code is mapped back and answers as before.
-    serve_a_spread_of_routes().await;
-    assert!(program_file_kb(pid) > quiet, "the requests' code came back");
 }
