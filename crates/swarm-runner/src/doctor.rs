@@ -253,8 +253,12 @@ pub fn hooks_check(env: &Environment) -> Check {
     )
 }
 
-/// The hub answers, takes the key, and knows the agent.
-pub async fn hub_checks(config: &RunnerConfig) -> Vec<Check> {
+/// The hub answers, takes the key, and knows the agent. `agent_id_given` says whether
+/// `config.agent_id` is the user's (AGENT_ID) or one made up for this check, which no
+/// runner will use: then the check says what `swarm worker` will do instead of looking it
+/// up. An agent not registered yet passes too: `swarm worker` registers it on its first
+/// start, so the README's order (connect, doctor, worker) works.
+pub async fn hub_checks(config: &RunnerConfig, agent_id_given: bool) -> Vec<Check> {
     let client = match Client::new(ClientConfig {
         base_url: config.hub_url.clone(),
         api_key: config.api_key.clone(),
@@ -277,6 +281,15 @@ pub async fn hub_checks(config: &RunnerConfig) -> Vec<Check> {
         }
     }
     match client.get_agent(config.agent_id, false).await {
+        // The lookup of a made-up id only tells whether the key is accepted.
+        Ok(_) if !agent_id_given => {
+            checks.push(Check::pass("API key", "accepted"));
+            checks.push(no_agent_id_check());
+        }
+        Err(err) if !agent_id_given && err.status().is_some_and(|status| status.as_u16() == 404) => {
+            checks.push(Check::pass("API key", "accepted"));
+            checks.push(no_agent_id_check());
+        }
         Ok(agent) => {
             checks.push(Check::pass("API key", "accepted"));
             checks.push(Check::pass(
@@ -291,10 +304,12 @@ pub async fn hub_checks(config: &RunnerConfig) -> Vec<Check> {
         }
         Err(err) if err.status().is_some_and(|status| status.as_u16() == 404) => {
             checks.push(Check::pass("API key", "accepted"));
-            checks.push(Check::fail(
+            checks.push(Check::pass(
                 "agent",
-                format!("{} is not registered", config.agent_id),
-                "start `swarm worker` (or `swarm lead`) with this AGENT_ID once: it registers the agent",
+                format!(
+                    "{} is not registered yet: `swarm worker` (or `swarm lead`) registers it on its first start",
+                    config.agent_id
+                ),
             ));
         }
         Err(err) => checks.push(Check::fail(
@@ -305,6 +320,16 @@ pub async fn hub_checks(config: &RunnerConfig) -> Vec<Check> {
     }
     checks.push(mcp_endpoint_check(config).await);
     checks
+}
+
+/// Without AGENT_ID there is no agent to look up: what the runner will do, and how to keep
+/// the agent it makes.
+fn no_agent_id_check() -> Check {
+    Check::pass(
+        "agent",
+        "no AGENT_ID: `swarm worker` (or `swarm lead`) makes a new agent on its first start and prints \
+         its id; set AGENT_ID to that id to keep the same agent (and resume its paused tasks) across restarts",
+    )
 }
 
 /// The hub's `/mcp`, as the agent CLI reaches it when the runner starts it (the runner

@@ -1,4 +1,4 @@
-//! `swarm worker` and `swarm lead`: flags and environment (CONTRACT.md, Runner) turned
+//! `swarm worker` and `swarm lead`: flags and environment (the reference runner's) turned
 //! into a `swarm_runner::RunnerConfig`; the runner itself lives in `swarm-runner`.
 
 use std::{path::PathBuf, time::Duration};
@@ -179,17 +179,24 @@ pub struct DoctorArgs {
     runner: RunnerArgs,
 }
 
-pub async fn doctor(args: DoctorArgs) -> anyhow::Result<()> {
+pub async fn doctor(mut args: DoctorArgs) -> anyhow::Result<()> {
+    // Without AGENT_ID the runner makes an agent of its own on its first start. An id made
+    // here would name no agent at all: the checks use one to reach the hub, and say what the
+    // runner will do instead of looking it up.
+    let agent_id_given = non_empty(args.runner.agent.agent_id.clone()).is_some();
+    if !agent_id_given {
+        args.runner.agent.agent_id = Some(AgentId::from_uuid(uuid::Uuid::new_v4()).to_string());
+    }
     let config = config(Role::Worker, args.runner)?;
     let env = Environment::of_this_process();
-    let mut checks = doctor::hub_checks(&config).await;
+    let mut checks = doctor::hub_checks(&config, agent_id_given).await;
     checks.extend(doctor::preflight(&config, &env).await);
     if config.harness == Harness::Claude {
         checks.push(doctor::hooks_check(&env));
     }
     let swarm_on_path = doctor::cli_check(&Harness::from_command_line("swarm")?, &env).await;
     let fix = (!swarm_on_path.passed).then(|| {
-        "install it: cargo install --path crates/swarm (the hooks `swarm connect` writes call `swarm`)".into()
+        "install it: cargo install --locked --path crates/swarm (the hooks `swarm connect` writes call `swarm`)".into()
     });
     checks.push(doctor::Check { name: "swarm on PATH (for hooks)".into(), fix, ..swarm_on_path });
     for check in &checks {

@@ -276,7 +276,7 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
         if args.hook_command.trim() == "swarm" && !program_on_path("swarm") {
             plan.notes.push(
                 "`swarm` is not on PATH, and the hooks call `swarm hook <event>`: install it with \
-                 `cargo install --path crates/swarm` (from the swarm checkout), or re-run with \
+                 `cargo install --locked --path crates/swarm` (from the swarm checkout), or re-run with \
                  --hook-command /path/to/swarm"
                     .to_string(),
             );

@@ -114,3 +114,46 @@ async fn doctor_passes_a_connected_project_and_names_a_stopped_hub_or_a_wrong_ke
     );
     assert!(output.contains("checks failed"), "{output}");
 }
+
+/// The README's order: `swarm connect`, `swarm doctor`, then `swarm worker`. Before the
+/// first worker there is no agent: doctor passes and says what the worker will do, with
+/// AGENT_ID unset (a new agent, and how to keep it) and with one not registered yet.
+#[tokio::test]
+async fn doctor_before_the_first_worker_passes_and_says_what_the_worker_will_do() {
+    let dir = tempfile::tempdir().unwrap();
+    bin(dir.path());
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let connected = swarm(dir.path(), &project, &["connect", "--url", &hub.base_url], &[("API_KEY", KEY)]);
+    assert!(connected.status.success(), "{}", text(&connected));
+    let url = hub.base_url.clone();
+
+    let without_id = swarm(dir.path(), &project, &["doctor"], &[("MCP_BASE_URL", &url), ("API_KEY", KEY)]);
+    let output = text(&without_id);
+    assert!(without_id.status.success(), "{output}");
+    let line = check(&output, "agent");
+    assert!(
+        line.starts_with('✓') && line.contains("no AGENT_ID") && line.contains("swarm worker"),
+        "{line}\n{output}"
+    );
+    assert!(line.contains("set AGENT_ID"), "how to keep the agent the worker makes: {line}");
+    assert!(
+        !output.contains("note: no AGENT_ID given"),
+        "no made-up id is offered as the agent's:\n{output}"
+    );
+    assert!(check(&output, "API key").starts_with('✓'), "{output}");
+
+    let env = [("MCP_BASE_URL", url.as_str()), ("API_KEY", KEY), ("AGENT_ID", AGENT)];
+    let not_yet = swarm(dir.path(), &project, &["doctor"], &env);
+    let output = text(&not_yet);
+    assert!(not_yet.status.success(), "{output}");
+    let line = check(&output, "agent");
+    assert!(
+        line.starts_with('✓') && line.contains(AGENT) && line.contains("not registered yet"),
+        "{line}\n{output}"
+    );
+    assert!(line.contains("registers it on its first start"), "{line}");
+    assert!(!output.contains('✗') && output.contains("checks passed"), "{output}");
+}
