@@ -240,7 +240,44 @@ fn own_fields<O: utoipa::ToSchema>(name: &str) -> JsonObject {
     {
         root.insert("$defs".into(), Value::Object(defs));
     }
+    let mut root = Value::Object(root);
+    examples_for_example(&mut root);
+    let Value::Object(root) = root else { unreachable!("still an object") };
     root
+}
+
+/// OpenAPI's `example: v` (which utoipa writes) as JSON Schema 2020-12's `examples: [v]`,
+/// in a schema and every subschema, so the output schema uses only 2020-12 keywords.
+fn examples_for_example(schema: &mut Value) {
+    let Value::Object(keywords) = schema else { return };
+    if let Some(example) = keywords.remove("example") {
+        keywords.entry("examples").or_insert_with(|| Value::Array(vec![example]));
+    }
+    for (keyword, value) in keywords.iter_mut() {
+        match keyword.as_str() {
+            "$defs" | "properties" | "patternProperties" | "dependentSchemas" => {
+                if let Value::Object(named) = value {
+                    named.values_mut().for_each(examples_for_example);
+                }
+            }
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                if let Value::Array(list) = value {
+                    list.iter_mut().for_each(examples_for_example);
+                }
+            }
+            "not"
+            | "if"
+            | "then"
+            | "else"
+            | "items"
+            | "contains"
+            | "additionalProperties"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties" => examples_for_example(value),
+            _ => {}
+        }
+    }
 }
 
 fn rewrite_refs(value: &mut Value) {

@@ -107,6 +107,9 @@ mod tests {
             }
             // Every tool declares its result: a closed object, so an undeclared field fails.
             assert_eq!(schema["additionalProperties"], false, "{} does not declare its result", spec.name());
+            // JSON Schema 2020-12, not OpenAPI: `examples`, never utoipa's `example`.
+            let text = serde_json::to_string(&schema).unwrap();
+            assert!(!text.contains("\"example\":"), "{}: {text}", spec.name());
         }
         let details = registry.find("get-task-details").unwrap().tool.output_schema.clone().unwrap();
         assert!(details["properties"]["task"].get("$ref").is_some(), "{details:?}");

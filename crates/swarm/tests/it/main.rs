@@ -2,7 +2,6 @@
 
 mod api_flow;
 mod backup;
-mod bench;
 mod chat;
 mod cli;
 mod connect;
@@ -28,7 +27,6 @@ mod mcp_race;
 mod mcp_schema;
 mod mcp_stdio;
 mod mcp_tasks;
-mod memory_bench;
 mod metrics;
 mod poll;
 mod real_cli;
@@ -43,7 +41,6 @@ mod services;
 mod slack;
 mod slack_files;
 mod slack_stand_in;
-mod soak;
 mod stress;
 mod support;
 mod talk_runners;
