@@ -78,7 +78,7 @@ function showLogin() {
   signOut.hidden = true;
   setLive('offline');
   loginError.textContent = refused
-    ? 'The hub refused this key (401 Unauthorized). Check the API_KEY that swarm serve was started with.'
+    ? 'The hub refused this key (401 Unauthorized). Check it against the hub\'s key file (./swarm.db.key by default) or the API_KEY it was started with.'
     : '';
   loginKey.focus();
 }

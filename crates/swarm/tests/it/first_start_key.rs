@@ -56,6 +56,11 @@ async fn a_hub_started_without_a_key_generates_one_that_local_commands_use() {
     let banner = hub.banner.join("\n");
     assert!(banner.contains(&key_file.display().to_string()), "the banner says where the key is:\n{banner}");
     assert!(!banner.contains(&key), "the banner never prints the key:\n{banner}");
+    // Off a terminal there is no sign-in link (it holds the key), and the banner says so.
+    assert!(
+        banner.contains("sign-in link: shown on a terminal only") && banner.contains("sign-in form"),
+        "the banner says how to sign in without the link:\n{banner}"
+    );
 
     // Without the key: 401, whoever asks, and a cross-site form post creates nothing.
     let http = reqwest::Client::new();
