@@ -37,8 +37,10 @@ export function badge(status) {
   return h('span', { class: `badge status-${status}` }, String(status).replace('_', ' '));
 }
 
+/** An id in a few characters: its last 8. Ids are UUIDv7, whose first 8 hex digits are a
+ *  timestamp that ids made in the same minute share; the last 8 are random. */
 export function shortId(id) {
-  return id ? String(id).slice(0, 8) : '';
+  return id ? `…${String(id).slice(-8)}` : '';
 }
 
 /** "12s ago", "3m ago", or the date for older times; the exact time on hover. */
@@ -55,13 +57,13 @@ export function ago(iso) {
 }
 
 export function taskLink(id, text) {
-  return h('a', { href: `#/tasks/${id}`, class: 'task-link' }, text ?? shortId(id));
+  return h('a', { href: `#/tasks/${id}`, class: 'task-link', title: id }, text ?? shortId(id));
 }
 
 export function agentLink(id, agents) {
   if (!id) return h('span', { class: 'muted' }, '-');
   const agent = agents?.get(id);
-  return h('a', { href: `#/agents/${id}` }, agent ? agent.name : shortId(id));
+  return h('a', { href: `#/agents/${id}`, title: id }, agent ? agent.name : shortId(id));
 }
 
 /** A table; `columns` are `[heading, row => cell]`. */

@@ -1,6 +1,8 @@
 //! The last hour in one-minute points, for the dashboard's small charts: queue depth,
 //! trigger wait and runs finished. Kept in memory by a background task that reads the
 //! activity counters and one `stats` snapshot a minute; a restarted hub starts over.
+//! A point is up to a minute old: the dashboard shows the queue depth of now (the same
+//! sum of `GET /api/stats`) beside the line, so a task just created counts at once.
 
 use std::{collections::VecDeque, sync::Mutex, time::Duration};
 

@@ -2,7 +2,7 @@
 // person (a message without an agent).
 
 import { api } from '../api.js';
-import { agentsById, ago, errorBox, fill, form, h, taskLink } from '../ui.js';
+import { agentsById, ago, errorBox, fill, form, h, shortId, taskLink } from '../ui.js';
 
 const LIMIT = 100;
 
@@ -58,10 +58,10 @@ export function mount(root, route) {
   }
 
   function messageItem(channel, message, nReplies, inThread = false) {
-    const author = message.agentId ? (byId.get(message.agentId)?.name || message.agentId.slice(0, 8)) : 'a person';
+    const author = message.agentId ? (byId.get(message.agentId)?.name || shortId(message.agentId)) : 'a person';
     return h('li', { class: 'message', dataset: { messageId: message.id } },
       h('div', { class: 'meta' }, h('strong', {}, author), ' ', ago(message.createdAt),
-        message.mentions?.length ? h('span', { class: 'muted' }, ` → ${message.mentions.map((id) => byId.get(id)?.name || id.slice(0, 8)).join(', ')}`) : ''),
+        message.mentions?.length ? h('span', { class: 'muted' }, ` → ${message.mentions.map((id) => byId.get(id)?.name || shortId(id)).join(', ')}`) : ''),
       h('div', { class: 'prose' }, message.content),
       message.taskIds?.length ? h('div', { class: 'muted' }, 'tasks: ', message.taskIds.map((id) => [taskLink(id), ' '])) : '',
       inThread ? '' : h('a', { class: 'thread-link', href: `#/channels/${channel.id}/thread/${message.id}` },

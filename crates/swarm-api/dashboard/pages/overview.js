@@ -1,6 +1,8 @@
 // Overview: who is up and what each is doing, tasks by status, the latest events.
 // Four small requests, none of which grows with the number of tasks in the hub, and the
-// last hour's points (a minute each, kept by the hub) drawn as three small charts.
+// last hour's points (a minute each, kept by the hub) drawn as three small charts. The
+// events name their tasks by title: those not in progress are read once each (at most
+// EVENTS_LIMIT) and remembered while the page is open.
 
 import { api } from '../api.js';
 import { agentLink, agentsById, ago, badge, clip, errorBox, fill, h, table, TASK_STATUSES, taskLink } from '../ui.js';
@@ -8,14 +10,20 @@ import { agentLink, agentsById, ago, badge, clip, errorBox, fill, h, table, TASK
 const WORKING_LIMIT = 100;
 const EVENTS_LIMIT = 25;
 const CHARTS = [
-  { key: 'queueDepth', id: 'chart-queue', title: 'Queue depth', unit: '' },
+  { key: 'queueDepth', id: 'chart-queue', title: 'Queue depth', unit: '', now: queueDepth, hint: 'tasks unassigned, offered or pending' },
   { key: 'triggerWaitP95Ms', id: 'chart-trigger-wait', title: 'Trigger wait p95', unit: ' ms' },
   { key: 'runsFinished', id: 'chart-runs', title: 'Runs per minute', unit: '' },
 ];
 const SVG = 'http://www.w3.org/2000/svg';
 
+/** Tasks waiting to be taken up: in the pool, offered, or assigned and not started. The
+ *  hub's `queueDepth` points (`/api/stats/history`) count the same, once a minute. */
+function queueDepth(tasks) {
+  return (tasks.unassigned ?? 0) + (tasks.offered ?? 0) + (tasks.pending ?? 0);
+}
+
 // A sparkline of one series: the last value in figures, the hour as a line.
-function chart({ id, title, unit }, values) {
+function chart({ id, title, unit, hint }, values, now) {
   const width = 240;
   const height = 48;
   const svg = document.createElementNS(SVG, 'svg');
@@ -32,10 +40,11 @@ function chart({ id, title, unit }, values) {
   const line = document.createElementNS(SVG, 'polyline');
   line.setAttribute('points', points.join(' '));
   svg.append(line);
-  const last = known.length ? known[known.length - 1] : null;
+  // The figure is the value now when the page knows it (the points are up to a minute old).
+  const last = now ?? (known.length ? known[known.length - 1] : null);
   const figure = last === null ? '–' : `${Math.round(last * 10) / 10}${unit}`;
   return h('div', { class: 'chart', id, dataset: { points: String(values.length) } },
-    h('span', {}, title), h('strong', {}, figure), svg);
+    h('span', { title: hint }, title), h('strong', {}, figure), svg);
 }
 
 export function mount(root) {
@@ -50,6 +59,24 @@ export function mount(root) {
     h('h2', {}, 'Agents'), agents,
     h('h2', {}, 'Recent events'), events);
 
+  // Task titles by id, for the events; a task gone (retention) keeps its short id.
+  const titles = new Map();
+  const edits = new Set();
+  async function readTitles(logs, working) {
+    for (const event of logs) {
+      // An edit seen for the first time may have changed the title: read it again.
+      if (event.eventType === 'task_edited' && !edits.has(event.id)) {
+        edits.add(event.id);
+        titles.delete(event.taskId);
+      }
+    }
+    const inProgress = new Set(working.map((task) => task.id));
+    const wanted = [...new Set(logs.map((event) => event.taskId).filter(Boolean))]
+      .filter((id) => !titles.has(id) && !inProgress.has(id));
+    const read = await Promise.all(wanted.map((id) => api(`/api/tasks/${encodeURIComponent(id)}`).catch(() => null)));
+    for (const task of read) if (task) titles.set(task.id, task.task);
+  }
+
   async function load() {
     try {
       const [stats, agentList, working, logs, history] = await Promise.all([
@@ -59,7 +86,13 @@ export function mount(root) {
         api(`/api/logs?limit=${EVENTS_LIMIT}`),
         api('/api/stats/history'),
       ]);
-      fill(charts, CHARTS.map((spec) => chart(spec, history.points.map((point) => point[spec.key]))));
+      await readTitles(logs.logs, working.tasks);
+      fill(charts, CHARTS.map((spec) => {
+        const now = spec.now ? spec.now(stats.tasks) : undefined;
+        // The line ends at the value now, so figure and line agree.
+        const values = history.points.map((point) => point[spec.key]);
+        return chart(spec, now === undefined ? values : [...values, now], now);
+      }));
       const byId = agentsById(agentList.agents);
       fill(counts,
         h('a', { class: 'count total', href: '#/tasks' }, h('strong', {}, stats.tasks.total), 'all'),
@@ -67,6 +100,7 @@ export function mount(root) {
           h('strong', {}, stats.tasks[status] ?? 0), status.replace('_', ' '))));
       const current = new Map();
       for (const task of working.tasks) {
+        titles.set(task.id, task.task);
         if (!current.has(task.agentId)) current.set(task.agentId, []);
         current.get(task.agentId).push(task);
       }
@@ -81,9 +115,9 @@ export function mount(root) {
         ['When', (event) => ago(event.createdAt)],
         ['Event', (event) => event.eventType],
         ['Agent', (event) => agentLink(event.agentId, byId)],
-        ['Task', (event) => (event.taskId ? taskLink(event.taskId) : '')],
+        ['Task', (event) => (event.taskId ? taskLink(event.taskId, titles.has(event.taskId) ? clip(titles.get(event.taskId), 60) : undefined) : '')],
         ['Change', (event) => [event.oldValue, event.newValue].filter(Boolean).join(' → ')],
-      ], logs.logs, { empty: 'No events yet.' }));
+      ], logs.logs, { empty: 'No events yet.', rowAttributes: (event) => ({ dataset: { eventType: event.eventType } }) }));
     } catch (error) {
       fill(events, errorBox(error));
     }

@@ -1,7 +1,7 @@
 // One task: its fields, output, history, cost and session log.
 
 import { api } from '../api.js';
-import { agentLink, agentsById, ago, badge, errorBox, FINISHED, fill, form, h, table } from '../ui.js';
+import { agentLink, agentsById, ago, badge, errorBox, FINISHED, fill, form, h, shortId, table } from '../ui.js';
 import { renderSessionLog } from '../session-log.js';
 
 export function mountTask(root, id) {
@@ -35,7 +35,7 @@ export function mountTask(root, id) {
           h('dt', {}, 'Source'), h('dd', {}, task.source),
           h('dt', {}, 'Priority'), h('dd', {}, task.priority),
           task.tags?.length ? [h('dt', {}, 'Tags'), h('dd', {}, task.tags.join(', '))] : '',
-          task.dependsOn?.length ? [h('dt', {}, 'Depends on'), h('dd', {}, task.dependsOn.map((dep) => h('a', { href: `#/tasks/${dep}` }, dep.slice(0, 8), ' ')))] : '',
+          task.dependsOn?.length ? [h('dt', {}, 'Depends on'), h('dd', {}, task.dependsOn.map((dep) => h('a', { href: `#/tasks/${dep}` }, shortId(dep), ' ')))] : '',
           h('dt', {}, 'Created'), h('dd', {}, ago(task.createdAt)),
           h('dt', {}, 'Updated'), h('dd', {}, ago(task.lastUpdatedAt)),
           task.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, ago(task.finishedAt))] : ''));

@@ -2,7 +2,7 @@
 // the URL), a form to create one, and the detail view (task.js) for `#/tasks/<id>`.
 
 import { api, withQuery } from '../api.js';
-import { agentLink, agentsById, ago, badge, clip, errorBox, fill, form, h, table, TASK_STATUSES, taskLink } from '../ui.js';
+import { agentLink, agentsById, ago, badge, clip, errorBox, fill, form, h, shortId, table, TASK_STATUSES, taskLink } from '../ui.js';
 import { mountTask } from './task.js';
 
 const PAGE_SIZE = 50;
@@ -49,7 +49,7 @@ function mountList(root, params) {
     if (data.get('agentId')) body.agentId = data.get('agentId');
     const task = await api('/api/tasks', { method: 'POST', body });
     element.reset();
-    element.querySelector('.form-status').textContent = `Created task ${task.id.slice(0, 8)}.`;
+    element.querySelector('.form-status').textContent = `Created task ${shortId(task.id)}.`;
     await load();
   });
 

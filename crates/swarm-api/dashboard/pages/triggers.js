@@ -3,7 +3,7 @@
 // Both are the REST calls any client makes (POST /api/triggers/:name/fire, PATCH).
 
 import { api } from '../api.js';
-import { agentLink, agentsById, ago, badge, errorBox, fill, h, table } from '../ui.js';
+import { agentLink, agentsById, ago, badge, errorBox, fill, h, shortId, table } from '../ui.js';
 
 function when(trigger) {
   switch (trigger.type) {
@@ -42,7 +42,7 @@ export function mount(root) {
     const button = h('button', { type: 'button', class: 'fire', 'data-trigger': trigger.name }, 'Fire now');
     button.addEventListener('click', () => act(
       `/api/triggers/${encodeURIComponent(trigger.name)}/fire`, { method: 'POST', body: {} },
-      (answer) => `${trigger.name} fired: task ${answer.task.id.slice(0, 8)} created.`));
+      (answer) => `${trigger.name} fired: task ${shortId(answer.task.id)} created.`));
     return button;
   }
 

@@ -264,6 +264,53 @@ async fn the_sign_in_link_signs_the_dashboard_in_and_leaves_no_key_in_the_addres
     browser.close().await;
 }
 
+/// Issue 44: two tasks just created read as two tasks on the overview. The events name
+/// them by title (not by the first 8 hex digits of a UUIDv7, which ids made in the same
+/// minute share), and the queue depth beside them is the queue now: unassigned, offered
+/// and pending tasks, as the hub's minute points count it.
+#[tokio::test]
+async fn overview_names_tasks_by_title_and_counts_the_queue_now() {
+    let browser = Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let mut ids = Vec::new();
+    for text in ["Write the release notes", "Fix the flaky login test"] {
+        let (status, task) = hub.post("/api/tasks", None, json!({"task": text})).await;
+        assert_eq!(status, 201, "{task}");
+        assert_eq!(task["status"], "unassigned", "{task}");
+        ids.push(task["id"].as_str().unwrap().to_string());
+    }
+    browser.goto(&hub.url(&format!("/#key={KEY}"))).await;
+    let tasks = browser
+        .wait_for(
+            "the created tasks among the events, by title",
+            "const rows = [...document.querySelectorAll('#overview-events tr[data-event-type=task_created]')];
+             return rows.length === 2 ? rows.map((row) => row.querySelector('a.task-link').textContent) : null",
+        )
+        .await;
+    let tasks = tasks.to_string();
+    assert!(
+        tasks.contains("Write the release notes") && tasks.contains("Fix the flaky login test"),
+        "{tasks}"
+    );
+    let queue = browser
+        .wait_for(
+            "the queue depth",
+            "const figure = document.querySelector('#chart-queue strong'); return figure && figure.textContent",
+        )
+        .await;
+    assert_eq!(queue, json!("2"), "two unassigned tasks are a queue of two");
+    let (_, stats) = hub.get("/api/stats", None).await;
+    assert_eq!(stats["tasks"]["unassigned"], 2, "{stats}");
+
+    // An id shown without its title shows its random end, which tells ids of one minute apart.
+    let short = browser
+        .script(&format!("return import('/assets/ui.js').then((ui) => ui.shortId('{}'))", ids[0]))
+        .await;
+    assert_eq!(short, json!(format!("…{}", &ids[0][ids[0].len() - 8..])));
+    browser.close().await;
+}
+
 #[tokio::test]
 async fn dashboard_shows_epics_with_their_progress_live() {
     let browser = Browser::start().await;
