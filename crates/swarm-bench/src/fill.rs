@@ -1,29 +1,48 @@
-//! `swarm bench --fill N`: the scale run (issue 22). Before the measurements, the scratch
-//! database of the hub the bench started gets a history: agents that came and went and N
-//! tasks they finished, each with its events, written in bulk by `INSERT ... SELECT` into
-//! the tables the hub itself migrated (the store's own schema, not a copy of it), in
-//! batches of one transaction each. Going through the API would take an hour for a
-//! million tasks; this takes minutes, and the hub then serves the measurements on it.
+//! `swarm-bench --fill N`: the scale run (issue 22). Before its hub starts, the scratch
+//! database gets a history: agents that came and went and N tasks they finished, each
+//! with its events, written through the store (`swarm_store::Store`, the trait the hub
+//! writes through), never around it. The hub then starts on that database, as a
+//! long-lived hub restarts on its own, and serves the measurements on it.
 //!
-//! The rows are what the hub writes for a task created by the operator for an agent and
-//! finished by it: the task (completed, its outcome reported to the lead) and three
-//! events (created, in progress, completed). The filler agents are offline, as most
-//! agents of a long-lived hub are, so that no background pass of the hub moves them while
-//! it is measured.
+//! Each task lives what the hub writes for a task created by the operator for an agent
+//! and finished by it: `task_create` (pending, `task_created` logged), `task_apply` of
+//! start and of a completed finish (each a `task_status_change`), and the lead told of
+//! it (a lead's `tasks_finished` claim sets `notifiedAt`). Many tasks are in flight at
+//! once (the SQLite store groups concurrent writes into one commit, PostgreSQL spreads
+//! them over its pool), each agent's tasks one after the other, as its one slot allows.
+//! The filler agents and the one lead that was told end offline, as most agents of a
+//! long-lived hub are, so that no background pass of the hub moves them while it is
+//! measured.
 
-use std::{path::PathBuf, time::Instant};
+use std::{path::PathBuf, sync::Arc, time::Instant};
 
 use anyhow::{Context, bail};
 use serde::Serialize;
 use sqlx::Connection;
+use swarm_domain::{
+    agent::NewAgent,
+    id::{AgentId, TaskId},
+    poll::TriggerKind,
+    task::{FinishOutcome, NewTask, PRIORITY_DEFAULT, TaskAction, TaskOrigin, TaskStatus},
+    time::Timestamp,
+};
+use swarm_store::{Applied, Store};
+use tokio::task::JoinSet;
 
 use super::hub::{Http, Target};
 
-/// Tasks written per transaction.
+/// Tasks written before each progress line and the lead's catching up.
 const BATCH: u64 = 50_000;
+/// Tasks in flight at once (each agent's one after the other).
+const IN_FLIGHT: u64 = 64;
+/// PostgreSQL connections of the fill (a shared server has to fit them).
+const IN_FLIGHT_PG: u32 = 32;
 /// The filled history ends this long before the fill (milliseconds): older than any
 /// retention window the bench's hub could run with (it runs none by default).
 const HISTORY_MS: i64 = 3_600_000;
+/// Task `i` was created `HISTORY_MS + (tasks - i) * STEP_MS` before now, started half a
+/// second later and finished a second later, by agent `i % agents`.
+const STEP_MS: i64 = 100;
 
 /// Where the scratch database of a hub the bench started lives.
 #[derive(Debug, Clone)]
@@ -38,6 +57,7 @@ pub(crate) enum Database {
 pub(crate) struct Fill {
     pub agents: u64,
     pub tasks: u64,
+    /// The tasks' events: created, started, finished.
     pub events: u64,
     pub seconds: f64,
     /// After the fill (SQLite: the file and its WAL; PostgreSQL: `pg_database_size`).
@@ -55,21 +75,44 @@ pub(crate) struct Shape {
 
 pub(crate) async fn fill(database: &Database, shape: Shape) -> anyhow::Result<Fill> {
     let started = Instant::now();
-    // Ids of this run's rows: UUIDs whose first group is random, so two fills of one
-    // database never collide.
-    let tag = u32::from_str_radix(&uuid::Uuid::new_v4().simple().to_string()[..8], 16)?;
-    let now = chrono_millis();
-    let progress = move |done: u64| {
-        eprintln!("bench: filled {done} of {} tasks ({:.0} s)", shape.tasks, started.elapsed().as_secs_f64());
-    };
     match database {
         Database::SqliteFile(path) => {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || sqlite::fill(&path, shape, tag, now, progress))
+            let store = swarm_store_sqlite::SqliteStore::open(path)
                 .await
-                .context("the SQLite fill stopped")??;
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            let store = Arc::new(store);
+            let written = write(store.clone(), shape, started).await;
+            // The event log's index by agent, as the hub's writer would have kept it.
+            let indexed = store.index_agent_events().await;
+            store.close().await;
+            drop(store);
+            written?;
+            indexed?;
+            // The WAL the fill's thousands of commits grew, copied into the file and
+            // emptied: the size reported is the history's, as a hub that restarts finds it.
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+            let mut connection = sqlx::SqliteConnection::connect_with(&options).await?;
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&mut connection).await?;
+            connection.close().await.ok();
         }
-        Database::Postgres { url } => postgres::fill(url, shape, tag, now, progress).await?,
+        Database::Postgres { url } => {
+            // A commit need not wait for its flush: a fill cut short is a scratch run
+            // failed anyway, and the VACUUM below ends with everything on disk.
+            let mut fill_url = reqwest::Url::parse(url).context("the scratch database's URL")?;
+            fill_url.query_pairs_mut().append_pair("options", "-c synchronous_commit=off");
+            let store = swarm_store_postgres::PgStore::connect_with(fill_url.as_str(), IN_FLIGHT_PG)
+                .await
+                .context("cannot connect to fill the database")?;
+            let store = Arc::new(store);
+            let written = write(store.clone(), shape, started).await;
+            store.close().await;
+            written?;
+            // What autovacuum would have done to a database that grew this way over
+            // months: the planner sees the tables as they are.
+            let mut connection = sqlx::PgConnection::connect(url).await?;
+            sqlx::query("VACUUM ANALYZE agents, tasks, events").execute(&mut connection).await?;
+            connection.close().await.ok();
+        }
     }
     Ok(Fill {
         agents: shape.agents,
@@ -79,6 +122,130 @@ pub(crate) async fn fill(database: &Database, shape: Shape) -> anyhow::Result<Fi
         bytes_filled: size(database).await?,
         bytes_after: None,
     })
+}
+
+/// The agents, then the tasks batch by batch, the lead told of each batch's.
+async fn write<S: Store>(store: Arc<S>, shape: Shape, started: Instant) -> anyhow::Result<()> {
+    // Names of this run's agents carry a random tag, so two fills of one database never
+    // collide.
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let now = Timestamp::unix_millis_now();
+    let start = now - HISTORY_MS - i64::try_from(shape.tasks)? * STEP_MS;
+    let at = |millis: i64| Timestamp::from_unix_millis(millis).context("a time out of range");
+
+    let agents = Arc::new(register_agents(&store, tag, shape.agents, at(start)?).await?);
+    let lead = AgentId::new_v7();
+    let lead_agent = NewAgent::parse(lead, &format!("fill-{tag}-lead"), true, None, None, None, None)
+        .map_err(|err| anyhow::anyhow!("the filler lead: {err}"))?;
+    store.agent_register(&lead_agent, at(start)?).await.context("cannot register the filler lead")?;
+
+    let mut done = 0;
+    while done < shape.tasks {
+        let count = BATCH.min(shape.tasks - done);
+        let batch = done..done + count;
+        // Lane `l` writes the tasks of the agents `a` with `a % lanes == l`, in order.
+        let lanes = IN_FLIGHT.min(shape.agents).min(count);
+        let mut writers = JoinSet::new();
+        for lane in 0..lanes {
+            let (store, agents, batch) = (store.clone(), agents.clone(), batch.clone());
+            writers.spawn(async move {
+                for i in batch.filter(|i| (i % shape.agents) % lanes == lane) {
+                    let agent = agents[usize::try_from(i % shape.agents)?];
+                    let created = start + i64::try_from(i)? * STEP_MS;
+                    finished_task(&*store, i, agent, created).await?;
+                }
+                anyhow::Ok(())
+            });
+        }
+        while let Some(written) = writers.join_next().await {
+            written.context("a fill task stopped")??;
+        }
+        done += count;
+        // The lead is told of the batch's tasks, 50 a claim, as its polls would have.
+        let told = at(start + i64::try_from(done)? * STEP_MS + 1_100)?;
+        while store.poll_claim(lead, &[TriggerKind::TasksFinished], told, told).await?.is_some() {}
+        eprintln!("bench: filled {done} of {} tasks ({:.0} s)", shape.tasks, started.elapsed().as_secs_f64());
+    }
+    store.agent_close(lead, at(start + i64::try_from(shape.tasks)? * STEP_MS + 2_000)?).await?;
+    Ok(())
+}
+
+async fn register_agents<S: Store>(
+    store: &Arc<S>,
+    tag: &str,
+    count: u64,
+    at: Timestamp,
+) -> anyhow::Result<Vec<AgentId>> {
+    let ids: Arc<Vec<AgentId>> = Arc::new((0..count).map(|_| AgentId::new_v7()).collect());
+    let lanes = IN_FLIGHT.min(count);
+    let mut writers = JoinSet::new();
+    for lane in 0..lanes {
+        let (store, ids, tag) = (store.clone(), ids.clone(), tag.to_string());
+        writers.spawn(async move {
+            for i in (lane..count).step_by(usize::try_from(lanes)?) {
+                let id = ids[usize::try_from(i)?];
+                let agent =
+                    NewAgent::parse(id, &format!("fill-{tag}-agent-{i}"), false, None, None, None, Some(1))
+                        .map_err(|err| anyhow::anyhow!("a filler agent: {err}"))?;
+                store.agent_register(&agent, at).await.context("cannot register the filler agents")?;
+                store.agent_close(id, at).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(written) = writers.join_next().await {
+        written.context("a fill task stopped")??;
+    }
+    Ok(Arc::into_inner(ids).unwrap_or_default())
+}
+
+/// Task `i`, created for `agent` at `created`, started by it half a second later and
+/// completed half a second after that.
+async fn finished_task<S: Store + ?Sized>(
+    store: &S,
+    i: u64,
+    agent: AgentId,
+    created: i64,
+) -> anyhow::Result<()> {
+    let at = |millis: i64| Timestamp::from_unix_millis(millis).context("a time out of range");
+    // Ids are UUID v7 of their creation time, as the hub's are.
+    let id = TaskId::from_uuid(uuid::Uuid::new_v7(uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        u64::try_from(created / 1_000)?,
+        u32::try_from((created % 1_000) * 1_000_000)?,
+    )));
+    let task = NewTask {
+        id,
+        task: format!("filled task {i}: build the thing and report back"),
+        status: TaskStatus::Pending,
+        agent_id: Some(agent),
+        creator_agent_id: None,
+        offered_to: None,
+        source: "api".to_string(),
+        task_type: None,
+        tags: Vec::new(),
+        priority: PRIORITY_DEFAULT,
+        depends_on: Vec::new(),
+        epic_id: None,
+        origin: TaskOrigin::default(),
+    };
+    store.task_create(&task, at(created)?).await.context("cannot write a task")?;
+    let start = TaskAction::Start { agent }.change();
+    let finish = TaskAction::Finish {
+        assignee: Some(agent),
+        outcome: FinishOutcome::Completed { output: Some("done".to_string()) },
+    }
+    .change();
+    for (change, millis) in [(start, created + 500), (finish, created + 1_000)] {
+        match store.task_apply(id, &change, Some(agent), at(millis)?).await? {
+            Applied::Changed { .. } => {}
+            Applied::Refused { current } => {
+                bail!("filled task {i} is {}, so it cannot become {}", current.status, change.to)
+            }
+            Applied::NotFound => bail!("filled task {i} is gone"),
+        }
+    }
+    Ok(())
 }
 
 /// The hub reads what was written: its stats count the tasks and agents, and it decodes
@@ -127,240 +294,5 @@ pub(crate) async fn size(database: &Database) -> anyhow::Result<u64> {
             connection.close().await.ok();
             Ok(u64::try_from(bytes).unwrap_or_default())
         }
-    }
-}
-
-fn chrono_millis() -> i64 {
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Task `i` was created `HISTORY_MS + (tasks - i) * STEP` before now and finished a
-/// second later, by agent `i % agents`.
-const STEP_MS: i64 = 100;
-
-mod sqlite {
-    use std::path::Path;
-
-    use anyhow::Context;
-    use rusqlite::{Connection, params};
-
-    use super::{BATCH, HISTORY_MS, STEP_MS, Shape};
-
-    /// A UUID of this run: the tag, then `kind` (1 agents, 2 tasks, 3 events), then `i`.
-    /// `printf` gives SQLite the hex digits.
-    macro_rules! uuid {
-        ($kind:literal, $i:literal) => {
-            concat!("printf('%08x-0000-7000-8", $kind, "00-%012x', ?1, ", $i, ")")
-        };
-    }
-
-    pub(super) fn fill(
-        path: &Path,
-        shape: Shape,
-        tag: u32,
-        now: i64,
-        progress: impl Fn(u64),
-    ) -> anyhow::Result<()> {
-        let mut connection =
-            Connection::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        connection.busy_timeout(std::time::Duration::from_secs(30))?;
-        let start = now - HISTORY_MS - i64::try_from(shape.tasks)? * STEP_MS;
-        let (agents, tasks, batch) =
-            (i64::try_from(shape.agents)?, i64::try_from(shape.tasks)?, i64::try_from(BATCH)?);
-        let tx = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        tx.execute(
-            concat!(
-                "WITH RECURSIVE n (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?2)
-                 INSERT INTO agents (id, name, is_lead, status, max_tasks, created_at, last_updated_at, last_seen_at)
-                 SELECT ",
-                uuid!("1", "i"),
-                ", printf('fill-%08x-agent-%d', ?1, i), 0, 'offline', 1, ?3, ?3, ?3 FROM n"
-            ),
-            params![tag, agents, start],
-        )
-        .context("cannot write the agents")?;
-        tx.commit()?;
-        let mut done = 0;
-        while done < tasks {
-            let count = batch.min(tasks - done);
-            let tx = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            tx.execute(
-                concat!(
-                    "WITH RECURSIVE n (i) AS (SELECT ?2 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?2 + ?3)
-                     INSERT INTO tasks (id, agent_id, task, status, source, priority, created_at, last_updated_at,
-                                        finished_at, notified_at, output)
-                     SELECT ",
-                    uuid!("2", "i"),
-                    ", ",
-                    uuid!("1", "i % ?4"),
-                    ", printf('filled task %d: build the thing and report back', i), 'completed', 'api', 50,
-                       ?5 + i * ?6, ?5 + i * ?6 + 1000, ?5 + i * ?6 + 1000, ?5 + i * ?6 + 1100, 'done'
-                     FROM n"
-                ),
-                params![tag, done, count, agents, start, STEP_MS],
-            )
-            .context("cannot write the tasks")?;
-            // Three events per task: created (by the operator), in progress and completed
-            // (by its agent). The agent's events go into the index by agent the way the
-            // writer's batches put them there.
-            tx.execute(
-                concat!(
-                    "WITH RECURSIVE n (i) AS (SELECT ?2 * 3 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < (?2 + ?3) * 3)
-                     INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, created_at)
-                     SELECT ",
-                    uuid!("3", "i"),
-                    ", CASE i % 3 WHEN 0 THEN 'task_created' ELSE 'task_status_change' END,
-                       CASE WHEN i % 3 = 0 THEN NULL ELSE ",
-                    uuid!("1", "(i / 3) % ?4"),
-                    " END, ",
-                    uuid!("2", "i / 3"),
-                    ", CASE i % 3 WHEN 0 THEN NULL WHEN 1 THEN 'pending' ELSE 'in_progress' END,
-                       CASE i % 3 WHEN 0 THEN 'pending' WHEN 1 THEN 'in_progress' ELSE 'completed' END,
-                       ?5 + (i / 3) * ?6 + (i % 3) * 500
-                     FROM n"
-                ),
-                params![tag, done, count, agents, start, STEP_MS],
-            )
-            .context("cannot write the events")?;
-            let through: i64 =
-                tx.query_row("SELECT through_seq FROM agent_events_indexed", [], |row| row.get(0))?;
-            tx.execute(
-                "INSERT OR IGNORE INTO agent_events (agent_id, created_at, event_seq)
-                 SELECT agent_id, created_at, seq FROM events WHERE seq > ?1 AND agent_id IS NOT NULL",
-                [through],
-            )?;
-            tx.execute(
-                "UPDATE agent_events_indexed SET through_seq = (SELECT coalesce(max(seq), 0) FROM events)",
-                [],
-            )?;
-            tx.commit()?;
-            done += count;
-            // Keep the WAL from growing by the whole fill.
-            connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-            progress(u64::try_from(done)?);
-        }
-        Ok(())
-    }
-}
-
-mod postgres {
-    use anyhow::Context;
-    use sqlx::{Connection, PgConnection};
-
-    use super::{BATCH, HISTORY_MS, STEP_MS, Shape};
-
-    /// A UUID of this run: the tag, then `kind` (1 agents, 2 tasks, 3 events), then `i`.
-    macro_rules! uuid {
-        ($kind:literal, $i:literal) => {
-            concat!(
-                "(lpad(to_hex($1::bigint), 8, '0') || '-0000-7000-8",
-                $kind,
-                "00-' || lpad(to_hex(",
-                $i,
-                "), 12, '0'))::uuid"
-            )
-        };
-    }
-
-    /// Milliseconds since the epoch as a `timestamptz`.
-    macro_rules! at {
-        ($millis:literal) => {
-            concat!("to_timestamp((", $millis, ")::double precision / 1000)")
-        };
-    }
-
-    pub(super) async fn fill(
-        url: &str,
-        shape: Shape,
-        tag: u32,
-        now: i64,
-        progress: impl Fn(u64),
-    ) -> anyhow::Result<()> {
-        let mut connection =
-            PgConnection::connect(url).await.context("cannot connect to fill the database")?;
-        let start = now - HISTORY_MS - i64::try_from(shape.tasks)? * STEP_MS;
-        let (tag, agents, tasks) =
-            (i64::from(tag), i64::try_from(shape.agents)?, i64::try_from(shape.tasks)?);
-        sqlx::query(concat!(
-            "INSERT INTO agents (id, name, is_lead, status, max_tasks, created_at, last_updated_at, last_seen_at)
-             SELECT ",
-            uuid!("1", "i"),
-            ", 'fill-' || lpad(to_hex($1::bigint), 8, '0') || '-agent-' || i, false, 'offline', 1, ",
-            at!("$3"),
-            ", ",
-            at!("$3"),
-            ", ",
-            at!("$3"),
-            " FROM generate_series(0, $2 - 1) AS i"
-        ))
-        .bind(tag)
-        .bind(agents)
-        .bind(start)
-        .execute(&mut connection)
-        .await
-        .context("cannot write the agents")?;
-        let mut done: i64 = 0;
-        while done < tasks {
-            let count = i64::try_from(BATCH)?.min(tasks - done);
-            let mut tx = connection.begin().await?;
-            sqlx::query(concat!(
-                "INSERT INTO tasks (id, agent_id, task, status, source, priority, created_at, last_updated_at,
-                                    finished_at, notified_at, output)
-                 SELECT ",
-                uuid!("2", "i"),
-                ", ",
-                uuid!("1", "i % $4"),
-                ", 'filled task ' || i || ': build the thing and report back', 'completed', 'api', 50, ",
-                at!("$5 + i * $6"),
-                ", ",
-                at!("$5 + i * $6 + 1000"),
-                ", ",
-                at!("$5 + i * $6 + 1000"),
-                ", ",
-                at!("$5 + i * $6 + 1100"),
-                ", 'done' FROM generate_series($2, $2 + $3 - 1) AS i"
-            ))
-            .bind(tag)
-            .bind(done)
-            .bind(count)
-            .bind(agents)
-            .bind(start)
-            .bind(STEP_MS)
-            .execute(&mut *tx)
-            .await
-            .context("cannot write the tasks")?;
-            sqlx::query(concat!(
-                "INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, created_at)
-                 SELECT ",
-                uuid!("3", "i"),
-                ", CASE i % 3 WHEN 0 THEN 'task_created' ELSE 'task_status_change' END,
-                   CASE WHEN i % 3 = 0 THEN NULL ELSE ",
-                uuid!("1", "(i / 3) % $4"),
-                " END, ",
-                uuid!("2", "i / 3"),
-                ", CASE i % 3 WHEN 0 THEN NULL WHEN 1 THEN 'pending' ELSE 'in_progress' END,
-                   CASE i % 3 WHEN 0 THEN 'pending' WHEN 1 THEN 'in_progress' ELSE 'completed' END, ",
-                at!("$5 + (i / 3) * $6 + (i % 3) * 500"),
-                " FROM generate_series($2 * 3, ($2 + $3) * 3 - 1) AS i"
-            ))
-            .bind(tag)
-            .bind(done)
-            .bind(count)
-            .bind(agents)
-            .bind(start)
-            .bind(STEP_MS)
-            .execute(&mut *tx)
-            .await
-            .context("cannot write the events")?;
-            tx.commit().await?;
-            done += count;
-            progress(u64::try_from(done)?);
-        }
-        // What autovacuum would have done to a database that grew this way over months:
-        // the planner sees the tables as they are.
-        sqlx::query("VACUUM ANALYZE agents, tasks, events").execute(&mut connection).await?;
-        connection.close().await.ok();
-        Ok(())
     }
 }

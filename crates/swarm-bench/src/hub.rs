@@ -1,10 +1,16 @@
 //! The hub under test, and the HTTP client the measurements talk to it with.
 //!
-//! A hub the bench starts is this same binary running `swarm serve --port 0` on a
-//! scratch database that nothing else sees: a new SQLite file in a new temporary folder,
-//! or a new PostgreSQL database on the server the URL names. Both are removed after.
+//! A hub the bench starts is the `swarm` binary (beside this one, or `--swarm`,
+//! `SWARM_BIN`, `PATH`) running `swarm serve --port 0` on a scratch database that
+//! nothing else sees: a new SQLite file in a new temporary folder, or a new PostgreSQL
+//! database on the server the URL names. Both are removed after.
 
-use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    process::Stdio,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
@@ -291,6 +297,40 @@ impl Backend {
     }
 }
 
+/// The `swarm` binary the bench starts hubs with, when `--swarm` (or `SWARM_BIN`) names it.
+static SWARM_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Start hubs with this `swarm` binary rather than the one found beside this program
+/// or on `PATH`.
+pub(crate) fn use_swarm_program(path: PathBuf) {
+    let _ = SWARM_PROGRAM.set(path);
+}
+
+/// The `swarm` binary to start: the one named by `--swarm`/`SWARM_BIN`, else the one in
+/// this program's folder (the same cargo target dir), else the first on `PATH`.
+fn swarm_program() -> anyhow::Result<PathBuf> {
+    const BUILD: &str = "build it with `cargo build --release -p swarm` (it lands beside swarm-bench \
+        in target/release), or name it with --swarm <path> or SWARM_BIN";
+    if let Some(path) = SWARM_PROGRAM.get() {
+        if path.is_file() {
+            return Ok(path.clone());
+        }
+        bail!("the swarm binary {} (--swarm or SWARM_BIN) is not a file; {BUILD}", path.display());
+    }
+    let name = format!("swarm{}", std::env::consts::EXE_SUFFIX);
+    let beside = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(&name)));
+    let on_path = || {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).map(|folder| folder.join(&name)).find(|candidate| candidate.is_file())
+    };
+    match beside.filter(|path| path.is_file()).or_else(on_path) {
+        Some(path) => Ok(path),
+        None => bail!(
+            "cannot find the swarm binary to start a hub with: not beside swarm-bench, not on PATH; {BUILD}"
+        ),
+    }
+}
+
 /// A `swarm serve` child process on a scratch database. Killed when dropped, so an
 /// error in the bench does not leave it running; `stop` also removes the database.
 pub(crate) struct SpawnedHub {
@@ -308,7 +348,12 @@ impl SpawnedHub {
     /// `replicas` processes of `swarm serve` on one scratch database, started one after
     /// the other (the first one migrates it).
     pub(crate) async fn start_replicas(backend: &Backend, replicas: usize) -> anyhow::Result<SpawnedHub> {
-        let scratch = Scratch::create(backend).await?;
+        Self::start_on(Scratch::create(backend).await?, replicas).await
+    }
+
+    /// [`SpawnedHub::start_replicas`] on a scratch database made (and maybe filled)
+    /// already; removed when the hub does not start.
+    pub(crate) async fn start_on(scratch: Scratch, replicas: usize) -> anyhow::Result<SpawnedHub> {
         let mut children = Vec::with_capacity(replicas);
         let mut targets = Vec::with_capacity(replicas);
         let mut description = String::new();
@@ -343,14 +388,9 @@ impl SpawnedHub {
         self.children.iter_mut().all(|child| matches!(child.try_wait(), Ok(None)))
     }
 
-    /// The hub's scratch database, for `--fill` to write to.
+    /// The hub's scratch database, for `--fill` to size.
     pub(crate) fn database(&self) -> super::fill::Database {
-        match &self.scratch {
-            Scratch::Folder(folder) => super::fill::Database::SqliteFile(folder.join(SQLITE_FILE)),
-            Scratch::Database { database_url, .. } => {
-                super::fill::Database::Postgres { url: database_url.clone() }
-            }
-        }
+        self.scratch.database()
     }
 
     /// The database line the hub printed, e.g. `SQLite at /tmp/.../swarm.db`.
@@ -419,8 +459,8 @@ pub(crate) async fn measure_scratch_hub<R: HubReport>(
 }
 
 async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
-    let program = std::env::current_exe().context("cannot find this program's own file to start the hub")?;
-    let mut command = Command::new(program);
+    let program = swarm_program()?;
+    let mut command = Command::new(&program);
     command.args(["serve", "--host", "127.0.0.1", "--port", "0"]);
     for name in SERVE_ENV {
         command.env_remove(name);
@@ -442,7 +482,7 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
         command.env("RUST_LOG", "warn");
     }
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
-    let mut child = command.spawn().context("cannot start `swarm serve`")?;
+    let mut child = command.spawn().with_context(|| format!("cannot start `{} serve`", program.display()))?;
     let stdout = child.stdout.take().context("the hub's stdout is not piped")?;
     let mut lines = BufReader::new(stdout).lines();
     let base_url = tokio::time::timeout(START_TIMEOUT, async {
@@ -466,13 +506,14 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
     Ok((child, target, description))
 }
 
-enum Scratch {
+/// A database made for one run: a folder for a SQLite file, or a PostgreSQL database.
+pub(crate) enum Scratch {
     Folder(PathBuf),
     Database { server_url: String, name: String, database_url: String },
 }
 
 impl Scratch {
-    async fn create(backend: &Backend) -> anyhow::Result<Scratch> {
+    pub(crate) async fn create(backend: &Backend) -> anyhow::Result<Scratch> {
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         match backend {
             Backend::Sqlite => {
@@ -502,8 +543,18 @@ impl Scratch {
         }
     }
 
+    /// Where the hub keeps its data in it.
+    pub(crate) fn database(&self) -> super::fill::Database {
+        match self {
+            Scratch::Folder(folder) => super::fill::Database::SqliteFile(folder.join(SQLITE_FILE)),
+            Scratch::Database { database_url, .. } => {
+                super::fill::Database::Postgres { url: database_url.clone() }
+            }
+        }
+    }
+
     /// Best effort: says so on stderr when something is left behind.
-    async fn remove(&self) {
+    pub(crate) async fn remove(&self) {
         match self {
             Scratch::Folder(folder) => {
                 if let Err(err) = std::fs::remove_dir_all(folder) {

@@ -1,8 +1,10 @@
-//! `swarm bench`: start a real hub (or use a running one) and measure, over HTTP on
+//! `swarm-bench`: start a real hub (or use a running one) and measure, over HTTP on
 //! loopback, how fast the poll hands out work. BENCHMARKS.md explains each number.
 //!
-//! The hub is a separate process, so the numbers include everything a runner pays:
-//! HTTP parsing, JSON, the store's transactions and the wake-up of parked polls.
+//! The hub is a separate process (the `swarm` binary; the bench is not part of it), so
+//! the numbers include everything a runner pays: HTTP parsing, JSON, the store's
+//! transactions and the wake-up of parked polls. The bench reaches a hub only over its
+//! HTTP API, and its database only through the `Store` trait (`--fill`).
 
 mod cpu;
 mod fill;
@@ -14,10 +16,10 @@ mod soak;
 mod soak_kinds;
 mod soak_load;
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::Parser;
 
 use hub::{Backend, Http, SpawnedHub, Target};
 use measure::{CycleKind, Plan};
@@ -25,9 +27,10 @@ pub use memory::{MEMORY_ABOUT, MemoryArgs};
 use report::{Machine, Report, Run};
 pub use soak::{SOAK_ABOUT, SoakArgs};
 
-/// The long help of `swarm bench`.
+/// The long help of `swarm-bench`.
 pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.\n\n\
-    Starts this binary as `swarm serve --port 0` on a scratch database (a new SQLite file in a \
+    Starts the `swarm` binary (found beside swarm-bench or on PATH, or named by --swarm) as \
+    `swarm serve --port 0` on a scratch database (a new SQLite file in a \
     temporary folder; on PostgreSQL a new database swarm_bench_<random> that is dropped after), \
     or benches a running hub with --url. Measures: trigger latency (task created → a parked \
     `GET /api/poll?wait=30` answers), null-poll throughput (an idle agent's `GET /api/poll`), \
@@ -36,8 +39,18 @@ pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.
     with many workers. Progress goes to stderr, a Markdown table (or --json) to stdout. \
     A default run takes about a minute per backend; build with --release for real numbers.";
 
-#[derive(Debug, Args)]
+#[derive(Debug, Parser)]
+#[command(
+    name = "swarm-bench",
+    version,
+    about = "Measure a real swarm hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md)",
+    long_about = LONG_ABOUT
+)]
 pub struct BenchArgs {
+    /// The `swarm` binary to start hubs with. Default: the one beside swarm-bench (the
+    /// same cargo target folder), else `swarm` on PATH.
+    #[arg(long, global = true, env = "SWARM_BIN", value_name = "PATH")]
+    swarm: Option<PathBuf>,
     /// Backends to bench: sqlite, postgres or both. Default: sqlite, plus postgres when a
     /// PostgreSQL URL is given.
     #[arg(long, value_enum, conflicts_with = "url")]
@@ -51,7 +64,7 @@ pub struct BenchArgs {
     /// --backend and --database-url.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
-    /// API key of the --url hub (a hub the bench starts has none).
+    /// API key of the --url hub (a hub the bench starts gets a key of its own).
     #[arg(long, env = "API_KEY", hide_env_values = true)]
     api_key: Option<String>,
     /// Trigger-latency samples measured.
@@ -88,8 +101,8 @@ pub struct BenchArgs {
     /// Skip `GET /health` (the floor the poll is compared with): null polls only.
     #[arg(long)]
     no_health: bool,
-    /// The scale run: before measuring, give the scratch database a history of this many
-    /// finished tasks (with their events), written in bulk into the hub's own tables.
+    /// The scale run: before the hub starts, give its scratch database a history of this
+    /// many finished tasks (with their events), written through the store in batches.
     #[arg(long, value_name = "TASKS", conflicts_with = "url",
         value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     fill: Option<u64>,
@@ -122,6 +135,9 @@ enum BackendChoice {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.swarm {
+        hub::use_swarm_program(path.clone());
+    }
     match args.command {
         Some(BenchCommand::Soak(soak)) => return soak::run(soak).await,
         Some(BenchCommand::Memory(memory)) => return memory::run(memory).await,
@@ -159,15 +175,27 @@ async fn bench_all(args: &BenchArgs, plan: &Plan, runs: &mut Vec<Run>) -> anyhow
         return Ok(());
     }
     for backend in backends(args)? {
+        let scratch = hub::Scratch::create(&backend).await?;
+        let filled = match args.fill {
+            Some(tasks) => {
+                let shape = fill::Shape { agents: args.fill_agents, tasks };
+                eprintln!("bench: filling the database with {} agents and {tasks} tasks", shape.agents);
+                match fill::fill(&scratch.database(), shape).await.context("--fill") {
+                    Ok(filled) => Some((shape, filled)),
+                    Err(err) => {
+                        scratch.remove().await;
+                        return Err(err);
+                    }
+                }
+            }
+            None => None,
+        };
         eprintln!("bench: starting a hub on a scratch {} database", backend.name());
-        let hub = SpawnedHub::start_replicas(&backend, args.replicas as usize).await?;
+        let hub = SpawnedHub::start_on(scratch, args.replicas as usize).await?;
         let description = format!("{}, started by the bench", hub.description());
         let run = async {
-            let filled = match args.fill {
-                Some(tasks) => {
-                    let shape = fill::Shape { agents: args.fill_agents, tasks };
-                    eprintln!("bench: filling the database with {} agents and {tasks} tasks", shape.agents);
-                    let filled = fill::fill(&hub.database(), shape).await.context("--fill")?;
+            let filled = match filled {
+                Some((shape, filled)) => {
                     fill::check(hub.target(), shape).await?;
                     Some(filled)
                 }

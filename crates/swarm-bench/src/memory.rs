@@ -1,4 +1,4 @@
-//! `swarm bench memory`: what a real `swarm serve` holds in memory idle, with many parked
+//! `swarm-bench memory`: what a real `swarm serve` holds in memory idle, with many parked
 //! long-polls, and after they end. It starts the hub on a scratch database, reads its
 //! VmRSS from `/proc/<pid>/status` once it has settled, registers `--polls` agents and
 //! parks one `GET /api/poll?wait=` for each, every one on its own connection as a runner
@@ -19,9 +19,9 @@ use super::{
     soak::{memory_kb, parse_duration},
 };
 
-/// The long help of `swarm bench memory`.
+/// The long help of `swarm-bench memory`.
 pub const MEMORY_ABOUT: &str = "Measure a real hub's memory: idle, with many parked long-polls, and after they end.\n\n\
-    Starts this binary as `swarm serve --port 0` on a scratch database (SQLite in a temporary \
+    Starts the `swarm` binary as `swarm serve --port 0` on a scratch database (SQLite in a temporary \
     folder, or with --postgres a new database on that server, dropped after), waits --settle and \
     reads its VmRSS (idle); registers --polls agents and opens, for each, its own connection with \
     a parked `GET /api/poll?wait=<--wait>`; once the hub's /metrics counts them all parked it \

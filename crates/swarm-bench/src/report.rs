@@ -97,7 +97,7 @@ impl Report {
     pub(crate) fn markdown(&self) -> String {
         let mut out = String::new();
         let machine = &self.machine;
-        let _ = writeln!(out, "# swarm bench\n");
+        let _ = writeln!(out, "# swarm-bench\n");
         let mut size = format!("{} CPUs", machine.cpus);
         if let Some(model) = &machine.cpu_model {
             let _ = write!(size, " ({model})");

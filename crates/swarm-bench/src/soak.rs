@@ -1,4 +1,4 @@
-//! `swarm bench soak`: a real `swarm serve` on a scratch database under a mixed load for
+//! `swarm-bench soak`: a real `swarm serve` on a scratch database under a mixed load for
 //! minutes (see `soak_load.rs`), its memory (VmRSS from `/proc/<pid>/status`) and the
 //! latency of its answers sampled at every interval. It passes when no request failed,
 //! no task was handed out or finished twice, the hub's RSS stayed within a bound over its
@@ -18,9 +18,9 @@ use super::{
     soak_load::{Interval, Load, Shape, Totals},
 };
 
-/// The long help of `swarm bench soak`.
+/// The long help of `swarm-bench soak`.
 pub const SOAK_ABOUT: &str = "Soak a real hub under a mixed load and watch its memory, errors and latency.\n\n\
-    Starts this binary as `swarm serve --port 0` on a scratch database (SQLite in a temporary \
+    Starts the `swarm` binary as `swarm serve --port 0` on a scratch database (SQLite in a temporary \
     folder, or with --postgres a new database on that server, dropped after) and runs, for \
     --duration: worker agents that create tasks (their own and pool ones), take them with polls \
     and long-polls and finish them, send and read mail, post to and read a channel, list tasks \

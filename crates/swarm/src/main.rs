@@ -2,7 +2,7 @@
 //!
 //! `main` only parses arguments, runs the chosen command and maps the result to an
 //! exit code. Each command's logic lives in a library crate (`swarm-hub`, `swarm-runner`,
-//! `swarm-cli`, `swarm-connect`, `swarm-bench`, `swarm-demo`); the modules here turn
+//! `swarm-cli`, `swarm-connect`, `swarm-demo`); the modules here turn
 //! flags into their configuration.
 
 mod backup;
@@ -62,9 +62,6 @@ enum Command {
     Trigger(swarm_cli::TriggerCommand),
     /// Show agent and task counts of a running hub.
     Stats(swarm_cli::StatsArgs),
-    /// Measure a real hub: trigger latency, poll throughput and claim cycles (BENCHMARKS.md).
-    #[command(long_about = swarm_bench::LONG_ABOUT)]
-    Bench(swarm_bench::BenchArgs),
     /// Watch a hub, a lead and two workers at work in a few seconds (no LLM, no network).
     #[command(long_about = swarm_demo::LONG_ABOUT)]
     Demo(swarm_demo::DemoArgs),
@@ -142,7 +139,6 @@ fn main() -> std::process::ExitCode {
             Command::Mail(command) => swarm_cli::run_mail(command).await,
             Command::Trigger(command) => swarm_cli::run_trigger(command).await,
             Command::Stats(args) => swarm_cli::run_stats(args).await,
-            Command::Bench(args) => swarm_bench::run(args).await,
             Command::Worker(args) => runner::run(swarm_runner::Role::Worker, args).await,
             Command::Lead(args) => runner::run(swarm_runner::Role::Lead, args).await,
             Command::Doctor(args) => runner::doctor(args).await,

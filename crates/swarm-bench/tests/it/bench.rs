@@ -1,11 +1,11 @@
-//! `swarm bench` runs end to end with tiny durations: a smoke test of the command, not a
+//! `swarm-bench` runs end to end with tiny durations: a smoke test of the command, not a
 //! measurement (no assertion here depends on how fast anything is).
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::hub::{Hub, SWARM, sqlite_file};
+use crate::support::{Hub, postgres_url, swarm_bench};
 
 /// Just enough of every measurement to exercise it: a few samples, 0.2 s windows.
 const TINY: &[&str] = &[
@@ -24,17 +24,10 @@ const TINY: &[&str] = &[
 ];
 
 fn bench(args: &[&str]) -> Output {
-    let output = Command::new(SWARM)
-        .arg("bench")
-        .args(TINY)
-        .args(args)
-        .env_remove("DATABASE_URL")
-        .env_remove("API_KEY")
-        .output()
-        .expect("the swarm binary runs");
+    let output = swarm_bench(&[TINY, args].concat());
     assert!(
         output.status.success(),
-        "swarm bench exits 0; got {:?}, stderr:\n{}",
+        "swarm-bench exits 0; got {:?}, stderr:\n{}",
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
@@ -65,8 +58,9 @@ fn bench_starts_a_sqlite_hub_and_prints_the_table() {
 #[test]
 fn bench_measures_a_running_hub_given_by_url_as_json() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("bench-key-0123456789"));
-    let output = bench(&["--url", &hub.base_url, "--api-key", "bench-key-0123456789", "--cycles", "pool", "--json"]);
+    let hub = Hub::start(dir.path(), "bench-key-0123456789");
+    let output =
+        bench(&["--url", &hub.base_url, "--api-key", "bench-key-0123456789", "--cycles", "pool", "--json"]);
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout))
     });
@@ -90,12 +84,12 @@ fn bench_measures_a_running_hub_given_by_url_as_json() {
     assert_eq!(cycles["neverReceived"], 0);
     assert!(cycles["triggers"].as_u64().is_some_and(|triggers| triggers > 0), "{cycles}");
     assert!(report["machine"]["cpus"].as_u64().is_some_and(|cpus| cpus >= 1), "{report}");
-    hub.terminate();
+    drop(hub);
 }
 
-/// `--fill`: the scratch database gets its history before the measurements (the bench
-/// itself checks that the hub counts and decodes what was written), and the report says
-/// what was filled and how big the database is.
+/// `--fill`: the scratch database gets its history through the store before its hub
+/// starts (the bench itself checks that the hub counts and decodes what was written), and
+/// the report says what was filled and how big the database is.
 fn bench_fills(backend: &[&str]) {
     let mut args = backend.to_vec();
     args.extend(["--fill", "1200", "--fill-agents", "30", "--cycles", "assigned", "--json"]);
@@ -120,7 +114,7 @@ fn bench_fill_gives_a_sqlite_hub_a_history_first() {
 
 #[test]
 fn bench_fill_gives_a_postgres_hub_a_history_first() {
-    let url = crate::support::postgres_url();
+    let url = postgres_url();
     bench_fills(&["--backend", "postgres", "--database-url", &url]);
 }
 
@@ -128,7 +122,7 @@ fn bench_fill_gives_a_postgres_hub_a_history_first() {
 /// workers dealt out over both, and every trigger of both counted once.
 #[test]
 fn bench_runs_two_postgres_replicas_and_counts_every_trigger_once() {
-    let url = crate::support::postgres_url();
+    let url = postgres_url();
     let output = bench(&["--backend", "postgres", "--database-url", &url, "--replicas", "2", "--json"]);
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!("--json prints JSON ({err}): {}", String::from_utf8_lossy(&output.stdout))
@@ -144,5 +138,29 @@ fn bench_runs_two_postgres_replicas_and_counts_every_trigger_once() {
         assert_eq!(run["finishedTwice"], 0, "{run}");
         assert_eq!(run["neverReceived"], 0, "{run}");
         assert!(run["triggers"].as_u64().is_some_and(|triggers| triggers > 0), "{run}");
+    }
+}
+
+/// Without the `swarm` binary the bench cannot start a hub, and says how to build one.
+#[test]
+fn bench_without_the_swarm_binary_says_how_to_build_it() {
+    let output = swarm_bench(&["--swarm", "/nonexistent/swarm", "--backend", "sqlite"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cargo build --release -p swarm"), "{stderr}");
+}
+
+/// The bench is its own binary: `swarm --help` has no `bench`, `swarm-bench --help` has
+/// every command.
+#[test]
+fn the_bench_is_not_a_command_of_swarm() {
+    let swarm = std::process::Command::new(crate::support::swarm()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&swarm.stdout);
+    assert!(swarm.status.success() && help.contains("serve"), "{help}");
+    assert!(!help.contains("bench"), "swarm --help mentions the bench:\n{help}");
+    let bench = swarm_bench(&["--help"]);
+    let help = String::from_utf8_lossy(&bench.stdout);
+    for word in ["soak", "memory", "--fill", "--url", "--replicas", "--swarm"] {
+        assert!(help.contains(word), "swarm-bench --help lacks {word}:\n{help}");
     }
 }

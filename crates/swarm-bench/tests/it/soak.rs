@@ -1,26 +1,24 @@
-//! `swarm bench soak` for half a minute, as CI can afford: the real binary starts its own
+//! `swarm-bench soak` for half a minute, as CI can afford: the real binary starts its own
 //! hub, loads it with tasks, polls, mail, chat and signed webhooks, and reports per
 //! interval. Asserts that nothing failed and the report's shape, never a timing; the
 //! ten-minute figures are in BENCHMARKS.md ("Faults survived").
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::{hub::SWARM, support::postgres_url};
+use crate::support::{postgres_url, swarm_bench};
 
 fn soak(extra: &[&str]) -> (Value, String) {
-    let output = Command::new(SWARM)
-        // A 30-second run has hardly warmed up, so its memory says nothing yet, and one
-        // 10-second interval against another on a shared CI machine says nothing of the
-        // p99: the bounds on RSS and p99 are the ten-minute run's business, not CI's.
-        .args(["bench", "soak", "--duration", "30s", "--sample-every", "10s", "--workers", "3"])
-        .args(["--warmup", "10s", "--rss-tolerance", "400", "--p99-tolerance", "100000", "--json"])
-        .args(extra)
-        .env_remove("DATABASE_URL")
-        .env_remove("API_KEY")
-        .output()
-        .expect("the swarm binary runs");
+    let output = swarm_bench(
+        &[
+            // A 30-second run has hardly warmed up, so its memory says nothing yet, and one
+            // 10-second interval against another on a shared CI machine says nothing of the
+            // p99: the bounds on RSS and p99 are the ten-minute run's business, not CI's.
+            ["soak", "--duration", "30s", "--sample-every", "10s", "--workers", "3"].as_slice(),
+            &["--warmup", "10s", "--rss-tolerance", "400", "--p99-tolerance", "100000", "--json"],
+            extra,
+        ]
+        .concat(),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!("--json prints JSON ({err}): {}\n{stderr}", String::from_utf8_lossy(&output.stdout))

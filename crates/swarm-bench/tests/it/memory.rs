@@ -1,24 +1,22 @@
-//! `swarm bench memory` with a handful of polls and bounds no hub misses: a smoke test of
+//! `swarm-bench memory` with a handful of polls and bounds no hub misses: a smoke test of
 //! the command and its report's shape. The real figures (1,000 polls, a release build)
 //! and their bounds are in BENCHMARKS.md; no assertion here depends on a size or a time.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-use crate::hub::SWARM;
+use crate::support::swarm_bench;
 
 #[test]
 fn the_memory_bench_reports_idle_parked_and_after() {
-    let output = Command::new(SWARM)
-        .args(["bench", "memory", "--polls", "5", "--wait", "2s", "--settle", "1s", "--return-within", "2s"])
-        // A debug build: the default bounds are for the release binary.
-        .args(["--idle-max-mb", "100000", "--parked-max-mb", "100000", "--return-tolerance", "100000"])
-        .arg("--json")
-        .env_remove("DATABASE_URL")
-        .env_remove("API_KEY")
-        .output()
-        .expect("the swarm binary runs");
+    let output = swarm_bench(
+        &[
+            ["memory", "--polls", "5", "--wait", "2s", "--settle", "1s", "--return-within", "2s"].as_slice(),
+            // A debug build: the default bounds are for the release binary.
+            &["--idle-max-mb", "100000", "--parked-max-mb", "100000", "--return-tolerance", "100000"],
+            &["--json"],
+        ]
+        .concat(),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
         panic!("--json prints JSON ({err}): {}\n{stderr}", String::from_utf8_lossy(&output.stdout))
@@ -50,14 +48,14 @@ fn the_memory_bench_reports_idle_parked_and_after() {
 
 #[test]
 fn the_memory_bench_fails_when_a_bound_is_missed() {
-    let output = Command::new(SWARM)
-        .args(["bench", "memory", "--polls", "2", "--wait", "2s", "--settle", "1s", "--return-within", "1s"])
-        // No hub fits in 1 MB.
-        .args(["--idle-max-mb", "1", "--json"])
-        .env_remove("DATABASE_URL")
-        .env_remove("API_KEY")
-        .output()
-        .expect("the swarm binary runs");
+    let output = swarm_bench(
+        &[
+            ["memory", "--polls", "2", "--wait", "2s", "--settle", "1s", "--return-within", "1s"].as_slice(),
+            // No hub fits in 1 MB.
+            &["--idle-max-mb", "1", "--json"],
+        ]
+        .concat(),
+    );
     let report: Value = serde_json::from_slice(&output.stdout).expect("a report even when it fails");
     assert!(!output.status.success(), "a missed bound exits non-zero: {report:#}");
     assert_eq!(report["passed"], false, "{report:#}");
