@@ -65,8 +65,8 @@ async fn sigterm_stops_the_hub_cleanly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hubs_on_one_postgres_database_claim_each_task_once() {
-    let url = support::postgres_url();
-    two_hubs_claim_each_task_once(Database::Postgres(support::postgres_fresh_database(&url).await)).await;
+    let database = support::postgres_database().await;
+    two_hubs_claim_each_task_once(database.database()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

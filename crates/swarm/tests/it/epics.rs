@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
     mcp_client::{Revision, connect_http, ok, refused},
-    support::{postgres_fresh_database, postgres_url},
+    support::postgres_database,
 };
 
 async fn agent(hub: &Hub, name: &str, is_lead: bool) -> String {
@@ -200,8 +200,8 @@ async fn epics_over_rest_on_sqlite() {
 
 #[tokio::test]
 async fn epics_over_rest_on_postgres() {
-    let url = postgres_fresh_database(&postgres_url()).await;
-    epic_story(&Database::Postgres(url)).await;
+    let database = postgres_database().await;
+    epic_story(&database.database()).await;
 }
 
 #[tokio::test]

@@ -1,30 +1,30 @@
 //! Work of dead agents handed on (issue 25), as stories over real HTTP with raw agents:
 //! an agent takes work and disappears, and after `--reassign-after-seconds` a live
 //! worker gets it and the lead is told; an agent back in time keeps its work; the
-//! operator releases or reassigns what a gone agent holds.
+//! operator releases or reassigns what a gone agent holds. The hub reads a clock the
+//! tests move (`support::clock`): a lease runs out when the test says so, not after a
+//! wait.
+
+use std::{path::Path, time::Duration};
 
 use serde_json::{Value, json};
 
 use crate::{
     hub::{Database, Hub, sqlite_file},
-    support::{eventually, postgres_fresh_database, postgres_url},
+    support::{clock::TestClock, eventually, postgres_database},
 };
 
-/// Short leases and a short hand-back delay, so that the stories take seconds.
-const FAST: [&str; 6] =
-    ["--lease-seconds", "1", "--rescue-interval-seconds", "1", "--reassign-after-seconds", "2"];
+/// A lease and a hand-back delay as a deployment might set them; the rescuer looks every
+/// second of real time, and finds what the moved clock made due.
+const POLICY: [&str; 6] =
+    ["--lease-seconds", "30", "--rescue-interval-seconds", "1", "--reassign-after-seconds", "60"];
+const LEASE: Duration = Duration::from_secs(30);
+const REASSIGN_AFTER: Duration = Duration::from_secs(60);
 
-async fn agent(hub: &Hub, name: &str, is_lead: bool) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let (status, body) = hub.post("/api/agents", Some(&id), json!({ "name": name, "isLead": is_lead })).await;
-    assert_eq!(status, 201, "{body}");
-    id
-}
-
-async fn create(hub: &Hub, body: Value) -> String {
-    let (status, task) = hub.post("/api/tasks", None, body).await;
-    assert_eq!(status, 201, "{task}");
-    task["id"].as_str().unwrap().to_string()
+/// A hub with [`POLICY`] on a clock stopped at the time now, kept in `dir`.
+fn clocked_hub(database: &Database, dir: &Path) -> (Hub, TestClock) {
+    let clock = TestClock::stopped(dir);
+    (Hub::start_with_options(database, None, &POLICY, clock.options()), clock)
 }
 
 async fn act(hub: &Hub, task: &str, action: &str, agent: Option<&str>, body: Value) -> (u16, Value) {
@@ -60,19 +60,21 @@ async fn wait_offline(hub: &Hub, agent: &str) {
     .await
 }
 
-async fn dead_agents_work_goes_to_a_live_worker(database: &Database) {
-    let hub = Hub::start_with(database, None, &FAST);
-    let lead = agent(&hub, "lead", true).await;
-    let dead = agent(&hub, "dead", false).await;
-    let live = agent(&hub, "live", false).await;
+async fn dead_agents_work_goes_to_a_live_worker(database: &Database, dir: &Path) {
+    let (hub, clock) = clocked_hub(database, dir);
+    let lead = hub.register_agent("lead", true).await;
+    let dead = hub.register_agent("dead", false).await;
+    let live = hub.register_agent("live", false).await;
     // `dead` takes a pool task (pending: no lease protects it) and is asked for
     // another by name; then it disappears.
-    let pooled = create(&hub, json!({ "task": "taken from the pool" })).await;
+    let pooled = hub.create_task(json!({ "task": "taken from the pool" })).await;
     let (status, body) = act(&hub, &pooled, "claim", Some(&dead), json!({})).await;
     assert_eq!(status, 200, "{body}");
-    let named = create(&hub, json!({ "task": "asked of dead by name", "agentId": dead })).await;
+    let named = hub.create_task(json!({ "task": "asked of dead by name", "agentId": dead })).await;
 
-    // The live worker gets the pool task once `dead` has been gone long enough.
+    // A lease and the hand-back delay pass: `dead` has been gone long enough, and the
+    // live worker, polling again, gets the pool task.
+    clock.advance(LEASE + REASSIGN_AFTER + Duration::from_secs(1));
     let trigger = trigger_of(&hub, &live, "task_assigned").await;
     assert_eq!(trigger["task"]["id"], pooled.as_str(), "{trigger}");
     let (status, body) =
@@ -103,49 +105,44 @@ async fn dead_agents_work_goes_to_a_live_worker(database: &Database) {
         vec![(pooled.clone(), "unassigned".to_string()), (named.clone(), "backlog".to_string())];
     expected.sort();
     assert_eq!(moves, expected, "{told}");
-    assert!(told["handoffs"][0]["reason"].as_str().unwrap().contains("offline for more than 2s"), "{told}");
+    assert!(told["handoffs"][0]["reason"].as_str().unwrap().contains("offline for more than 60s"), "{told}");
 }
 
 #[tokio::test]
 async fn a_dead_agents_work_goes_to_a_live_worker_and_the_lead_is_told() {
     let dir = tempfile::tempdir().unwrap();
-    dead_agents_work_goes_to_a_live_worker(&sqlite_file(dir.path())).await;
+    dead_agents_work_goes_to_a_live_worker(&sqlite_file(dir.path()), dir.path()).await;
 }
 
 #[tokio::test]
 async fn a_dead_agents_work_goes_to_a_live_worker_on_postgres() {
-    let url = postgres_fresh_database(&postgres_url()).await;
-    dead_agents_work_goes_to_a_live_worker(&Database::Postgres(url)).await;
+    let database = postgres_database().await;
+    let dir = tempfile::tempdir().unwrap();
+    dead_agents_work_goes_to_a_live_worker(&database.database(), dir.path()).await;
 }
 
 #[tokio::test]
 async fn an_agent_back_in_time_keeps_its_work() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start_with(&sqlite_file(dir.path()), None, &FAST);
-    // Two agents take work and fall silent; `back` returns, `gone` does not. `back` fell
-    // silent first, so whenever `gone`'s task moves, `back`'s would have moved too.
-    let back = agent(&hub, "back", false).await;
-    let kept = create(&hub, json!({ "task": "kept", "agentId": back })).await;
-    let gone = agent(&hub, "gone", false).await;
-    let lost = create(&hub, json!({ "task": "lost", "agentId": gone })).await;
+    let (hub, clock) = clocked_hub(&sqlite_file(dir.path()), dir.path());
+    // Two agents take work and fall silent at the same moment; `back` returns, `gone`
+    // does not: whatever moves `gone`'s task would move `back`'s too, but for its return.
+    let back = hub.register_agent("back", false).await;
+    let kept = hub.create_task(json!({ "task": "kept", "agentId": back })).await;
+    let gone = hub.register_agent("gone", false).await;
+    let lost = hub.create_task(json!({ "task": "lost", "agentId": gone })).await;
+    clock.advance(LEASE + Duration::from_secs(1));
     wait_offline(&hub, &back).await;
 
-    // `back` returns and heartbeats, as its runner would.
-    let heartbeat = {
-        let (url, back) = (hub.url("/ping"), back.clone());
-        tokio::spawn(async move {
-            let client = reqwest::Client::new();
-            loop {
-                let _ = client.post(&url).header("X-Agent-ID", &back).send().await;
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-            }
-        })
-    };
+    // `back` returns and heartbeats, as its runner would; then the hand-back delay
+    // passes for `gone`, not for `back`.
+    let (status, _) = hub.post("/ping", Some(&back), json!({})).await;
+    assert_eq!(status, 204, "ping");
+    clock.advance(REASSIGN_AFTER);
     eventually("the gone agent's task to be handed back", || async {
         (task(&hub, &lost).await["status"] == "backlog").then_some(())
     })
     .await;
-    heartbeat.abort();
     let kept = task(&hub, &kept).await;
     assert_eq!(
         (kept["status"].as_str(), kept["agentId"].as_str()),
@@ -157,17 +154,14 @@ async fn an_agent_back_in_time_keeps_its_work() {
 #[tokio::test]
 async fn the_operator_releases_a_gone_agents_paused_task() {
     let dir = tempfile::tempdir().unwrap();
-    // The default hand-back delay (600 s): only the operator moves anything here.
-    let hub = Hub::start_with(
-        &sqlite_file(dir.path()),
-        None,
-        &["--lease-seconds", "1", "--rescue-interval-seconds", "1"],
-    );
-    let runner = agent(&hub, "could-not-start", false).await;
-    let worker = agent(&hub, "worker", false).await;
-    let id =
-        create(&hub, json!({ "task": "paused by a runner whose CLI would not start", "agentId": runner }))
-            .await;
+    // Less than a lease passes: nothing runs out and nothing is handed back on its own,
+    // only the operator moves anything here.
+    let (hub, clock) = clocked_hub(&sqlite_file(dir.path()), dir.path());
+    let runner = hub.register_agent("could-not-start", false).await;
+    let worker = hub.register_agent("worker", false).await;
+    let id = hub
+        .create_task(json!({ "task": "paused by a runner whose CLI would not start", "agentId": runner }))
+        .await;
     assert_eq!(act(&hub, &id, "start", Some(&runner), json!({})).await.0, 200);
     assert_eq!(act(&hub, &id, "pause", Some(&runner), json!({})).await.0, 200);
 
@@ -180,6 +174,8 @@ async fn the_operator_releases_a_gone_agents_paused_task() {
 
     let (status, _) = hub.post("/close", Some(&runner), json!({})).await;
     assert!((200..300).contains(&status), "close: {status}");
+    // The operator acts a moment after the runner was last heard of.
+    clock.advance(Duration::from_secs(1));
     let (status, body) = act(&hub, &id, "release", None, json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
@@ -198,15 +194,13 @@ async fn the_operator_releases_a_gone_agents_paused_task() {
 #[tokio::test]
 async fn the_operator_reassigns_a_gone_agents_task() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start_with(
-        &sqlite_file(dir.path()),
-        None,
-        &["--lease-seconds", "1", "--rescue-interval-seconds", "1"],
-    );
-    let gone = agent(&hub, "gone", false).await;
-    let worker = agent(&hub, "worker", false).await;
-    let id = create(&hub, json!({ "task": "started, then its agent died", "agentId": gone })).await;
+    // A lease passes, not the hand-back delay: only the operator hands the task on.
+    let (hub, clock) = clocked_hub(&sqlite_file(dir.path()), dir.path());
+    let gone = hub.register_agent("gone", false).await;
+    let worker = hub.register_agent("worker", false).await;
+    let id = hub.create_task(json!({ "task": "started, then its agent died", "agentId": gone })).await;
     assert_eq!(act(&hub, &id, "start", Some(&gone), json!({})).await.0, 200);
+    clock.advance(LEASE + Duration::from_secs(1));
     wait_offline(&hub, &gone).await;
 
     // Bad input: a JSON 4xx, and nothing changes.

@@ -36,9 +36,8 @@ async fn every_route_survives_hostile_input_sqlite() {
 
 #[tokio::test]
 async fn every_route_survives_hostile_input_postgres() {
-    let url = support::postgres_url();
-    every_route_survives_hostile_input(Database::Postgres(support::postgres_fresh_database(&url).await))
-        .await;
+    let database = support::postgres_database().await;
+    every_route_survives_hostile_input(database.database()).await;
 }
 
 async fn every_route_survives_hostile_input(database: Database) {

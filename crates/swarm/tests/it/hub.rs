@@ -309,6 +309,39 @@ impl Hub {
             .await;
     }
 
+    /// Waits until the rescuer has finished `passes` more passes than it had: a lease that
+    /// had run out by the clock before the call has been found by then.
+    pub async fn rescue_passes(&self, passes: u64) {
+        let until = self.activity().rescue_passes + passes;
+        eventually(&format!("{passes} rescuer pass(es)"), || async {
+            (self.activity().rescue_passes >= until).then_some(())
+        })
+        .await;
+    }
+
+    /// Registers a new agent (a fresh id) named `name`, a lead when `lead`; its id. In
+    /// suite-chosen token mode the fixture keeps its first token.
+    pub async fn register_agent(&self, name: &str, lead: bool) -> String {
+        self.register_agent_with(name, json!({ "isLead": lead })).await
+    }
+
+    /// [`Hub::register_agent`] with more registration fields (`maxTasks`, `isLead`, ...).
+    pub async fn register_agent_with(&self, name: &str, fields: Value) -> String {
+        let id = uuid::Uuid::new_v4().to_string();
+        let mut body = json!({ "name": name });
+        body.as_object_mut().unwrap().extend(fields.as_object().cloned().unwrap_or_default());
+        let (status, answer) = self.post("/api/agents", Some(&id), body).await;
+        assert_eq!(status, 201, "registering {name}: {answer}");
+        id
+    }
+
+    /// Creates a task as the operator; its id.
+    pub async fn create_task(&self, body: Value) -> String {
+        let (status, task) = self.post("/api/tasks", None, body).await;
+        assert_eq!(status, 201, "{task}");
+        task["id"].as_str().expect("a task id").to_string()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)
     }

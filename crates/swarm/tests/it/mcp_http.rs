@@ -72,8 +72,8 @@ async fn mcp_walks_a_task_from_offer_to_completion_sqlite() {
 
 #[tokio::test]
 async fn mcp_walks_a_task_from_offer_to_completion_postgres() {
-    let url = support::postgres_url();
-    offer_accept_progress_complete(Database::Postgres(support::postgres_fresh_database(&url).await)).await;
+    let database = support::postgres_database().await;
+    offer_accept_progress_complete(database.database()).await;
 }
 
 /// The lead offers a task over MCP; the worker accepts it, reports progress and

@@ -23,8 +23,8 @@ async fn mcp_concurrent_sessions_do_not_interfere_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mcp_concurrent_sessions_do_not_interfere_postgres() {
-    let url = support::postgres_url();
-    concurrent_sessions(Database::Postgres(support::postgres_fresh_database(&url).await)).await;
+    let database = support::postgres_database().await;
+    concurrent_sessions(database.database()).await;
 }
 
 async fn concurrent_sessions(database: Database) {

@@ -54,8 +54,8 @@ async fn mcp_stdio_works_without_a_hub_sqlite() {
 
 #[tokio::test]
 async fn mcp_stdio_works_without_a_hub_postgres() {
-    let url = support::postgres_url();
-    walk_without_a_hub(Database::Postgres(support::postgres_fresh_database(&url).await)).await;
+    let database = support::postgres_database().await;
+    walk_without_a_hub(database.database()).await;
 }
 
 /// Two `swarm mcp` processes, a lead and a worker, walk a task from offer to completion

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::{
-    hub::{Database, Hub, sqlite_file},
-    support::{eventually, postgres_fresh_database, postgres_url},
+    hub::{Hub, sqlite_file},
+    support::{clock::TestClock, eventually, postgres_database},
 };
 
 fn new_id() -> String {
@@ -194,8 +194,8 @@ async fn a_change_made_by_another_process_on_the_same_sqlite_file_wakes_the_poll
 
 #[tokio::test]
 async fn a_change_made_by_another_replica_on_postgres_wakes_the_poll() {
-    let url = postgres_url();
-    let database = Database::Postgres(postgres_fresh_database(&url).await);
+    let postgres = postgres_database().await;
+    let database = postgres.database();
     let first = Hub::start(&database, None);
     let second = Hub::start(&database, None);
     wakes_across_processes(&first, &second).await;
@@ -207,8 +207,8 @@ async fn a_change_made_by_another_replica_on_postgres_wakes_the_poll() {
 /// arrives), and the task is still handed out once.
 #[tokio::test]
 async fn null_polls_answered_from_memory_hide_no_work_on_either_replica() {
-    let url = postgres_url();
-    let database = Database::Postgres(postgres_fresh_database(&url).await);
+    let postgres = postgres_database().await;
+    let database = postgres.database();
     let first = Hub::start(&database, None);
     let second = Hub::start(&database, None);
     let worker = agent(&first, "worker", json!({"maxTasks": 5})).await;
@@ -264,8 +264,11 @@ async fn wakes_across_processes(first: &Hub, second: &Hub) {
 #[tokio::test]
 async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let flags = ["--lease-seconds", "2", "--rescue-interval-seconds", "1", "--max-lease-losses", "2"];
-    let hub = Hub::start_with(&sqlite_file(dir.path()), None, &flags);
+    // The hub reads a clock the test moves: a lease runs out when the test says so.
+    let clock = TestClock::stopped(dir.path());
+    let flags = ["--lease-seconds", "30", "--rescue-interval-seconds", "1", "--max-lease-losses", "2"];
+    let lease_passes = || clock.advance(Duration::from_secs(31));
+    let hub = Hub::start_with_options(&sqlite_file(dir.path()), None, &flags, clock.options());
     let dying = agent(&hub, "dying", json!({"maxTasks": 2})).await;
 
     let pooled = create(&hub, json!({"task": "pool work"})).await;
@@ -274,7 +277,9 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     assert_eq!(poll(&hub, &dying, 0.0).await["taskId"], pooled.as_str());
     assert_eq!(agent_status(&hub, &dying).await, "busy");
 
-    // The runner dies: no more polls, no more pings. A live worker is waiting for work.
+    // The runner dies: no more polls, no more pings, and a lease passes. A live worker
+    // (heard of since) is waiting for work.
+    lease_passes();
     let live = agent(&hub, "live", json!({})).await;
     let started = Instant::now();
     let trigger = poll(&hub, &live, 30.0).await;
@@ -313,12 +318,14 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     let cursed = create(&hub, json!({"task": "cursed"})).await;
     let first_victim = agent(&hub, "first-victim", json!({})).await;
     assert_eq!(poll(&hub, &first_victim, 0.0).await["taskId"], cursed.as_str());
+    lease_passes();
     let second_victim = agent(&hub, "second-victim", json!({})).await;
     assert_eq!(
         poll(&hub, &second_victim, 30.0).await["taskId"],
         cursed.as_str(),
         "back after the first loss"
     );
+    lease_passes();
     let failed = wait_for_task(&hub, &cursed, |t| t["status"] == "failed").await;
     assert_eq!(failed["status"], "failed", "{failed}");
     let reason = failed["failureReason"].as_str().unwrap_or_default();

@@ -15,8 +15,8 @@ use std::{
 use serde_json::{Value, json};
 
 use crate::{
-    hub::{Database, Hub, sqlite_file},
-    support::{postgres_fresh_database, postgres_url},
+    hub::{Hub, sqlite_file},
+    support::postgres_database,
 };
 
 const WORKERS: usize = 64;
@@ -54,15 +54,15 @@ async fn every_trigger_is_delivered_exactly_once_on_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_trigger_is_delivered_exactly_once_on_postgres() {
-    let url = postgres_url();
-    let hub = Hub::start(&Database::Postgres(postgres_fresh_database(&url).await), None);
+    let database = postgres_database().await;
+    let hub = Hub::start(&database.database(), None);
     stress(&[hub]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_trigger_is_delivered_exactly_once_across_two_postgres_replicas() {
-    let url = postgres_url();
-    let database = Database::Postgres(postgres_fresh_database(&url).await);
+    let postgres = postgres_database().await;
+    let database = postgres.database();
     let replicas = [Hub::start(&database, None), Hub::start(&database, None)];
     stress(&replicas).await;
 }

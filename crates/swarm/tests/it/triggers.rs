@@ -53,8 +53,8 @@ async fn settle(hubs: &[&Hub]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cron_trigger_fires_once_per_slot_in_its_time_zone_with_two_hubs_on_postgres() {
-    let url = support::postgres_url();
-    let database = Database::Postgres(support::postgres_fresh_database(&url).await);
+    let postgres = support::postgres_database().await;
+    let database = postgres.database();
     let dir = tempfile::tempdir().unwrap();
     let clock = dir.path().join("clock");
     // Paris is UTC+1 until the night of 29 March 2026, UTC+2 after.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::{
     hub::{Hub, TEST_RUNNER_ID, sqlite_file},
     mcp_client::{Revision, connect_http, ok},
-    support::eventually,
+    support::{clock::TestClock, eventually},
 };
 
 async fn agent(hub: &Hub, name: &str, lead: bool) -> String {
@@ -122,31 +122,29 @@ async fn the_coordinator_hears_that_its_worker_went_idle_with_mail_it_never_saw(
 #[tokio::test]
 async fn an_interactive_lead_stays_online_while_its_mcp_session_talks() {
     let dir = tempfile::tempdir().unwrap();
-    let flags = ["--lease-seconds", "2", "--rescue-interval-seconds", "1"];
-    let hub = Hub::start_with(&sqlite_file(dir.path()), None, &flags);
-    let lead = agent(&hub, "person-lead", true).await;
-    let silent = agent(&hub, "silent-worker", false).await;
+    // A 30 s lease on a clock the test moves.
+    let clock = TestClock::stopped(dir.path());
+    let flags = ["--lease-seconds", "30", "--rescue-interval-seconds", "1"];
+    let hub = Hub::start_with_options(&sqlite_file(dir.path()), None, &flags, clock.options());
+    let lead = hub.register_agent("person-lead", true).await;
+    let silent = hub.register_agent("silent-worker", false).await;
     let client = connect_http(&hub, Some(&lead), Revision::Initialize).await;
 
-    // A person's Claude Code session: tool calls now and then, never a poll.
-    let session = {
-        let peer = client.peer().clone();
-        tokio::spawn(async move {
-            loop {
-                ok(&peer, "my-agent-info", json!({})).await;
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        })
-    };
-    // A lease period passed and the rescuer ran: the silent agent is offline by now.
+    // A person's Claude Code session: tool calls now and then (every 20 s here), never a
+    // poll. After each, the rescuer has run, and the lead is online.
+    for _ in 0..2 {
+        clock.advance(Duration::from_secs(20));
+        ok(client.peer(), "my-agent-info", json!({})).await;
+        hub.rescue_passes(2).await;
+        let (_, me) = hub.get(&format!("/api/agents/{lead}"), None).await;
+        assert_ne!(me["status"], "offline", "a live MCP session keeps its lead online: {me}");
+    }
+    // More than a lease period passed: the silent agent is offline by now.
     eventually("the silent worker to be marked offline", || async {
         let (_, agent) = hub.get(&format!("/api/agents/{silent}"), None).await;
         (agent["status"] == "offline").then_some(())
     })
     .await;
-    let (_, me) = hub.get(&format!("/api/agents/{lead}"), None).await;
-    assert_ne!(me["status"], "offline", "a live MCP session keeps its lead online: {me}");
-    session.abort();
 }
 
 #[tokio::test]
