@@ -9,21 +9,21 @@ use swarm_hub::{Hub, HubOptions, ServeArgs};
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     swarm_hub::init_logging(&args.log_format, "info,tower_http=warn,sqlx=warn,rmcp=warn");
     let hub = Hub::start(&args, HubOptions::default()).await?;
-    // The sign-in link, next to the dashboard's address: the key in a link only on the
+    // The sign-in link, after where the key is kept: the key in a link only on the
     // operator's own terminal, never into a log file; elsewhere, how to sign in instead.
     let mut sign_in = hub.dashboard_login_url().map(|login| {
         if std::io::stdout().is_terminal() {
             format!("sign the dashboard in: {login}")
         } else {
             "sign-in link: shown on a terminal only (it holds the API key, which must not reach a log \
-             file); to sign the dashboard in, run `swarm serve` in a terminal, or paste the key from \
-             where the `api key:` line says into the dashboard's sign-in form"
+             file); to sign the dashboard in, run `swarm serve` in a terminal, or paste the key (see \
+             `api key:` above) into the dashboard's sign-in form"
                 .to_string()
         }
     });
     for line in hub.banner() {
         println!("{line}");
-        if line.starts_with("dashboard:")
+        if line.starts_with("api key:")
             && let Some(sign_in) = sign_in.take()
         {
             println!("{sign_in}");
