@@ -1,136 +1,127 @@
-//! A JSON Schema (2020-12) check of tool results against the tools' `outputSchema`, for the
-//! keywords swarm's schemas use: `$ref` into `$defs`, `type` (one or a list), `properties`,
-//! `required`, `additionalProperties`, `propertyNames`, `items`, `enum`, `const`, `anyOf`, `oneOf`, `allOf`.
-//! A keyword it does not know is an error, so a schema never passes by being skipped.
+//! Tool results checked against the tools' `outputSchema` with the `jsonschema` crate
+//! (JSON Schema 2020-12, formats asserted: a `uuid` or `date-time` must be one).
+//!
+//! One strictness the crate does not have is kept here: a keyword the 2020-12 vocabularies
+//! do not define is refused, where the crate would ignore it, so a schema never passes
+//! by a constraint being skipped (an OpenAPI-only `nullable`, a misspelt `requierd`).
 
 use serde_json::Value;
 
-/// Keywords that describe and do not constrain (or constrain formats swarm does not rely on).
-const ANNOTATIONS: [&str; 10] = [
-    "description",
-    "title",
+/// The keywords of the 2020-12 vocabularies: core, applicator, unevaluated, validation,
+/// format annotation, content and meta-data.
+const KEYWORDS: [&str; 55] = [
+    "$schema",
+    "$id",
+    "$ref",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "$comment",
+    "$defs",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "prefixItems",
+    "items",
+    "contains",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "type",
+    "const",
+    "enum",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
     "format",
-    "example",
-    "examples",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "title",
+    "description",
     "default",
     "deprecated",
-    "minimum",
-    "maximum",
-    "$schema",
+    "examples",
 ];
 
-pub fn validate(root: &Value, instance: &Value) -> Result<(), String> {
-    check(root, root, instance, "")
+/// Whether `instance` fits `schema`; `Err` names every place it does not, or the keyword
+/// the schema uses that 2020-12 does not define.
+pub fn validate(schema: &Value, instance: &Value) -> Result<(), String> {
+    known_keywords(schema, "#")?;
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|err| format!("the schema is not valid JSON Schema: {err}"))?;
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|err| format!("{}: {err}", err.instance_path())).collect();
+    if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
 }
 
-fn check(root: &Value, schema: &Value, instance: &Value, path: &str) -> Result<(), String> {
-    let Value::Object(keywords) = schema else {
-        return match schema {
-            Value::Bool(true) => Ok(()),
-            _ => Err(format!("{path}: schema {schema} admits nothing")),
-        };
-    };
+/// Every keyword of `schema` and its subschemas is a 2020-12 keyword.
+fn known_keywords(schema: &Value, path: &str) -> Result<(), String> {
+    let Value::Object(keywords) = schema else { return Ok(()) };
     for (keyword, value) in keywords {
+        let here = format!("{path}/{keyword}");
         match keyword.as_str() {
-            "$ref" => {
-                let reference = value.as_str().ok_or("$ref is not a string")?;
-                let name =
-                    reference.strip_prefix("#/$defs/").ok_or_else(|| format!("{path}: $ref {reference}"))?;
-                let target =
-                    root["$defs"].get(name).ok_or_else(|| format!("{path}: {reference} is not defined"))?;
-                check(root, target, instance, path)?;
-            }
-            "type" => {
-                let kinds: Vec<&str> = match value {
-                    Value::String(kind) => vec![kind.as_str()],
-                    Value::Array(kinds) => kinds.iter().filter_map(Value::as_str).collect(),
-                    _ => return Err(format!("{path}: type {value}")),
-                };
-                if !kinds.iter().any(|kind| is_type(kind, instance)) {
-                    return Err(format!("{path}: {instance} is not of type {value}"));
+            // Maps of names to subschemas.
+            "$defs" | "properties" | "patternProperties" | "dependentSchemas" => {
+                for (name, subschema) in value.as_object().into_iter().flatten() {
+                    known_keywords(subschema, &format!("{here}/{name}"))?;
                 }
             }
-            "properties" => {
-                let (Value::Object(properties), Value::Object(fields)) = (value, instance) else { continue };
-                for (name, property) in properties {
-                    if let Some(field) = fields.get(name) {
-                        check(root, property, field, &format!("{path}/{name}"))?;
-                    }
+            // Lists of subschemas.
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                for (i, subschema) in value.as_array().into_iter().flatten().enumerate() {
+                    known_keywords(subschema, &format!("{here}/{i}"))?;
                 }
             }
-            "required" => {
-                let Value::Object(fields) = instance else { continue };
-                for name in value.as_array().into_iter().flatten().filter_map(Value::as_str) {
-                    if !fields.contains_key(name) {
-                        return Err(format!("{path}: required field {name} is missing"));
-                    }
-                }
+            // One subschema.
+            "not"
+            | "if"
+            | "then"
+            | "else"
+            | "items"
+            | "contains"
+            | "additionalProperties"
+            | "propertyNames"
+            | "unevaluatedItems"
+            | "unevaluatedProperties"
+            | "contentSchema" => {
+                known_keywords(value, &here)?;
             }
-            "additionalProperties" => {
-                let Value::Object(fields) = instance else { continue };
-                let known = keywords.get("properties").and_then(Value::as_object);
-                for (name, field) in fields {
-                    if !known.is_some_and(|known| known.contains_key(name)) {
-                        check(root, value, field, &format!("{path}/{name}"))?;
-                    }
-                }
+            // Values, not schemas (`const`, `enum`, `default`, `examples`, ...).
+            known if KEYWORDS.contains(&known) => {}
+            unknown => {
+                return Err(format!(
+                    "{path}: the schema uses {unknown}, which JSON Schema 2020-12 does not define"
+                ));
             }
-            "propertyNames" => {
-                let Value::Object(fields) = instance else { continue };
-                for name in fields.keys() {
-                    check(root, value, &Value::String(name.clone()), &format!("{path}/{name} (name)"))?;
-                }
-            }
-            "items" => {
-                let Value::Array(items) = instance else { continue };
-                for (i, item) in items.iter().enumerate() {
-                    check(root, value, item, &format!("{path}/{i}"))?;
-                }
-            }
-            "enum" => {
-                if !value.as_array().is_some_and(|values| values.contains(instance)) {
-                    return Err(format!("{path}: {instance} is not one of {value}"));
-                }
-            }
-            "const" => {
-                if value != instance {
-                    return Err(format!("{path}: {instance} is not {value}"));
-                }
-            }
-            "anyOf" | "oneOf" | "allOf" => {
-                let branches = value.as_array().ok_or_else(|| format!("{path}: {keyword} is not a list"))?;
-                let passed =
-                    branches.iter().filter(|branch| check(root, branch, instance, path).is_ok()).count();
-                let fits = match keyword.as_str() {
-                    "anyOf" => passed > 0,
-                    "oneOf" => passed == 1,
-                    _ => passed == branches.len(),
-                };
-                if !fits {
-                    return Err(format!(
-                        "{path}: {instance} fits {passed} of the {keyword} branches {value}"
-                    ));
-                }
-            }
-            "$defs" => {}
-            other if ANNOTATIONS.contains(&other) => {}
-            other => return Err(format!("{path}: the check does not know the keyword {other}")),
         }
     }
     Ok(())
-}
-
-fn is_type(kind: &str, instance: &Value) -> bool {
-    match kind {
-        "null" => instance.is_null(),
-        "boolean" => instance.is_boolean(),
-        "string" => instance.is_string(),
-        "number" => instance.is_number(),
-        "integer" => instance.is_i64() || instance.is_u64(),
-        "array" => instance.is_array(),
-        "object" => instance.is_object(),
-        _ => false,
-    }
 }
 
 #[test]
@@ -139,12 +130,20 @@ fn the_check_refuses_what_does_not_fit() {
         "type": "object",
         "properties": {"task": {"$ref": "#/$defs/Task"}, "n": {"type": ["integer", "null"]}},
         "required": ["task"],
-        "$defs": {"Task": {"type": "object", "properties": {"status": {"enum": ["a", "b"]}}, "required": ["status"]}},
+        "additionalProperties": false,
+        "$defs": {"Task": {"type": "object", "properties": {"status": {"enum": ["a", "b"]}, "id": {"type": "string", "format": "uuid"}}, "required": ["status"]}},
     });
     assert!(validate(&schema, &serde_json::json!({"task": {"status": "a"}, "n": null})).is_ok());
     assert!(validate(&schema, &serde_json::json!({"task": {"status": "c"}})).is_err());
     assert!(validate(&schema, &serde_json::json!({"task": {}})).is_err());
     assert!(validate(&schema, &serde_json::json!({"n": 1})).is_err());
     assert!(validate(&schema, &serde_json::json!({"task": {"status": "a"}, "n": "x"})).is_err());
-    assert!(validate(&serde_json::json!({"pattern": "x"}), &serde_json::json!("x")).is_err());
+    // Closed: a field the schema does not declare fails.
+    assert!(validate(&schema, &serde_json::json!({"task": {"status": "a"}, "extra": 1})).is_err());
+    // Formats are asserted.
+    assert!(validate(&schema, &serde_json::json!({"task": {"status": "a", "id": "not-a-uuid"}})).is_err());
+    // A keyword 2020-12 does not define is refused, at any depth.
+    assert!(validate(&serde_json::json!({"nullable": true}), &serde_json::json!("x")).is_err());
+    let nested = serde_json::json!({"properties": {"a": {"items": {"requierd": ["b"]}}}});
+    assert!(validate(&nested, &serde_json::json!({})).is_err());
 }
