@@ -240,7 +240,7 @@ async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
         priority: args.priority,
         depends_on: args.depends_on,
         source: None,
-        status: args.backlog.then_some(TaskStatus::Backlog),
+        status: args.backlog.then_some(swarm_client::InitialStatus::Backlog),
     };
     let task = client
         .create_task(&request)

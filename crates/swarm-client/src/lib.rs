@@ -30,7 +30,8 @@ use swarm_domain::{
     stats::Stats,
 };
 pub use tasks::{
-    ActionResponse, CreateTaskRequest, FinishResponse, FinishStatus, TaskDetail, TaskList, TaskQuery,
+    ActionResponse, CreateTaskRequest, FinishResponse, FinishStatus, InitialStatus, TaskDetail, TaskList,
+    TaskQuery,
 };
 pub use tokens::{NewToken, TokenInfo, TokenList};
 

@@ -10,29 +10,7 @@ use swarm_domain::{
 
 use crate::{Client, ClientError};
 
-/// `POST /api/tasks`. The initial status follows from the fields: `offered_to` →
-/// offered, `agent_id` → pending, `status: backlog` → backlog, else unassigned.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateTaskRequest {
-    pub task: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<AgentId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offered_to: Option<AgentId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub task_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub priority: Option<i64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub depends_on: Vec<TaskId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<TaskStatus>,
-}
+pub use swarm_domain::wire::{CreateTaskRequest, InitialStatus};
 
 /// Filters of `GET /api/tasks`; empty fields are left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -268,7 +246,7 @@ mod tests {
     fn create_request_sends_only_what_is_set() {
         let request = CreateTaskRequest {
             task: "x".into(),
-            status: Some(TaskStatus::Backlog),
+            status: Some(InitialStatus::Backlog),
             ..CreateTaskRequest::default()
         };
         let json = serde_json::to_value(&request).unwrap();

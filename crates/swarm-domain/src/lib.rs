@@ -25,6 +25,7 @@ pub mod time;
 pub mod token;
 pub mod trigger;
 pub mod untrusted;
+pub mod wire;
 
 use std::fmt;
 

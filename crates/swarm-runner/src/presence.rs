@@ -40,7 +40,7 @@ pub(crate) async fn register(
 ) -> Result<bool, RunnerError> {
     let request = RegisterAgentRequest {
         name: config.agent_name.clone(),
-        is_lead: Some(config.role == crate::Role::Lead),
+        is_lead: config.role == crate::Role::Lead,
         max_tasks: Some(i64::from(config.max_concurrent)),
         ..RegisterAgentRequest::default()
     };

@@ -176,7 +176,7 @@ impl Sender {
     }
 
     async fn send_start(&mut self, started: bool) {
-        let request = SessionStartRequest { cli: &self.cli, started };
+        let request = SessionStartRequest { cli: self.cli.clone(), started };
         // A hub without this endpoint (the reference's) answers 404: only a count is lost.
         if let Err(err) = self.client.report_session_start(&request).await
             && !matches!(&err, ClientError::Status { status, .. } if status.as_u16() == 404)

@@ -87,13 +87,16 @@ async fn send_in(tx: &mut PgConnection, mail: &NewMail, now: Timestamp) -> Store
         });
     }
     if let Some(parent) = mail.in_reply_to {
-        // Replying to mail means the replier has seen it, and answers it when it waited.
+        // Replying to mail means the replier has seen it, and answers it when it waited;
+        // guarded by its from-state like every status change (read mail answered already
+        // stays as it was).
         sqlx::query(
             "UPDATE mail SET status = 'read', read_at = coalesce(read_at, $1), \
                              processing_since = NULL, lease_expires_at = NULL, \
                              answered_at = CASE WHEN awaiting_response THEN coalesce(answered_at, $1) \
                                                 ELSE answered_at END \
-             WHERE id = $2 AND to_agent_id = $3",
+             WHERE id = $2 AND to_agent_id = $3 \
+               AND (status IN ('unread', 'processing') OR (awaiting_response AND answered_at IS NULL))",
         )
         .bind(now.datetime())
         .bind(parent.as_uuid())

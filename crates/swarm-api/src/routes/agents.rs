@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use swarm_domain::{
     agent::{Agent, ProfileUpdate, Registration},
     id::AgentId,
-    task::Task,
+    wire::{AgentList, AgentView, RegisterAgentRequest},
 };
 use swarm_service::{InboxSummary, RegisterInput};
 use utoipa::ToSchema;
@@ -32,39 +32,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(me_get))
         .routes(routes!(agents_ping))
         .routes(routes!(agents_close))
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RegisterBody {
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
-    )]
-    name: String,
-    #[serde(default)]
-    is_lead: bool,
-    description: Option<String>,
-    role: Option<String>,
-    capabilities: Option<Vec<String>>,
-    /// 1 to 20, default 1.
-    #[schema(minimum = 1, maximum = 20)]
-    max_tasks: Option<i64>,
-}
-
-/// An agent, with its tasks when asked for (`?include=tasks`).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AgentResponse {
-    #[serde(flatten)]
-    agent: Agent,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tasks: Option<Vec<Task>>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AgentListResponse {
-    agents: Vec<AgentResponse>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -133,7 +100,7 @@ pub struct MeResponse {
 ///
 /// The id is the `X-Agent-ID` header, or a new UUID when absent. 201 when created, 200
 /// when the agent existed (an offline agent becomes idle; `maxTasks` is updated).
-#[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = RegisterBody,
+#[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = RegisterAgentRequest,
     params(("X-Agent-ID" = Option<String>, Header, description = "The agent's id (UUID)")),
     responses(
         (status = 201, description = "Registered", body = RegisteredResponse),
@@ -141,7 +108,7 @@ pub struct MeResponse {
 async fn agents_register(
     State(state): State<AppState>,
     Credentials(authenticated, named): Credentials,
-    AppJson(body): AppJson<RegisterBody>,
+    AppJson(body): AppJson<RegisterAgentRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
     let input = RegisterInput {
         name: body.name,
@@ -172,34 +139,34 @@ pub struct RegisteredResponse {
 
 /// All agents, ordered by name.
 #[utoipa::path(get, path = "/api/agents", tag = "agents", params(IncludeQuery),
-    responses((status = 200, body = AgentListResponse), ErrorResponses))]
+    responses((status = 200, body = AgentList), ErrorResponses))]
 async fn agents_list(
     State(state): State<AppState>,
     Query(include): Query<IncludeQuery>,
-) -> Result<Json<AgentListResponse>, ApiError> {
+) -> Result<Json<AgentList>, ApiError> {
     let mut agents = Vec::new();
     for agent in state.service.agent_list().await? {
         agents.push(with_tasks(&state, agent, include.has("tasks")).await?);
     }
-    Ok(Json(AgentListResponse { agents }))
+    Ok(Json(AgentList { agents }))
 }
 
 /// One agent.
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents",
     params(("id" = uuid::Uuid, Path, description = "Agent id"), IncludeQuery),
-    responses((status = 200, body = AgentResponse), ErrorResponses))]
+    responses((status = 200, body = AgentView), ErrorResponses))]
 async fn agents_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(include): Query<IncludeQuery>,
-) -> Result<Json<AgentResponse>, ApiError> {
+) -> Result<Json<AgentView>, ApiError> {
     let agent = state.service.agent_get(AgentId::parse(&id)?).await?;
     Ok(Json(with_tasks(&state, agent, include.has("tasks")).await?))
 }
 
-async fn with_tasks(state: &AppState, agent: Agent, include_tasks: bool) -> Result<AgentResponse, ApiError> {
+async fn with_tasks(state: &AppState, agent: Agent, include_tasks: bool) -> Result<AgentView, ApiError> {
     let tasks = if include_tasks { Some(state.service.agent_tasks(agent.id).await?) } else { None };
-    Ok(AgentResponse { agent, tasks })
+    Ok(AgentView { agent, tasks })
 }
 
 /// Rename an agent (itself, or any agent for the lead).

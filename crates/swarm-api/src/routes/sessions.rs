@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use swarm_domain::{
     id::{AgentId, TaskId},
     session::{NewSessionCost, NewSessionLogs, SessionCost, SessionLog},
+    wire::{SessionCostRequest, SessionLogsRequest, SessionStartRequest},
 };
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{
@@ -28,33 +29,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(session_starts_create))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionStartBody {
-    /// The agent CLI the runner started or tried to start: `claude`, `codex`, or the
-    /// command's name (counted as `other`).
-    #[schema(min_length = 1, max_length = 200)]
-    cli: String,
-    /// Whether the CLI started; `false` when the runner could not start it (missing
-    /// program, no working directory), in which case it gives the work back.
-    started: bool,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionStartRecorded {
     success: bool,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionLogsBody {
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
-    session_id: String,
-    #[schema(minimum = 0)]
-    iteration: i64,
-    lines: Vec<String>,
-    task_id: Option<TaskId>,
-    cli: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -73,32 +50,6 @@ pub struct SessionCostCreated {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionLogsResponse {
     logs: Vec<SessionLog>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionCostBody {
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
-    session_id: String,
-    agent_id: AgentId,
-    #[schema(minimum = 0)]
-    total_cost_usd: f64,
-    task_id: Option<TaskId>,
-    #[schema(minimum = 0)]
-    input_tokens: Option<i64>,
-    #[schema(minimum = 0)]
-    output_tokens: Option<i64>,
-    #[schema(minimum = 0)]
-    cache_read_tokens: Option<i64>,
-    #[schema(minimum = 0)]
-    cache_write_tokens: Option<i64>,
-    #[schema(minimum = 0)]
-    duration_ms: Option<i64>,
-    #[schema(minimum = 0)]
-    num_turns: Option<i64>,
-    model: Option<String>,
-    #[serde(default)]
-    is_error: bool,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -122,12 +73,12 @@ pub struct SessionCostsResponse {
 }
 
 /// Append lines of an agent session's output (stream-json), in order.
-#[utoipa::path(post, path = "/api/session-logs", tag = "sessions", request_body = SessionLogsBody,
+#[utoipa::path(post, path = "/api/session-logs", tag = "sessions", request_body = SessionLogsRequest,
     responses((status = 201, body = SessionLogsCreated), ErrorResponses))]
 async fn session_logs_create(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
-    AppJson(body): AppJson<SessionLogsBody>,
+    AppJson(body): AppJson<SessionLogsRequest>,
 ) -> Result<(StatusCode, Json<SessionLogsCreated>), ApiError> {
     let logs = NewSessionLogs::parse(body.session_id, body.iteration, body.task_id, body.cli, body.lines)?;
     let count = state.service.session_logs_append(caller, logs).await?;
@@ -146,12 +97,12 @@ async fn session_logs_for_task(
 }
 
 /// Record what an agent session cost.
-#[utoipa::path(post, path = "/api/session-costs", tag = "sessions", request_body = SessionCostBody,
+#[utoipa::path(post, path = "/api/session-costs", tag = "sessions", request_body = SessionCostRequest,
     responses((status = 201, body = SessionCostCreated), ErrorResponses))]
 async fn session_costs_create(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
-    AppJson(body): AppJson<SessionCostBody>,
+    AppJson(body): AppJson<SessionCostRequest>,
 ) -> Result<(StatusCode, Json<SessionCostCreated>), ApiError> {
     let cost = NewSessionCost {
         session_id: body.session_id,
@@ -174,12 +125,12 @@ async fn session_costs_create(
 /// A runner reports that it started the agent CLI for a run, or could not (ours, for
 /// `swarm_runner_spawns_total` in `/metrics`; nothing is stored). The caller is the
 /// agent (`X-Agent-ID`).
-#[utoipa::path(post, path = "/api/session-starts", tag = "sessions", request_body = SessionStartBody,
+#[utoipa::path(post, path = "/api/session-starts", tag = "sessions", request_body = SessionStartRequest,
     responses((status = 202, body = SessionStartRecorded), ErrorResponses))]
 async fn session_starts_create(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
-    AppJson(body): AppJson<SessionStartBody>,
+    AppJson(body): AppJson<SessionStartRequest>,
 ) -> Result<(StatusCode, Json<SessionStartRecorded>), ApiError> {
     state.service.session_start_report(caller, &body.cli, body.started).await?;
     Ok((StatusCode::ACCEPTED, Json(SessionStartRecorded { success: true })))

@@ -7,6 +7,7 @@ use swarm_domain::{
     event::Event,
     id::{AgentId, TaskId},
     task::{Task, TaskDraft, TaskStatus},
+    wire::{CreateTaskRequest, InitialStatus},
 };
 use swarm_service::{ActionOutcome, Caller, TaskListQuery, TaskReport, TaskRequest};
 use utoipa::{IntoParams, ToSchema};
@@ -39,37 +40,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(tasks_from_backlog))
         .routes(routes!(tasks_paused))
         .routes(routes!(tasks_cancelled))
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreateTaskBody {
-    #[schema(min_length = 1, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
-    task: String,
-    /// Assign to this agent (status `pending`).
-    agent_id: Option<AgentId>,
-    /// Offer to this agent (status `offered`).
-    offered_to: Option<AgentId>,
-    task_type: Option<String>,
-    #[serde(default)]
-    tags: Vec<String>,
-    /// 0 to 100, default 50.
-    #[schema(minimum = 0, maximum = 100)]
-    priority: Option<i64>,
-    #[serde(default)]
-    depends_on: Vec<TaskId>,
-    /// Default `api`.
-    source: Option<String>,
-    /// `backlog` to park the task; otherwise leave it out.
-    status: Option<InitialStatus>,
-}
-
-/// The only status a task may be asked to start in; the others follow from `agentId`
-/// and `offeredTo`.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum InitialStatus {
-    Backlog,
 }
 
 /// How a task ends when its agent finishes it.
@@ -193,12 +163,12 @@ pub struct CancelledQuery {
 
 /// Create a task: offered (`offeredTo`), assigned (`agentId`), parked (`status: backlog`)
 /// or in the pool.
-#[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = CreateTaskBody,
+#[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = CreateTaskRequest,
     responses((status = 201, body = Task), ErrorResponses))]
 async fn tasks_create(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
-    AppJson(body): AppJson<CreateTaskBody>,
+    AppJson(body): AppJson<CreateTaskRequest>,
 ) -> Result<(StatusCode, Json<Task>), ApiError> {
     let backlog = matches!(body.status, Some(InitialStatus::Backlog));
     let draft = TaskDraft {
