@@ -10,13 +10,6 @@ use crate::hub::{Hub, TEST_RUNNER_ID, sqlite_file};
 
 const GENERAL: &str = "00000000-0000-7000-8000-000000000001";
 
-async fn agent(hub: &Hub, name: &str) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let (status, agent) = hub.post("/api/agents", Some(&id), json!({ "name": name })).await;
-    assert_eq!(status, 201, "{agent}");
-    id
-}
-
 async fn poll(hub: &Hub, agent: &str) -> Value {
     let (status, body) = hub.poll_as_runner(agent, 0).await;
     assert_eq!(status, 200, "{body}");
@@ -27,8 +20,8 @@ async fn poll(hub: &Hub, agent: &str) -> Value {
 async fn a_mention_wakes_the_agent_and_reading_clears_it() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let alice = agent(&hub, "alice").await;
-    let bob = agent(&hub, "bob").await;
+    let alice = hub.register_agent("alice", false).await;
+    let bob = hub.register_agent("bob", false).await;
 
     let (status, body) = hub.get("/api/channels", None).await;
     assert_eq!(status, 200, "{body}");
@@ -108,9 +101,9 @@ async fn a_mention_wakes_the_agent_and_reading_clears_it() {
 async fn a_task_message_creates_one_task_per_mentioned_agent() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let lead = agent(&hub, "lead").await;
-    let one = agent(&hub, "one").await;
-    let two = agent(&hub, "two").await;
+    let lead = hub.register_agent("lead", false).await;
+    let one = hub.register_agent("one", false).await;
+    let two = hub.register_agent("two", false).await;
 
     let (status, posted) = hub
         .post(
@@ -166,7 +159,7 @@ async fn a_task_message_creates_one_task_per_mentioned_agent() {
 async fn bad_chat_input_gets_a_json_4xx() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let alice = agent(&hub, "alice").await;
+    let alice = hub.register_agent("alice", false).await;
     let messages = format!("/api/channels/{GENERAL}/messages");
     let unknown = uuid::Uuid::new_v4();
 

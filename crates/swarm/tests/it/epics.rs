@@ -10,13 +10,6 @@ use crate::{
     support::postgres_database,
 };
 
-async fn agent(hub: &Hub, name: &str, is_lead: bool) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let (status, body) = hub.post("/api/agents", Some(&id), json!({ "name": name, "isLead": is_lead })).await;
-    assert_eq!(status, 201, "{body}");
-    id
-}
-
 async fn put(hub: &Hub, path: &str, agent: Option<&str>, body: Value) -> (u16, Value) {
     send(hub.request(reqwest::Method::PUT, path, agent).json(&body)).await
 }
@@ -39,8 +32,8 @@ fn assert_error(status: u16, body: &Value, expected: u16, mentions: &str) {
 
 async fn epic_story(database: &Database) {
     let hub = Hub::start(database, None);
-    let lead = agent(&hub, "lead", true).await;
-    let worker = agent(&hub, "worker", false).await;
+    let lead = hub.register_agent("lead", true).await;
+    let worker = hub.register_agent("worker", false).await;
 
     // Creation: the reference's 400 names what is missing; a worker may not; names are unique.
     let (status, body) = hub.post("/api/epics", Some(&lead), json!({ "description": "no name" })).await;
@@ -208,8 +201,8 @@ async fn epics_over_rest_on_postgres() {
 async fn epic_tools_over_mcp() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let lead = agent(&hub, "lead", true).await;
-    let worker = agent(&hub, "worker", false).await;
+    let lead = hub.register_agent("lead", true).await;
+    let worker = hub.register_agent("worker", false).await;
     let lead_client = connect_http(&hub, Some(&lead), Revision::Initialize).await;
     let worker_client = connect_http(&hub, Some(&worker), Revision::Initialize).await;
 
@@ -287,8 +280,8 @@ async fn epic_tools_over_mcp() {
 async fn activating_an_epic_wakes_the_leads_parked_poll() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start_with(&sqlite_file(dir.path()), None, &["--lease-seconds", "600"]);
-    let lead = agent(&hub, "lead", true).await;
-    let worker = agent(&hub, "worker", false).await;
+    let lead = hub.register_agent("lead", true).await;
+    let worker = hub.register_agent("worker", false).await;
     let (_, epic) = hub.post("/api/epics", None, json!({ "name": "later", "goal": "start it later" })).await;
     let id = epic["id"].as_str().unwrap().to_string();
     let (status, task) = hub

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use swarm_hub::{DatabaseArgs, HubOptions, ServeArgs};
 use swarm_service::{ActivitySnapshot, Service};
 
-use crate::support::eventually;
+use crate::support::{child_exit_within, eventually};
 
 pub const SWARM: &str = env!("CARGO_BIN_EXE_swarm");
 
@@ -468,15 +468,8 @@ impl Hub {
             Running::Process(mut child) if graceful => {
                 let pid = child.id().to_string();
                 let _ = Command::new("kill").args(["-TERM", &pid]).status();
-                let deadline = std::time::Instant::now() + Duration::from_secs(30);
-                while std::time::Instant::now() < deadline {
-                    if let Ok(Some(status)) = child.try_wait() {
-                        return status.success();
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                let _ = child.kill();
-                false
+                // Not stopped within 30 s: killed, and not a clean stop.
+                child_exit_within(&mut child, Duration::from_secs(30)).is_some_and(|status| status.success())
             }
             Running::Process(mut child) => {
                 let _ = child.kill();

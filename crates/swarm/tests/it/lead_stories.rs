@@ -63,16 +63,6 @@ pub(crate) fn lead_setup<'a>(dir: &'a Path, agent_id: &str) -> RunnerSetup<'a> {
 
 /// A hub whose Slack bridge talks to `stand_in` over Socket Mode, with `extra` flags.
 pub(crate) async fn slack_hub(stand_in: &SlackStandIn, dir: &Path, extra: &[&str]) -> Hub {
-    slack_hub_with_options(stand_in, dir, extra, swarm_hub::HubOptions::default()).await
-}
-
-/// [`slack_hub`] with options no user sets (a test clock).
-pub(crate) async fn slack_hub_with_options(
-    stand_in: &SlackStandIn,
-    dir: &Path,
-    extra: &[&str],
-    options: swarm_hub::HubOptions,
-) -> Hub {
     let api = stand_in.api_url.clone();
     let mut flags = vec![
         "--slack-bot-token",
@@ -87,7 +77,7 @@ pub(crate) async fn slack_hub_with_options(
         "U1",
     ];
     flags.extend(extra);
-    let hub = Hub::start_with_options(&sqlite_file(dir), None, &flags, options);
+    let hub = Hub::start_with(&sqlite_file(dir), None, &flags);
     stand_in.wait_connected(1).await;
     hub
 }

@@ -14,11 +14,11 @@ use swarm_hub::HubOptions;
 
 use crate::{
     hub::{Hub, SWARM, sqlite_file},
-    lead_stories::{inbox, lead_setup, mention_bot, runs_of, slack_hub, slack_hub_with_options},
+    lead_stories::{inbox, lead_setup, mention_bot, runs_of, slack_hub},
     mcp_client::{Revision, connect_http, new_agent_id, ok},
     runner::{Runner, RunnerSetup, registered},
     slack_stand_in::SlackStandIn,
-    support::{clock::TestClock, eventually},
+    support::eventually,
 };
 
 fn set_clock(path: &Path, at: &str) {
@@ -125,20 +125,24 @@ async fn lead_stories_one_slack_thread_one_delegation_exactly_one_completion_ans
 async fn lead_stories_an_interactive_lead_gets_a_slack_message_through_mcp_and_answers_it() {
     let dir = tempfile::tempdir().unwrap();
     let stand_in = SlackStandIn::start().await;
-    // A 30 s lease on a clock the test moves.
-    let clock = TestClock::stopped(dir.path());
-    let flags = ["--lease-seconds", "30", "--rescue-interval-seconds", "1"];
-    let hub = slack_hub_with_options(&stand_in, dir.path(), &flags, clock.options()).await;
+    // Real leases: an MCP session's sign of life is rate-limited by real time
+    // (`Service::agent_seen`), so a moved clock would outrun the session's calls.
+    let hub =
+        slack_hub(&stand_in, dir.path(), &["--lease-seconds", "2", "--rescue-interval-seconds", "1"]).await;
     let lead_id = new_agent_id();
     let lead = connect_http(&hub, Some(&lead_id), Revision::Initialize).await;
     ok(&lead, "join-swarm", json!({"name": "person-lead", "lead": true})).await;
     let silent = hub.register_agent("silent-worker", false).await;
-    // A person's Claude Code session: tool calls now and then (every 20 s here), never a
-    // poll; the clock stays after the last one.
-    for _ in 0..2 {
-        clock.advance(Duration::from_secs(20));
-        ok(&lead, "get-swarm", json!({})).await;
-    }
+    // A person's Claude Code session: tool calls now and then, never a poll.
+    let session = {
+        let peer = lead.peer().clone();
+        tokio::spawn(async move {
+            loop {
+                ok(&peer, "get-swarm", json!({})).await;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        })
+    };
     eventually("a lease period to pass (the silent worker offline)", || async {
         let (_, agent) = hub.get(&format!("/api/agents/{silent}"), None).await;
         (agent["status"] == "offline").then_some(())
@@ -165,4 +169,5 @@ async fn lead_stories_an_interactive_lead_gets_a_slack_message_through_mcp_and_a
         (Some("400.1"), Some("person-lead"))
     );
     assert_eq!(inbox(&hub, "responded").await.len(), 1);
+    session.abort();
 }

@@ -14,13 +14,6 @@ use serde_json::{Value, json};
 
 use crate::hub::{Hub, SWARM, TEST_RUNNER_ID, sqlite_file};
 
-async fn agent(hub: &Hub, name: &str, lead: bool) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let (status, agent) = hub.post("/api/agents", Some(&id), json!({ "name": name, "isLead": lead })).await;
-    assert_eq!(status, 201, "{agent}");
-    id
-}
-
 async fn send(hub: &Hub, from: &str, body: Value) -> Value {
     let (status, mail) = hub.post("/api/mail", Some(from), body).await;
     assert_eq!(status, 201, "{mail}");
@@ -41,8 +34,8 @@ fn subjects(mail: &Value) -> Vec<String> {
 async fn urgent_mail_wakes_the_recipient_and_a_reply_ends_the_senders_waiting() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let lead = agent(&hub, "lead-1", true).await;
-    let worker = agent(&hub, "worker-1", false).await;
+    let lead = hub.register_agent("lead-1", true).await;
+    let worker = hub.register_agent("worker-1", false).await;
 
     let started = Instant::now();
     let parked = {
@@ -150,8 +143,8 @@ async fn urgent_mail_wakes_the_recipient_and_a_reply_ends_the_senders_waiting() 
 async fn bad_mail_is_refused_with_a_json_error_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let alice = agent(&hub, "alice", false).await;
-    let bob = agent(&hub, "bob", false).await;
+    let alice = hub.register_agent("alice", false).await;
+    let bob = hub.register_agent("bob", false).await;
     let mail = send(&hub, &alice, json!({"to": bob, "subject": "hi", "body": "hello"})).await;
     let id = mail["id"].as_str().unwrap();
     let unknown = uuid::Uuid::new_v4().to_string();
@@ -331,8 +324,8 @@ fn payload(dir: &Path, event: &str) -> Value {
 async fn hooks_deliver_mail_alert_the_coordinator_and_refresh_counts() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let lead = agent(&hub, "lead-1", true).await;
-    let worker = agent(&hub, "worker-1", false).await;
+    let lead = hub.register_agent("lead-1", true).await;
+    let worker = hub.register_agent("worker-1", false).await;
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     let as_worker = [("MCP_BASE_URL", hub.base_url.as_str()), ("AGENT_ID", worker.as_str())];

@@ -334,13 +334,18 @@ async fn mcp_stdio_2026_clients_hear_only_what_they_listen_for() {
     let my_id = me["yourAgentId"].as_str().unwrap().to_string();
     let sender = watch_stdio(&database, None, Revision::Initialize).await;
     ok(&sender.client, "join-swarm", json!({"name": "sender"})).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    ok(&sender.client, "send-mail", json!({"to": my_id, "subject": "hi", "body": "ping"})).await;
-    let notification = tokio::time::timeout(Duration::from_secs(15), mail.next())
-        .await
-        .expect("resources/updated on the stream")
-        .expect("the stream is open")
-        .expect("a notification");
+    // The watcher reads a subscribed resource once a second: mail sent before its first
+    // read is what it saw first, not news. Mail again until one is news.
+    let mut sent = 0;
+    let notification = loop {
+        let body = format!("ping {sent}");
+        ok(&sender.client, "send-mail", json!({"to": my_id, "subject": "hi", "body": body})).await;
+        sent += 1;
+        match tokio::time::timeout(Duration::from_secs(2), mail.next()).await {
+            Ok(next) => break next.expect("the stream is open").expect("a notification"),
+            Err(_) => assert!(sent < 10, "no resources/updated on the stream after {sent} mails"),
+        }
+    };
     match notification {
         rmcp::model::ServerNotification::ResourceUpdatedNotification(update) => {
             assert_eq!(update.params.uri, "swarm://mail/unread")

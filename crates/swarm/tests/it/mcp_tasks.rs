@@ -134,7 +134,10 @@ async fn mcp_poll_task_runs_as_a_task_any_process_answers_for() {
 
     // The call's own wait over, no work: completed with no trigger, as the call would answer.
     let id = start(&client, 1).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    eventually("the call's wait to end", || async {
+        (get(&client, &id).await.task.status() != TaskStatus::Working).then_some(())
+    })
+    .await;
     let result = completed(&client, &id).await;
     assert_eq!(result["structuredContent"]["trigger"], Value::Null, "{result}");
 

@@ -9,13 +9,6 @@ use crate::{
     mcp_client::{Revision, connect_http, ok, refused},
 };
 
-async fn agent(hub: &Hub, name: &str) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let (status, body) = hub.post("/api/agents", Some(&id), json!({ "name": name })).await;
-    assert_eq!(status, 201, "{body}");
-    id
-}
-
 fn ids(body: &Value, list: &str) -> Vec<String> {
     body[list]
         .as_array()
@@ -29,8 +22,8 @@ fn ids(body: &Value, list: &str) -> Vec<String> {
 async fn agents_register_services_and_a_process_manager_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let alice = agent(&hub, "alice").await;
-    let bob = agent(&hub, "bob").await;
+    let alice = hub.register_agent("alice", false).await;
+    let bob = hub.register_agent("bob", false).await;
     let alice_client = connect_http(&hub, Some(&alice), Revision::Initialize).await;
     let bob_client = connect_http(&hub, Some(&bob), Revision::Initialize).await;
 
@@ -139,7 +132,7 @@ async fn agents_register_services_and_a_process_manager_reads_them() {
 async fn scheduled_tasks_show_the_timed_triggers() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let bob = agent(&hub, "bob").await;
+    let bob = hub.register_agent("bob", false).await;
     let triggers = [
         json!({ "name": "standup", "type": "cron", "schedule": "30 9 * * 1-5", "timezone": "Europe/Paris",
                 "target": bob, "prompt": "Post the standup summary", "priority": 80 }),

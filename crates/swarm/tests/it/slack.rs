@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
-    mcp_client::{Revision, connect_http, new_agent_id, ok, refused, tool_names},
+    mcp_client::{Revision, connect_http, ok, refused, tool_names},
     runner::{Runner, RunnerSetup, registered},
     slack_stand_in::{BOT_USER, SlackStandIn},
 };
@@ -36,13 +36,6 @@ fn start_hub(database: &Database, flags: &[String]) -> Hub {
     Hub::start_with(database, None, &flags)
 }
 
-async fn register(hub: &Hub, name: &str, is_lead: bool) -> String {
-    let id = new_agent_id();
-    let (status, _) = hub.post("/api/agents", Some(&id), json!({"name": name, "isLead": is_lead})).await;
-    assert_eq!(status, 201);
-    id
-}
-
 async fn poll(hub: &Hub, agent: &str, wait: u64) -> Value {
     let (status, body) = hub.get(&format!("/api/poll?wait={wait}"), Some(agent)).await;
     assert_eq!(status, 200, "{body}");
@@ -68,8 +61,8 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     let flags = slack_flags(&stand_in, true);
     let hub = start_hub(&database, &flags);
     stand_in.wait_connected(1).await;
-    let lead = register(&hub, "lead-one", true).await;
-    let worker = register(&hub, "zeta-worker", false).await;
+    let lead = hub.register_agent("lead-one", true).await;
+    let worker = hub.register_agent("zeta-worker", false).await;
 
     // A mention of the bot goes to the lead's inbox, never a task.
     stand_in.push_event("env-1", "Ev1", mention("100.1", "what is the release status?", None)).await;
@@ -272,7 +265,7 @@ async fn slack_events_api_checks_signatures_and_deduplicates() {
     let stand_in = SlackStandIn::start().await;
     let dir = tempfile::tempdir().unwrap();
     let hub = start_hub(&sqlite_file(dir.path()), &slack_flags(&stand_in, false));
-    let lead = register(&hub, "lead-one", true).await;
+    let lead = hub.register_agent("lead-one", true).await;
 
     let challenge = json!({"type": "url_verification", "challenge": "abc123"}).to_string();
     let (status, body) = send(signed(&hub, &challenge, now_seconds(), SECRET)).await;

@@ -10,16 +10,9 @@ use serde_json::json;
 
 use crate::{
     hub::{Hub, sqlite_file},
-    mcp_client::{Revision, connect_http, new_agent_id, ok, refused},
+    mcp_client::{Revision, connect_http, ok, refused},
     slack_stand_in::{BOT_TOKEN, BOT_USER, SlackStandIn},
 };
-
-async fn register(hub: &Hub, name: &str, is_lead: bool) -> String {
-    let id = new_agent_id();
-    let (status, body) = hub.post("/api/agents", Some(&id), json!({"name": name, "isLead": is_lead})).await;
-    assert_eq!(status, 201, "{body}");
-    id
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_are_shared_and_fetched_in_the_threads_their_agents_answer_in() {
@@ -37,9 +30,9 @@ async fn files_are_shared_and_fetched_in_the_threads_their_agents_answer_in() {
     ];
     let hub = Hub::start_with(&sqlite_file(dir.path()), None, &flags);
     stand_in.wait_connected(1).await;
-    let lead = register(&hub, "lead-one", true).await;
-    let worker = register(&hub, "worker-one", false).await;
-    let stranger = register(&hub, "worker-two", false).await;
+    let lead = hub.register_agent("lead-one", true).await;
+    let worker = hub.register_agent("worker-one", false).await;
+    let stranger = hub.register_agent("worker-two", false).await;
     let lead_client = connect_http(&hub, Some(&lead), Revision::Initialize).await;
     let worker_client = connect_http(&hub, Some(&worker), Revision::Initialize).await;
     let stranger_client = connect_http(&hub, Some(&stranger), Revision::Initialize).await;

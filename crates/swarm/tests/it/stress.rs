@@ -9,7 +9,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicUsize, Ordering},
     },
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
@@ -39,6 +39,8 @@ struct Ledger {
     assigned: Mutex<HashMap<String, usize>>,
     finished: Mutex<HashMap<String, usize>>,
     notified: AtomicUsize,
+    /// Told when the lead has heard of every task.
+    all_notified: tokio::sync::Notify,
 }
 
 fn record(counts: &Mutex<HashMap<String, usize>>, id: &str) {
@@ -116,9 +118,11 @@ async fn stress(hubs: &[Hub]) {
         created.extend(creator.await.unwrap());
     }
 
-    let started = Instant::now();
-    while ledger.notified.load(Ordering::SeqCst) < TASKS && started.elapsed() < DEADLINE {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    // Until the lead has heard of every task; past the deadline, the checks below say what
+    // was lost.
+    let all_notified = ledger.all_notified.notified();
+    if ledger.notified.load(Ordering::SeqCst) < TASKS {
+        let _ = tokio::time::timeout(DEADLINE, all_notified).await;
     }
     done.store(true, Ordering::SeqCst);
     for poller in pollers {
@@ -213,7 +217,9 @@ async fn lead_loop(http: &reqwest::Client, url: &str, lead: &str, ledger: &Ledge
         for task in tasks {
             record(&ledger.finished, task["id"].as_str().unwrap());
         }
-        ledger.notified.fetch_add(tasks.len(), Ordering::SeqCst);
+        if ledger.notified.fetch_add(tasks.len(), Ordering::SeqCst) + tasks.len() >= TASKS {
+            ledger.all_notified.notify_one();
+        }
     }
 }
 

@@ -14,13 +14,6 @@ use crate::{
     support::{clock::TestClock, eventually},
 };
 
-async fn agent(hub: &Hub, name: &str, lead: bool) -> String {
-    let id = uuid::Uuid::new_v4().to_string();
-    let (status, agent) = hub.post("/api/agents", Some(&id), json!({ "name": name, "isLead": lead })).await;
-    assert_eq!(status, 201, "{agent}");
-    id
-}
-
 /// A long-poll of `agent`'s, answered in the background.
 fn park(hub: &Hub, agent: &str, seconds: u64) -> tokio::task::JoinHandle<Value> {
     let url = hub.url(&format!("/api/poll?wait={seconds}"));
@@ -41,8 +34,8 @@ fn park(hub: &Hub, agent: &str, seconds: u64) -> tokio::task::JoinHandle<Value> 
 async fn a_reply_to_a_low_priority_question_wakes_the_agent_waiting_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let asker = agent(&hub, "asker", false).await;
-    let helper = agent(&hub, "helper", false).await;
+    let asker = hub.register_agent("asker", false).await;
+    let helper = hub.register_agent("helper", false).await;
     let (status, question) = hub
         .post(
             "/api/mail",
@@ -72,9 +65,9 @@ async fn a_reply_to_a_low_priority_question_wakes_the_agent_waiting_for_it() {
 async fn the_coordinator_hears_that_its_worker_went_idle_with_mail_it_never_saw() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    agent(&hub, "lead", true).await;
-    let coordinator = agent(&hub, "planner", false).await;
-    let worker = agent(&hub, "builder", false).await;
+    hub.register_agent("lead", true).await;
+    let coordinator = hub.register_agent("planner", false).await;
+    let worker = hub.register_agent("builder", false).await;
     let (status, task) =
         hub.post("/api/tasks", Some(&coordinator), json!({"task": "build it", "agentId": worker})).await;
     assert_eq!(status, 201, "{task}");
@@ -151,7 +144,7 @@ async fn an_interactive_lead_stays_online_while_its_mcp_session_talks() {
 async fn a_status_reason_is_set_shown_and_cleared_when_the_agent_works_again() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let worker = agent(&hub, "worker-1", false).await;
+    let worker = hub.register_agent("worker-1", false).await;
     let why = "Claude Code exited at once 3 times: Invalid API key";
     let path = format!("/api/agents/{worker}/status-reason");
     let (status, set) = hub.post(&path, Some(&worker), json!({"reason": why})).await;

@@ -20,7 +20,7 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
@@ -251,15 +251,15 @@ impl World {
 
     pub async fn task_in(&self, id: &str, statuses: &[&str], runner: &RunnerProcess) -> Value {
         let what = format!("task {id} to be {statuses:?}");
-        let deadline = Instant::now() + LIMIT;
-        loop {
+        let last = std::sync::Mutex::new(Value::Null);
+        let show = || format!("last seen: {}\n{}", last.lock().unwrap(), runner.output());
+        crate::support::eventually_showing(LIMIT, &what, show, || async {
             let seen = self.task(id).await;
-            if statuses.contains(&seen["status"].as_str().unwrap()) {
-                return seen;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}: {seen}\n{}", runner.output());
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            let done = statuses.contains(&seen["status"].as_str().unwrap());
+            *last.lock().unwrap() = seen.clone();
+            done.then_some(seen)
+        })
+        .await
     }
 
     pub async fn registered(&self, runner: &RunnerProcess) -> Value {
@@ -345,14 +345,14 @@ impl RunnerProcess {
 
     /// Waits for the runner to end by itself.
     pub async fn exited(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the runner did not end:\n{}", self.output());
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let lines = Arc::clone(&self.lines);
+        let show = move || lines.lock().unwrap().join("\n");
+        let child = &mut self.child;
+        crate::support::eventually_showing(LIMIT, "the runner to end", show, || {
+            let status = child.try_wait().unwrap();
+            async move { status }
+        })
+        .await
     }
 }
 

@@ -7,12 +7,12 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
 };
 
 use serde_json::Value;
 
 use crate::hub::{Hub, SWARM};
+use crate::support::child_exit_within;
 pub(crate) use crate::support::{WITHIN, eventually};
 
 pub(super) fn new_id() -> String {
@@ -200,19 +200,15 @@ impl Runner {
     }
 
     pub(crate) fn wait(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + WITHIN;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                // Its last lines may still be in the pipe, and they are what the caller
-                // checks next. Only the runner holds the pipe (its agents write to pipes of its own).
-                if let Some(reader) = self.reader.take() {
-                    let _ = reader.join();
-                }
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let Some(status) = child_exit_within(&mut self.child, WITHIN) else {
+            panic!("the runner did not end within {WITHIN:?}:\n{}", self.output());
+        };
+        // Its last lines may still be in the pipe, and they are what the caller checks
+        // next. Only the runner holds the pipe (its agents write to pipes of its own).
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
-        panic!("the runner did not end within {WITHIN:?}:\n{}", self.output());
+        status
     }
 
     pub(crate) fn kill(&mut self) {

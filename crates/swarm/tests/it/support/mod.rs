@@ -15,7 +15,7 @@ use tempfile::TempDir;
 pub mod clock;
 pub mod kill;
 mod wait;
-pub use wait::{WITHIN, eventually, eventually_within};
+pub use wait::{WITHIN, child_exit_within, eventually, eventually_showing, eventually_within};
 
 pub const POSTGRES_URL_VAR: &str = "SWARM_TEST_POSTGRES_URL";
 

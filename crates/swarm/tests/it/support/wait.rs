@@ -1,7 +1,11 @@
 //! Waiting on events, never on the clock: every test that waits for something to happen
 //! asks for it with [`eventually`], which answers as soon as it holds.
 
-use std::time::{Duration, Instant};
+use std::{
+    process::{Child, Command, ExitStatus},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
 
 /// How long anything a test waits for may take before the test fails. Generous: these
 /// machines are shared and slow, and a passing test never waits for the deadline.
@@ -19,7 +23,22 @@ where
 
 /// [`eventually`] with a deadline of its own, for what is slow by nature (a real agent
 /// CLI starting, talking to its model and exiting).
-pub async fn eventually_within<T, F, Fut>(within: Duration, what: &str, mut probe: F) -> T
+pub async fn eventually_within<T, F, Fut>(within: Duration, what: &str, probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    eventually_showing(within, what, String::new, probe).await
+}
+
+/// [`eventually_within`], failing with what `show` tells at that moment too (a runner's
+/// output, the last state seen).
+pub async fn eventually_showing<T, F, Fut>(
+    within: Duration,
+    what: &str,
+    show: impl FnOnce() -> String,
+    mut probe: F,
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -29,7 +48,31 @@ where
         if let Some(value) = probe().await {
             return value;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            panic!("timed out waiting for {what}\n{}", show());
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Waits, blocking, for `child` to exit, up to `within`: its exit status, or `None` when
+/// it had not exited by then (it is killed with SIGKILL and reaped). For sync code (a
+/// `Drop`, a fixture's `wait`), where [`eventually`] cannot run.
+pub fn child_exit_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let pid = child.id().to_string();
+    std::thread::scope(|scope| {
+        let (exited_tx, exited_rx) = mpsc::channel();
+        let waiter = scope.spawn(move || {
+            let status = child.wait();
+            let _ = exited_tx.send(());
+            status
+        });
+        let in_time = exited_rx.recv_timeout(within).is_ok();
+        if !in_time {
+            // The waiting thread returns once the process is gone.
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+        let status = waiter.join().expect("the waiting thread").ok();
+        status.filter(|_| in_time)
+    })
 }
