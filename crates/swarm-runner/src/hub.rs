@@ -1,5 +1,5 @@
 //! Talking to the hub when it may be away: which failures are worth retrying, and an
-//! exponential backoff that reports itself on the terminal.
+//! exponential backoff with full jitter that reports itself on the terminal.
 
 use std::{future::Future, time::Duration};
 
@@ -24,7 +24,10 @@ pub(crate) fn is_transient(err: &ClientError) -> bool {
     }
 }
 
-/// Exponential backoff: 0.5 s, 1 s, 2 s, ... capped at 30 s; reset after a success.
+/// Exponential backoff with full jitter: each delay is drawn at random between 0 and a
+/// ceiling of 0.5 s, 1 s, 2 s, ... capped at 30 s; reset after a success. A hub that
+/// restarts under a thousand runners sees their retries spread over the ceiling, not
+/// arriving together at every step (AWS's "Exponential Backoff And Jitter").
 #[derive(Debug, Default)]
 pub(crate) struct Backoff {
     failures: u32,
@@ -32,9 +35,15 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     pub fn next_delay(&mut self) -> Duration {
-        let delay = BACKOFF_FIRST.saturating_mul(1 << self.failures.min(16)).min(BACKOFF_CAP);
+        let ceiling = self.ceiling();
         self.failures = self.failures.saturating_add(1);
-        delay
+        let ceiling_ms = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
+        Duration::from_millis(fastrand::u64(0..=ceiling_ms))
+    }
+
+    /// The most the next delay may be.
+    fn ceiling(&self) -> Duration {
+        BACKOFF_FIRST.saturating_mul(1 << self.failures.min(16)).min(BACKOFF_CAP)
     }
 
     pub fn failures(&self) -> u32 {
@@ -106,12 +115,38 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_up_to_the_cap() {
+    fn backoff_ceilings_double_up_to_the_cap_and_each_delay_is_below_its_ceiling() {
         let mut backoff = Backoff::default();
-        let delays: Vec<_> = (0..9).map(|_| backoff.next_delay().as_millis()).collect();
-        assert_eq!(delays, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+        let mut ceilings = Vec::new();
+        for _ in 0..9 {
+            let ceiling = backoff.ceiling();
+            ceilings.push(ceiling.as_millis());
+            assert!(backoff.next_delay() <= ceiling);
+        }
+        assert_eq!(ceilings, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
+        assert_eq!(backoff.failures(), 9);
         backoff.reset();
-        assert_eq!(backoff.next_delay(), BACKOFF_FIRST);
+        assert_eq!(backoff.ceiling(), BACKOFF_FIRST);
+    }
+
+    /// A thousand runners that lost the hub at the same moment do not come back together:
+    /// their delays after the same number of failures spread over the whole ceiling.
+    #[test]
+    fn a_thousand_runners_backing_off_together_spread_their_retries() {
+        let delays: Vec<u128> = (0..1_000)
+            .map(|_| {
+                let mut backoff = Backoff::default();
+                (0..7).map(|_| backoff.next_delay()).last().unwrap().as_millis()
+            })
+            .collect();
+        let in_each_tenth = |tenth: u128| delays.iter().filter(|ms| **ms / 3_000 == tenth).count();
+        for tenth in 0..10 {
+            let count = in_each_tenth(tenth);
+            assert!(count > 40, "{count} of 1,000 retries in the {tenth}th tenth of 30 s");
+        }
+        let same_second =
+            (0..30).map(|second| delays.iter().filter(|ms| **ms / 1_000 == second).count()).max();
+        assert!(same_second < Some(100), "at most {same_second:?} retries in one second");
     }
 
     #[test]

@@ -226,9 +226,8 @@ pub fn sign_body(secret: &str, body: &[u8]) -> String {
 fn payload_text(request: &WebhookRequest) -> ServiceResult<String> {
     let content_type = request.content_type.as_deref().unwrap_or_default().to_ascii_lowercase();
     if content_type.starts_with("application/x-www-form-urlencoded") {
-        let fields: serde_json::Map<String, Value> = form_urlencoded_pairs(&request.body)
-            .into_iter()
-            .map(|(key, value)| (key, Value::String(value)))
+        let fields: serde_json::Map<String, Value> = form_urlencoded::parse(&request.body)
+            .map(|(key, value)| (key.into_owned(), Value::String(value.into_owned())))
             .collect();
         return Ok(serde_json::to_string_pretty(&Value::Object(fields)).unwrap_or_default());
     }
@@ -237,43 +236,6 @@ fn payload_text(request: &WebhookRequest) -> ServiceResult<String> {
     }
     String::from_utf8(request.body.clone())
         .map_err(|_| ServiceError::Invalid("the webhook body must be JSON, form data or UTF-8 text".into()))
-}
-
-fn form_urlencoded_pairs(body: &[u8]) -> Vec<(String, String)> {
-    let text = String::from_utf8_lossy(body);
-    text.split('&')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(key), percent_decode(value))
-        })
-        .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        match bytes[index] {
-            b'+' => out.push(b' '),
-            b'%' if index + 2 < bytes.len() => {
-                match std::str::from_utf8(&bytes[index + 1..index + 3])
-                    .ok()
-                    .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-                {
-                    Some(byte) => {
-                        out.push(byte);
-                        index += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            byte => out.push(byte),
-        }
-        index += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The sender and session key come from where the proof reaches: the headers of a

@@ -82,13 +82,11 @@ where
     }
 }
 
-/// `url` with its database path replaced by `database`, query parameters kept.
+/// `url` naming `database` instead of its own, everything else kept (a Unix socket's
+/// user goes in the query: `postgres:///db?host=/run/postgresql&user=u`).
 fn url_with_database(url: &str, database: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
-    let authority_start = base.find("://").map_or(0, |at| at + 3);
-    let base = base[authority_start..].find('/').map_or(base, |slash| &base[..authority_start + slash]);
-    match query {
-        Some(query) => format!("{base}/{database}?{query}"),
-        None => format!("{base}/{database}"),
-    }
+    let mut parsed = url::Url::parse(url)
+        .unwrap_or_else(|err| panic!("{POSTGRES_URL_VAR}={url} is not a URL this test can read: {err}"));
+    parsed.set_path(database);
+    parsed.into()
 }
