@@ -15,15 +15,6 @@ fn new_id() -> String {
 }
 
 /// Register an agent and return its id.
-async fn agent(hub: &Hub, name: &str, extra: Value) -> String {
-    let id = new_id();
-    let mut body = json!({ "name": name });
-    body.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
-    let (status, agent) = hub.post("/api/agents", Some(&id), body).await;
-    assert_eq!(status, 201, "{agent}");
-    id
-}
-
 async fn create(hub: &Hub, body: Value) -> String {
     let (status, task) = hub.post("/api/tasks", None, body).await;
     assert_eq!(status, 201, "{task}");
@@ -60,7 +51,7 @@ async fn wait_for_task(hub: &Hub, id: &str, check: impl Fn(&Value) -> bool) -> V
 async fn a_parked_poll_wakes_when_its_trigger_arrives() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let worker = agent(&hub, "worker", json!({})).await;
+    let worker = hub.register_agent_with("worker", json!({})).await;
 
     let started = Instant::now();
     let parked = {
@@ -100,7 +91,7 @@ async fn a_parked_poll_wakes_when_its_trigger_arrives() {
 async fn a_poll_with_nothing_to_do_answers_null_after_the_wait() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let worker = agent(&hub, "worker", json!({})).await;
+    let worker = hub.register_agent_with("worker", json!({})).await;
 
     assert_eq!(poll(&hub, &worker, 0.0).await, Value::Null, "without wait it answers at once");
     let started = Instant::now();
@@ -122,8 +113,8 @@ async fn a_poll_with_nothing_to_do_answers_null_after_the_wait() {
 async fn offers_and_pool_tasks_come_through_the_poll() {
     let dir = tempfile::tempdir().unwrap();
     let hub = Hub::start(&sqlite_file(dir.path()), None);
-    let worker = agent(&hub, "worker", json!({"maxTasks": 3})).await;
-    let lead = agent(&hub, "lead", json!({"isLead": true})).await;
+    let worker = hub.register_agent_with("worker", json!({"maxTasks": 3})).await;
+    let lead = hub.register_agent_with("lead", json!({"isLead": true})).await;
 
     let to_accept = create(&hub, json!({"task": "review me", "offeredTo": worker})).await;
     let to_reject = create(&hub, json!({"task": "not for me", "offeredTo": worker})).await;
@@ -211,7 +202,7 @@ async fn null_polls_answered_from_memory_hide_no_work_on_either_replica() {
     let database = postgres.database();
     let first = Hub::start(&database, None);
     let second = Hub::start(&database, None);
-    let worker = agent(&first, "worker", json!({"maxTasks": 5})).await;
+    let worker = first.register_agent_with("worker", json!({"maxTasks": 5})).await;
 
     let from_memory = || first.poll_views_from_memory();
     eventually("null polls on the first replica answered from memory", || async {
@@ -244,7 +235,7 @@ async fn null_polls_answered_from_memory_hide_no_work_on_either_replica() {
 
 /// A poll parked on `first`, a task created through `second`.
 async fn wakes_across_processes(first: &Hub, second: &Hub) {
-    let worker = agent(first, "worker", json!({})).await;
+    let worker = first.register_agent_with("worker", json!({})).await;
     let started = Instant::now();
     let parked = {
         let url = first.url("/api/poll?wait=20");
@@ -269,7 +260,7 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     let flags = ["--lease-seconds", "30", "--rescue-interval-seconds", "1", "--max-lease-losses", "2"];
     let lease_passes = || clock.advance(Duration::from_secs(31));
     let hub = Hub::start_with_options(&sqlite_file(dir.path()), None, &flags, clock.options());
-    let dying = agent(&hub, "dying", json!({"maxTasks": 2})).await;
+    let dying = hub.register_agent_with("dying", json!({"maxTasks": 2})).await;
 
     let pooled = create(&hub, json!({"task": "pool work"})).await;
     let offered = create(&hub, json!({"task": "an offer", "offeredTo": dying})).await;
@@ -280,7 +271,7 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
     // The runner dies: no more polls, no more pings, and a lease passes. A live worker
     // (heard of since) is waiting for work.
     lease_passes();
-    let live = agent(&hub, "live", json!({})).await;
+    let live = hub.register_agent_with("live", json!({})).await;
     let started = Instant::now();
     let trigger = poll(&hub, &live, 30.0).await;
     assert_eq!(trigger["type"], "task_assigned", "{trigger}");
@@ -316,10 +307,10 @@ async fn a_dead_runners_claims_come_back_and_a_task_that_keeps_failing_fails() {
 
     // A task whose holders keep dying is failed after two lost leases, with a reason.
     let cursed = create(&hub, json!({"task": "cursed"})).await;
-    let first_victim = agent(&hub, "first-victim", json!({})).await;
+    let first_victim = hub.register_agent_with("first-victim", json!({})).await;
     assert_eq!(poll(&hub, &first_victim, 0.0).await["taskId"], cursed.as_str());
     lease_passes();
-    let second_victim = agent(&hub, "second-victim", json!({})).await;
+    let second_victim = hub.register_agent_with("second-victim", json!({})).await;
     assert_eq!(
         poll(&hub, &second_victim, 30.0).await["taskId"],
         cursed.as_str(),
