@@ -14,7 +14,7 @@ mod trigger;
 use std::collections::HashMap;
 
 use anyhow::{Context, anyhow, bail};
-use swarm_client::{Client, ClientConfig, ClientError};
+use swarm_client::{Client, ClientConfig, ClientError, HubFlags};
 use swarm_domain::id::AgentId;
 
 pub use agent::{AgentCommand, StatsArgs, run_agent, run_stats};
@@ -22,33 +22,23 @@ pub use mail::{MailCommand, run_mail};
 pub use task::{TaskCommand, run_task};
 pub use trigger::{TriggerCommand, run_trigger};
 
-const DEFAULT_URL: &str = "http://localhost:3013";
-
 /// Help line of every command's `--json` flag.
 const JSON_HELP: &str = "Print the hub's answer as pretty JSON (for scripts) instead of a summary";
 
-/// How to reach the hub, shared by every client command.
+/// How to reach the hub, and as whom, for every client command.
 #[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = "Hub connection")]
 pub struct HubArgs {
-    /// Base URL of the hub
-    #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
-    url: String,
-    /// API key of the hub, sent as `Authorization: Bearer <KEY>`. Unset, a hub on this
-    /// machine is reached with the key it generated (`swarm serve` leaves it for you)
-    #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
-    api_key: Option<String>,
+    #[command(flatten)]
+    hub: HubFlags,
     /// Act as this agent (sent as X-Agent-ID): the hub checks that agent's rights, e.g.
     /// to finish a task assigned to it, and records it as the creator of new tasks
-    #[arg(long, env = "AGENT_ID", value_name = "UUID")]
+    #[arg(long, env = "AGENT_ID", value_name = "UUID", help_heading = "Hub connection")]
     agent_id: Option<String>,
 }
 
 impl HubArgs {
     /// The client these flags describe. Empty environment variables count as unset.
     fn connect(&self) -> anyhow::Result<Client> {
-        let url = self.url.trim();
-        let base_url = if url.is_empty() { DEFAULT_URL } else { url };
         let agent_id = match self.agent_id.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(text) => Some(
@@ -57,12 +47,8 @@ impl HubArgs {
             ),
         };
         let config = ClientConfig {
-            base_url: base_url.to_string(),
-            api_key: self
-                .api_key
-                .clone()
-                .filter(|key| !key.is_empty())
-                .or_else(|| swarm_client::local_hub_key(base_url).map(|(key, _)| key)),
+            base_url: self.hub.base_url().to_string(),
+            api_key: self.hub.key_or_local(),
             agent_id,
         };
         Ok(Client::new(config)?)

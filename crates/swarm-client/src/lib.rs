@@ -10,6 +10,7 @@
 //! `triggers`).
 
 mod agents;
+mod flags;
 mod hub_url;
 mod poll;
 mod sessions;
@@ -20,6 +21,7 @@ mod triggers;
 use std::time::Duration;
 
 pub use agents::{AgentList, AgentView, RegisterAgentRequest};
+pub use flags::{DEFAULT_HUB_URL, HubFlags};
 pub use hub_url::is_plain_loopback_url;
 pub use poll::Trigger;
 use reqwest::{Method, StatusCode};

@@ -119,7 +119,7 @@ pub struct LimitArgs {
     /// 1024) for every address but this machine's own (loopback), so that no remote
     /// address takes the slots every other client needs, while runners, agent CLIs and
     /// dashboards on the hub's machine (one address, a few connections each, a thousand
-    /// agents in `swarm bench memory`) are held only to --max-connections. Set, it holds
+    /// agents in `swarm-bench memory`) are held only to --max-connections. Set, it holds
     /// every address to it, loopback included: do so behind a reverse proxy on the same
     /// machine (every client is then the proxy's loopback address) only with a share
     /// that fits all of them, and cap connections per client in the proxy.

@@ -11,8 +11,6 @@ use swarm_runner::{
     doctor::{self, Environment},
 };
 
-const DEFAULT_URL: &str = "http://localhost:3013";
-
 pub const LONG_ABOUT: &str = "Run an agent for a hub: register it, wait for work, and start the agent CLI \
     only when there is some.\n\n\
     The runner long-polls the hub (GET /api/poll). For each trigger (a task assigned or offered to \
@@ -116,12 +114,10 @@ pub struct RunnerArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Agent and hub")]
 struct AgentArgs {
-    /// Base URL of the hub; also given to the agent CLI
-    #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
-    url: String,
-    /// API key of the hub (`Authorization: Bearer <KEY>`); also given to the agent CLI
-    #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
-    api_key: Option<String>,
+    /// The hub (its URL and key are also given to the agent CLI, unless AGENT_TOKEN
+    /// replaces the key)
+    #[command(flatten)]
+    hub: swarm_client::HubFlags,
     /// The agent's own token, for a hub with AGENT_AUTH=token (`swarm agent token create`).
     /// Used instead of the API key for everything: the runner's requests and the agent CLI
     /// it starts (as its API_KEY), so the agent never holds the operator key. Needs AGENT_ID
@@ -244,15 +240,12 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
         })?),
         (None, None) => None,
     };
-    let mut config =
-        RunnerConfig::new(role, non_empty(Some(agent.url)).unwrap_or(DEFAULT_URL.into()), agent_id, harness);
+    let mut config = RunnerConfig::new(role, agent.hub.base_url().to_string(), agent_id, harness);
     // A token replaces the operator key everywhere, so the agent CLI never gets the key.
     // Without either, a hub on this machine is reached with the key it generated.
     config.holds_agent_token = agent_token.is_some();
     config.accept_readable_hub_files = agent.accept_readable_hub_files;
-    config.api_key = agent_token
-        .or(non_empty(agent.api_key))
-        .or_else(|| swarm_client::local_hub_key(&config.hub_url).map(|(key, _)| key));
+    config.api_key = agent_token.or_else(|| agent.hub.key_or_local());
     if let Some(name) = non_empty(agent.agent_name) {
         config.agent_name = name;
     }

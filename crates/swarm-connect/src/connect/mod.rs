@@ -31,8 +31,6 @@ pub(crate) use claude::expand_env_placeholders;
 /// Code shows the tools as `mcp__agent-swarm__<tool>`, and the slash commands say so.
 pub const SERVER_NAME: &str = "agent-swarm";
 
-const DEFAULT_URL: &str = "http://localhost:3013";
-
 pub const LONG_ABOUT: &str = "\
 Set up a project directory so that an agent CLI talks to a swarm hub.
 
@@ -76,18 +74,14 @@ pub struct ConnectArgs {
     /// The agent CLI to set up
     #[arg(long, value_enum, default_value_t = Harness::Claude)]
     harness: Harness,
-    /// Base URL of the hub. Claude Code gets `${MCP_BASE_URL:-URL}/mcp`, so a runner's
-    /// MCP_BASE_URL still wins; Codex gets URL/mcp
-    #[arg(long, env = "MCP_BASE_URL", default_value = DEFAULT_URL, value_name = "URL")]
-    url: String,
-    /// API key of the hub. Not written by default: the agent CLI reads API_KEY from its
-    /// environment when it starts (Codex is only told to send it when a key is in use).
-    /// Unset, a hub on this machine counts with the key it generated (`swarm serve`
-    /// leaves it for you), which --embed-api-key then writes
-    #[arg(long, env = "API_KEY", hide_env_values = true, value_name = "KEY")]
-    api_key: Option<String>,
-    /// Write the API key into the files (as the default of ${API_KEY:-KEY}). Keep such
-    /// files out of version control
+    /// The hub. Claude Code gets `${MCP_BASE_URL:-URL}/mcp`, so a runner's MCP_BASE_URL
+    /// still wins; Codex gets URL/mcp. The key is not written unless --embed-api-key:
+    /// the agent CLI reads API_KEY from its environment when it starts (Codex is told to
+    /// send it only when a key is in use)
+    #[command(flatten)]
+    hub: swarm_client::HubFlags,
+    /// Write the API key (given, or the one a hub on this machine left for you) into the
+    /// files, as the default of ${API_KEY:-KEY}. Keep such files out of version control
     #[arg(long)]
     embed_api_key: bool,
     /// The agent's own token, for a hub with AGENT_AUTH=token: written literally as the
@@ -153,19 +147,18 @@ impl Endpoint {
     }
 
     fn from_args(args: &ConnectArgs) -> anyhow::Result<Endpoint> {
-        let url = args.url.trim().trim_end_matches('/');
-        let base_url = if url.is_empty() { DEFAULT_URL } else { url };
+        let base_url = args.hub.base_url();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://"))
             || base_url.contains(['}', ' '])
         {
             bail!(
-                "--url (or MCP_BASE_URL) must be the hub's http(s) base URL, e.g. {DEFAULT_URL}; got {base_url:?}"
+                "--url (or MCP_BASE_URL) must be the hub's http(s) base URL, e.g. {}; got {base_url:?}",
+                swarm_client::DEFAULT_HUB_URL
             );
         }
         // Without one, the key a hub on this machine generated for its user's commands.
-        let local_key = swarm_client::local_hub_key(base_url).map(|(key, _)| key);
-        let api_key =
-            args.api_key.as_deref().map(str::trim).filter(|key| !key.is_empty()).or(local_key.as_deref());
+        let key = args.hub.key_or_local();
+        let api_key = key.as_deref();
         let embedded_api_key = match (args.embed_api_key, api_key) {
             (false, _) => None,
             (true, None) => bail!("--embed-api-key needs the key: pass --api-key KEY or set API_KEY"),

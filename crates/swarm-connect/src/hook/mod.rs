@@ -49,7 +49,7 @@ const HUB_DEADLINE: Duration = Duration::from_secs(2);
 const STDIN_DEADLINE: Duration = Duration::from_secs(1);
 /// Hook output goes into the agent's context: keep it short.
 const TASK_EXCERPT_CHARS: usize = 300;
-const DEFAULT_URL: &str = "http://localhost:3013";
+const DEFAULT_URL: &str = swarm_client::DEFAULT_HUB_URL;
 /// Claude Code's "block" exit code for PreToolUse and UserPromptSubmit.
 const BLOCK_EXIT_CODE: i32 = 2;
 

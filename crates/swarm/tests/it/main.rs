@@ -51,6 +51,7 @@ mod trust;
 mod trust_files;
 mod trust_limits;
 mod trust_network;
+mod trust_tokens;
 mod trust_triggers;
 mod untrusted_input;
 mod waiting;

@@ -163,7 +163,7 @@ pub(crate) async fn post_webhook(
 async fn a_signed_webhook_creates_a_task_and_bad_signatures_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     // With an API key: webhooks carry their own signature instead.
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("hub-key"));
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("hub-key-0123456789"));
     let (status, refused) =
         hub.post("/api/triggers", None, json!({"name": "alerts", "type": "webhook"})).await;
     assert_eq!(status, 400, "a webhook without a secret must be asked for as public: {refused}");

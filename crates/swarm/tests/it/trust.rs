@@ -23,7 +23,7 @@ async fn trigger_names(hub: &Hub) -> Vec<String> {
 #[tokio::test]
 async fn a_worker_cannot_create_a_public_or_lead_targeted_trigger() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("k"));
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("trust-test-key-0123"));
     let worker = register(&hub, "mallory", false).await;
     let lead = register(&hub, "boss", true).await;
 
@@ -72,7 +72,7 @@ async fn post_webhook(hub: &Hub, name: &str, body: &[u8], headers: &[(&str, &str
 #[tokio::test]
 async fn a_replayed_signed_webhook_fires_once_and_unsigned_headers_decide_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("k"));
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("trust-test-key-0123"));
     let (status, body) = hub
         .post(
             "/api/triggers",
@@ -131,7 +131,7 @@ async fn a_replayed_signed_webhook_fires_once_and_unsigned_headers_decide_nothin
 #[tokio::test]
 async fn a_six_field_cron_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("k"));
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("trust-test-key-0123"));
     for schedule in ["* * * * * *", "*/1 * * * * *", "0 * * * * * 2030"] {
         let (status, body) = hub
             .post("/api/triggers", None, json!({"name": "flood", "type": "cron", "schedule": schedule}))
@@ -147,7 +147,7 @@ async fn a_six_field_cron_is_refused() {
 #[tokio::test]
 async fn trigger_sessions_refuse_flag_ids_and_strangers() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("k"));
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("trust-test-key-0123"));
     let owner = register(&hub, "owner", false).await;
     let stranger = register(&hub, "stranger", false).await;
     let (status, body) = hub
@@ -179,7 +179,7 @@ async fn trigger_sessions_refuse_flag_ids_and_strangers() {
 #[tokio::test]
 async fn docs_have_a_policy_and_answers_are_not_sniffed() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start(&sqlite_file(dir.path()), Some("k"));
+    let hub = Hub::start(&sqlite_file(dir.path()), Some("trust-test-key-0123"));
     let docs = reqwest::get(hub.url("/docs")).await.unwrap();
     let policy = docs.headers()["content-security-policy"].to_str().unwrap().to_string();
     assert!(policy.contains("frame-ancestors 'none'") && policy.contains("script-src 'self'"), "{policy}");
