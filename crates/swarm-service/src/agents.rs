@@ -168,11 +168,13 @@ impl Service {
     /// long as its session talks to the hub within the lease. Written at most every
     /// quarter lease period per process (remembered here: losing it costs one write).
     pub async fn agent_seen(&self, agent: &Agent) {
-        let now = std::time::Instant::now();
+        // On the service's clock, like the `last_seen_at` it keeps fresh.
+        let now = self.clock.unix_millis();
+        let every = self.lease.period_millis() / 4;
         let due = {
             let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let due = agent.status == swarm_domain::agent::AgentStatus::Offline
-                || seen.get(&agent.id).is_none_or(|last| now.duration_since(*last) >= self.lease.period / 4);
+                || seen.get(&agent.id).is_none_or(|last| now.saturating_sub(*last) >= every);
             if due {
                 seen.insert(agent.id, now);
             }

@@ -9,6 +9,12 @@ use swarm_domain::time::Timestamp;
 
 pub trait Clock: Send + Sync + 'static {
     fn now(&self) -> Timestamp;
+
+    /// `now()` in Unix milliseconds, for comparisons on hot paths (a null poll) that
+    /// need no date.
+    fn unix_millis(&self) -> i64 {
+        self.now().unix_millis()
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,6 +23,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
         Timestamp::now()
+    }
+
+    fn unix_millis(&self) -> i64 {
+        Timestamp::unix_millis_now()
     }
 }
 

@@ -161,8 +161,9 @@ pub struct Service {
     slack: Option<Arc<dyn slack_api::SlackApi>>,
     /// Where schedules read the time: the system clock, or a test's.
     clock: Arc<dyn clock::Clock>,
-    /// When this process last recorded each agent's MCP session as a sign of life.
-    seen: Arc<std::sync::Mutex<std::collections::HashMap<AgentId, std::time::Instant>>>,
+    /// When this process last recorded each agent's MCP session as a sign of life (Unix
+    /// milliseconds on the service's clock).
+    seen: Arc<std::sync::Mutex<std::collections::HashMap<AgentId, i64>>>,
     /// What names the calling agent (`AGENT_AUTH`).
     agent_auth: auth::AgentAuth,
     /// Whose GitHub comments fire `github` triggers (`GITHUB_ALLOWED_ASSOCIATIONS`).

@@ -11,7 +11,6 @@ use swarm_domain::{
     agent::AgentStatus,
     id::{AgentId, RunnerId},
     poll::{PoolMode, Trigger, TriggerKind, Wake},
-    time::Timestamp,
 };
 use swarm_store::PollView;
 use tokio::time::Instant;
@@ -140,7 +139,7 @@ impl Service {
         runner: Option<RunnerId>,
     ) -> ServiceResult<()> {
         let stale_after = i64::try_from(self.keep_alive_every().as_millis()).unwrap_or(i64::MAX);
-        let stale = Timestamp::unix_millis_now() - view.last_seen_at.unix_millis() >= stale_after;
+        let stale = self.clock.unix_millis() - view.last_seen_at.unix_millis() >= stale_after;
         if view.status == AgentStatus::Offline || stale {
             self.heartbeat(agent, runner).await?;
         }
