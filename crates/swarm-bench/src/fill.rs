@@ -29,7 +29,7 @@ use swarm_domain::{
 use swarm_store::{Applied, Store};
 use tokio::task::JoinSet;
 
-use super::hub::{Http, Target};
+use super::hub::{Database, Http, Target};
 
 /// Tasks written before each progress line and the lead's catching up.
 const BATCH: u64 = 50_000;
@@ -43,13 +43,6 @@ const HISTORY_MS: i64 = 3_600_000;
 /// Task `i` was created `HISTORY_MS + (tasks - i) * STEP_MS` before now, started half a
 /// second later and finished a second later, by agent `i % agents`.
 const STEP_MS: i64 = 100;
-
-/// Where the scratch database of a hub the bench started lives.
-#[derive(Debug, Clone)]
-pub(crate) enum Database {
-    SqliteFile(PathBuf),
-    Postgres { url: String },
-}
 
 /// What the fill wrote, and how big the database is.
 #[derive(Debug, Clone, Serialize)]

@@ -389,7 +389,7 @@ impl SpawnedHub {
     }
 
     /// The hub's scratch database, for `--fill` to size.
-    pub(crate) fn database(&self) -> super::fill::Database {
+    pub(crate) fn database(&self) -> Database {
         self.scratch.database()
     }
 
@@ -506,6 +506,13 @@ async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
     Ok((child, target, description))
 }
 
+/// Where the scratch database of a hub the bench started lives.
+#[derive(Debug, Clone)]
+pub(crate) enum Database {
+    SqliteFile(PathBuf),
+    Postgres { url: String },
+}
+
 /// A database made for one run: a folder for a SQLite file, or a PostgreSQL database.
 pub(crate) enum Scratch {
     Folder(PathBuf),
@@ -544,12 +551,10 @@ impl Scratch {
     }
 
     /// Where the hub keeps its data in it.
-    pub(crate) fn database(&self) -> super::fill::Database {
+    pub(crate) fn database(&self) -> Database {
         match self {
-            Scratch::Folder(folder) => super::fill::Database::SqliteFile(folder.join(SQLITE_FILE)),
-            Scratch::Database { database_url, .. } => {
-                super::fill::Database::Postgres { url: database_url.clone() }
-            }
+            Scratch::Folder(folder) => Database::SqliteFile(folder.join(SQLITE_FILE)),
+            Scratch::Database { database_url, .. } => Database::Postgres { url: database_url.clone() },
         }
     }
 

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::{
     hub::{HubReport, SpawnedHub, Started, measure_scratch_hub},
-    soak_kinds::{self, KindLatency},
+    soak_kinds::{self, KindLatency, percentile},
     soak_load::{Interval, Load, Shape, Totals},
 };
 
@@ -232,16 +232,6 @@ fn sample(at: Duration, interval: Interval, (rss_kb, rss_anon_kb): (u64, u64)) -
         rss_anon_kb,
         by_kind,
     }
-}
-
-/// Nearest rank of sorted values, in milliseconds.
-pub(crate) fn percentile(sorted: &[Duration], percent: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((percent / 100.0) * sorted.len() as f64).ceil() as usize;
-    let value = sorted[rank.clamp(1, sorted.len()) - 1];
-    Some(value.as_secs_f64() * 1000.0)
 }
 
 /// The last sample within the warm-up (or the first sample): the run is judged after it.

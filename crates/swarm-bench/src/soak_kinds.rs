@@ -27,7 +27,7 @@ pub(crate) fn by_kind(latencies: &[(&'static str, Duration)]) -> Vec<KindLatency
         .into_iter()
         .map(|(kind, mut values)| {
             values.sort_unstable();
-            let at = |percent| super::soak::percentile(&values, percent).unwrap_or_default();
+            let at = |percent| percentile(&values, percent).unwrap_or_default();
             KindLatency {
                 kind: kind.to_string(),
                 requests: values.len(),
@@ -170,6 +170,16 @@ pub(crate) fn markdown(intervals: &[(f64, &[KindLatency])]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Nearest rank of sorted values, in milliseconds.
+pub(crate) fn percentile(sorted: &[Duration], percent: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((percent / 100.0) * sorted.len() as f64).ceil() as usize;
+    let value = sorted[rank.clamp(1, sorted.len()) - 1];
+    Some(value.as_secs_f64() * 1000.0)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::{
     HubArgs, JSON_HELP, hub_failure,
     output::{self, TASK_HEADERS},
     resolve_agent,
+    tokens::TokenCommand,
 };
 
 #[derive(Debug, Subcommand)]
@@ -24,35 +25,6 @@ pub enum AgentCommand {
     /// Agent tokens, for a hub with AGENT_AUTH=token: create (shown once), list, revoke
     #[command(subcommand)]
     Token(TokenCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a token for an agent (operator key); the token is printed this once
-    ///
-    /// Give it to the agent's runner as AGENT_TOKEN (or `swarm connect --agent-token`).
-    Create(TokenArgs),
-    /// List an agent's tokens: ids and dates, never the tokens
-    List(TokenArgs),
-    /// Revoke a token: the next request with it is refused (401)
-    Revoke(TokenRevokeArgs),
-}
-
-/// `swarm agent token create|list` name one agent, as `swarm agent show` does.
-pub type TokenArgs = AgentShowArgs;
-
-#[derive(Debug, Args)]
-pub struct TokenRevokeArgs {
-    /// The agent's name or id
-    #[arg(value_name = "AGENT")]
-    pub(crate) agent: String,
-    /// The token's id (from `swarm agent token list`)
-    #[arg(value_name = "TOKEN_ID")]
-    pub(crate) token_id: String,
-    #[arg(long, help = JSON_HELP)]
-    pub(crate) json: bool,
-    #[command(flatten)]
-    pub(crate) hub: HubArgs,
 }
 
 #[derive(Debug, Args)]

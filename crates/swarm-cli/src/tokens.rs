@@ -3,10 +3,47 @@
 use anyhow::Context;
 use swarm_domain::id::AgentTokenId;
 
-use super::{
-    agent::{TokenArgs, TokenCommand, TokenRevokeArgs},
-    output, resolve_agent,
-};
+use clap::{Args, Subcommand};
+
+use super::{HubArgs, JSON_HELP, output, resolve_agent};
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for an agent (operator key); the token is printed this once
+    ///
+    /// Give it to the agent's runner as AGENT_TOKEN (or `swarm connect --agent-token`).
+    Create(TokenArgs),
+    /// List an agent's tokens: ids and dates, never the tokens
+    List(TokenArgs),
+    /// Revoke a token: the next request with it is refused (401)
+    Revoke(TokenRevokeArgs),
+}
+
+/// `swarm agent token create|list`: one agent, as `swarm agent show` names it.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The agent's name or id
+    #[arg(value_name = "AGENT")]
+    pub(crate) agent: String,
+    #[arg(long, help = JSON_HELP)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TokenRevokeArgs {
+    /// The agent's name or id
+    #[arg(value_name = "AGENT")]
+    pub(crate) agent: String,
+    /// The token's id (from `swarm agent token list`)
+    #[arg(value_name = "TOKEN_ID")]
+    pub(crate) token_id: String,
+    #[arg(long, help = JSON_HELP)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+}
 
 pub async fn run(command: TokenCommand) -> anyhow::Result<()> {
     match command {

@@ -12,6 +12,20 @@ use swarm_domain::{
 };
 use swarm_service::{Authenticated, Caller, Service, ServiceError, ServiceResult};
 
+/// The stdio process's hub URL (one process, one hub), for the tools that show URLs.
+static HUB_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Set once by the stdio server from `swarm mcp`'s `--hub-url`.
+pub(crate) fn set_hub_url(url: &str) {
+    let _ = HUB_URL.set(url.trim_end_matches('/').to_string());
+}
+
+/// Where a sender calls this hub: `swarm mcp`'s `--hub-url`; the default port on this
+/// machine when the process serves no stdio (over HTTP the Inbox-MCP tools are absent).
+pub(crate) fn hub_url() -> &'static str {
+    HUB_URL.get().map_or("http://localhost:3013", String::as_str)
+}
+
 /// Who a caller is, as far as tools are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

@@ -33,7 +33,6 @@ use crate::{
     reply::Reply,
     resources,
     subscriptions::Subscriptions,
-    tasks_ext,
 };
 
 /// The one tool that changes who the caller is.
@@ -323,7 +322,7 @@ impl ServerHandler for McpServer {
             Err(CallerError::Service(err)) => return Ok(Reply::from(err).into_result(None).into()),
         };
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        let declared = tasks_ext::declared(&context);
+        let declared = declared_tasks(&context);
         if let Some(CallToolResponse::Task(mut task)) =
             self.start_task(&request.name, &caller, &arguments, declared).await?
         {
@@ -531,4 +530,10 @@ impl ServerHandler for McpServer {
         *self.log_level.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(request.level);
         Ok(())
     }
+}
+
+/// Whether the request declared the Tasks extension (its metadata, or a stdio client's
+/// `initialize`): only then does a waiting tool run as a task (`tasks_ext.rs`).
+fn declared_tasks(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
+    context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
 }

@@ -27,18 +27,9 @@ pub struct StdioOptions {
     pub hub_url: String,
 }
 
-/// The stdio process's hub URL (one process, one hub), for the tools that show URLs.
-static HUB_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Where a sender calls this hub: `swarm mcp`'s `--hub-url`; the default port on this
-/// machine when the process serves no stdio (over HTTP the Inbox-MCP tools are absent).
-pub(crate) fn hub_url() -> &'static str {
-    HUB_URL.get().map_or("http://localhost:3013", String::as_str)
-}
-
 /// Serve MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Result<()> {
-    let _ = HUB_URL.set(options.hub_url.trim_end_matches('/').to_string());
+    crate::context::set_hub_url(&options.hub_url);
     let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
     // Token mode: the caller's `swarm mcp` checked its token before serving (it names
     // the agent); header mode trusts the process, as it trusts `X-Agent-ID`.

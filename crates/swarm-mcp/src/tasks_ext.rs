@@ -124,12 +124,6 @@ impl McpServer {
     }
 }
 
-/// Whether the request declared the extension (its metadata, or a stdio client's
-/// `initialize`).
-pub(crate) fn declared(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> bool {
-    context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
-}
-
 fn task_ref(caller: &CallerInfo, task_id: &str) -> Result<(AgentId, McpTaskId), ErrorData> {
     let unknown =
         || ErrorData::invalid_params(format!("no task {task_id}"), Some(json!({"taskId": task_id})));

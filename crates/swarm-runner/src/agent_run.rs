@@ -4,8 +4,6 @@
 //! failed with a reason, never silently "completed".
 
 use std::{
-    fmt,
-    path::PathBuf,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -14,38 +12,24 @@ use std::{
 };
 
 use serde_json::json;
-use swarm_client::{Client, SessionCostRequest};
-use swarm_domain::{id::TaskId, task::TaskStatus};
+use swarm_client::SessionCostRequest;
+use swarm_domain::id::TaskId;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     codex,
-    config::RunnerConfig,
     harness::{Harness, Invocation, RunReport},
     logs::{RunLog, RunMetadata, append_error},
     process::ChildExit,
+    run::{Context, Outcome},
     settle::{give_back, hand_back, settle},
-    shipper::{RunKey, Shipper},
+    shipper::RunKey,
     supervise::supervise,
-    view::{View, human_duration},
+    view::human_duration,
     work::Work,
-    worktree::{self, Worktrees},
+    worktree::{self},
 };
-
-/// What every run shares: settings, the hub, the terminal, the log shipper.
-pub(crate) struct Context {
-    pub config: RunnerConfig,
-    pub client: Client,
-    pub view: View,
-    pub shipper: Shipper,
-    pub system_prompt: String,
-    pub session_dir: PathBuf,
-    /// Runs under way: the heartbeat pings while it is above zero.
-    pub active: Arc<AtomicUsize>,
-    /// The repository whose task runs get a worktree each, when they do.
-    pub worktrees: Option<Worktrees>,
-}
 
 /// How a run ended.
 #[derive(Debug)]
@@ -80,44 +64,6 @@ impl RunResult {
         self.env_failure.is_none()
             && (matches!(&self.end, RunEnd::Exited(exit) if !exit.success())
                 || matches!(self.end, RunEnd::NotStarted(_)))
-    }
-}
-
-/// What became of the run's task.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Outcome {
-    /// The run was about no task.
-    NoTask,
-    /// The task was finished (by the agent, or by someone else meanwhile).
-    Finished { status: TaskStatus, detail: Option<String> },
-    /// The agent left its task unreported; the runner failed it with this reason.
-    FailedByRunner(String),
-    /// The agent left an offer undecided; the runner rejected it with this reason.
-    RejectedByRunner(String),
-    /// The run was stopped and its task paused, for the next runner start to resume.
-    Paused,
-    /// The agent CLI could not work (environment failure): the task went back to the pool.
-    Released,
-    /// The task is in this status now, and the runner left it so (accepted, rejected,
-    /// paused or released by the agent, returned through its lease, ...).
-    Left(TaskStatus),
-    /// The runner could not learn or settle the task's state.
-    Unsettled(String),
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Outcome::NoTask => write!(f, "no task"),
-            Outcome::Finished { status, detail: Some(detail) } => write!(f, "{}: {detail}", status.as_str()),
-            Outcome::Finished { status, detail: None } => write!(f, "{}", status.as_str()),
-            Outcome::FailedByRunner(reason) => write!(f, "failed by the runner: {reason}"),
-            Outcome::RejectedByRunner(reason) => write!(f, "offer rejected by the runner: {reason}"),
-            Outcome::Paused => write!(f, "paused, resumable by the next runner start"),
-            Outcome::Released => write!(f, "given back to the queue"),
-            Outcome::Left(status) => write!(f, "left {}", status.as_str()),
-            Outcome::Unsettled(reason) => write!(f, "unsettled: {reason}"),
-        }
     }
 }
 
@@ -212,7 +158,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
         (Harness::Codex, Some(thread)) => codex::thread_usage(thread),
         _ => None,
     };
-    let worktree = worktree::enter(&context, &work, &label).await;
+    let worktree = worktree::enter(&context.run_place(), &work, &label).await;
     let cwd =
         worktree.as_ref().ok().and_then(|worktree| worktree.as_ref().map(|worktree| worktree.cwd.clone()));
     let key = RunKey { iteration, task_id };
@@ -222,7 +168,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
                 Ok(child) => Ok((log, child, worktree)),
                 Err(reason) => {
                     if let Some(worktree) = worktree {
-                        worktree::leave(&context, worktree, &work, &key, &label).await;
+                        worktree::leave(&context.run_place(), worktree, &work, &key, &label).await;
                     }
                     Err(reason)
                 }
@@ -330,7 +276,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
 
     // Before settling: the task may still take a note of what its worktree holds.
     if let Some(worktree) = worktree {
-        worktree::leave(&context, worktree, &work, &key, &label).await;
+        worktree::leave(&context.run_place(), worktree, &work, &key, &label).await;
     }
     let quick = started.elapsed() < config.quick_exit;
     let unreachable = supervised.unreachable.as_ref().map(|said| {

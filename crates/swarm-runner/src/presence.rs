@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     RunnerError, Shutdown,
-    agent_run::{Context, Outcome},
     config::RunnerConfig,
     hub::with_retry,
+    run::{Context, Outcome},
     settle,
     view::View,
     work::{TaskOrigin, Work},

@@ -18,11 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     RunnerError, RunnerExit, Shutdown,
-    agent_run::{self, Context, Outcome, RunEnd, RunResult},
+    agent_run::{self, RunEnd, RunResult},
     config::{MAX_CONCURRENT_TASKS_LIMIT, RunnerConfig},
     doctor,
     hub::{Backoff, report_retry, with_retry},
     presence::{FAREWELL_DEADLINE, heartbeat, held_work, pause_leftovers, register, tell_the_hub},
+    run::{Context, Outcome},
     shipper,
     view::{View, human_duration},
     work::Work,

@@ -12,9 +12,9 @@ use swarm_domain::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    agent_run::{Context, Outcome},
     hub::with_retry,
     process::ChildExit,
+    run::{Context, Outcome, clip_chars},
     supervise::Supervised,
     view::human_duration,
     work::Work,
@@ -48,13 +48,6 @@ pub(crate) async fn give_back(context: &Context, work: &Work, reason: &str) -> O
             Ok(detail) => Outcome::Left(detail.task.status),
             Err(_) => Outcome::Unsettled(reason),
         },
-    }
-}
-
-pub(crate) fn clip_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}...", &text[..cut]),
-        None => text.to_string(),
     }
 }
 

@@ -15,11 +15,10 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    agent_run::Context,
     harness::RunReport,
     logs::RunLog,
     process::{ChildExit, descendants, signal_tree},
-    settle::clip_chars,
+    run::{Context, clip_chars},
     shipper::RunKey,
     view::human_duration,
 };

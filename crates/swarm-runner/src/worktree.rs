@@ -21,7 +21,22 @@ use std::{
 use serde_json::json;
 use swarm_domain::task::Task;
 
-use crate::{RunnerError, agent_run::Context, config::WorktreeMode, shipper::RunKey, work::Work};
+use crate::{
+    RunnerError,
+    config::WorktreeMode,
+    shipper::{RunKey, Shipper},
+    view::View,
+    work::Work,
+};
+
+/// What opening and closing a run's worktree reports to: the hub (a progress note), the
+/// terminal and the run's session log.
+pub(crate) struct RunPlace<'a> {
+    pub worktrees: Option<&'a Worktrees>,
+    pub client: &'a swarm_client::Client,
+    pub view: &'a View,
+    pub shipper: &'a Shipper,
+}
 
 /// Where worktrees go, relative to the repository's top level.
 const WORKTREES_DIR: &str = ".swarm/worktrees";
@@ -187,8 +202,8 @@ pub(crate) fn wanted(work: &Work) -> Option<&Task> {
 
 /// Opens the run's worktree and says so on the terminal and on the task (a progress
 /// note, while the task still takes one: the agent may finish it before it exits).
-pub(crate) async fn enter(context: &Context, work: &Work, label: &str) -> Result<Option<Worktree>, String> {
-    let (Some(worktrees), Some(task)) = (&context.worktrees, wanted(work)) else {
+pub(crate) async fn enter(to: &RunPlace<'_>, work: &Work, label: &str) -> Result<Option<Worktree>, String> {
+    let (Some(worktrees), Some(task)) = (to.worktrees, wanted(work)) else {
         return Ok(None);
     };
     let worktree = worktrees
@@ -202,13 +217,13 @@ pub(crate) async fn enter(context: &Context, work: &Work, label: &str) -> Result
         worktree.branch,
         short_sha(&worktree.base)
     );
-    context.view.info(
+    to.view.info(
         "worktree",
         &format!("▸ {label}: in {where_}"),
         &[("path", json!(worktree.path)), ("branch", json!(worktree.branch))],
     );
-    if let Err(err) = context.client.store_progress(task.id, &format!("runner: working in {where_}")).await {
-        context.view.warn(
+    if let Err(err) = to.client.store_progress(task.id, &format!("runner: working in {where_}")).await {
+        to.view.warn(
             "progress_failed",
             &format!("{label}: cannot note its worktree on the task: {err}"),
             &[],
@@ -220,13 +235,13 @@ pub(crate) async fn enter(context: &Context, work: &Work, label: &str) -> Result
 /// After the run: removes a clean worktree, or keeps it and records the branch and last
 /// commit on the task, as a progress note when the task still takes one and in every
 /// case as a line of the task's session log (`{"type": "swarm_worktree", ...}`).
-pub(crate) async fn leave(context: &Context, worktree: Worktree, work: &Work, key: &RunKey, label: &str) {
-    let Some(worktrees) = &context.worktrees else { return };
+pub(crate) async fn leave(to: &RunPlace<'_>, worktree: Worktree, work: &Work, key: &RunKey, label: &str) {
+    let Some(worktrees) = to.worktrees else { return };
     let path = worktree.path.display().to_string();
     let closed = match worktrees.close(&worktree).await {
         Ok(closed) => closed,
         Err(err) => {
-            context.view.warn(
+            to.view.warn(
                 "worktree_failed",
                 &format!("{label}: cannot tidy its worktree {path}: {err}; it is left as it is"),
                 &[("path", json!(path))],
@@ -236,7 +251,7 @@ pub(crate) async fn leave(context: &Context, worktree: Worktree, work: &Work, ke
     };
     let record = match &closed {
         Closed::Removed => {
-            context.view.info(
+            to.view.info(
                 "worktree_removed",
                 &format!("{label}: its worktree had no changes; removed it and branch {}", worktree.branch),
                 &[("branch", json!(worktree.branch))],
@@ -248,14 +263,14 @@ pub(crate) async fn leave(context: &Context, worktree: Worktree, work: &Work, ke
                 "kept git worktree {path}: branch {branch}, last commit {commit} ({new_commits} new commit(s), \
                  {uncommitted} uncommitted change(s))"
             );
-            context.view.info(
+            to.view.info(
                 "worktree_kept",
                 &format!("{label}: {message}. Merge the branch, then `git worktree remove {path} && git branch -D {branch}`"),
                 &[("path", json!(path)), ("branch", json!(branch)), ("commit", json!(commit))],
             );
             if let Some(task) = wanted(work) {
                 // Refused once the agent has finished the task; the session log has it anyway.
-                let _ = context.client.store_progress(task.id, &format!("runner: {message}")).await;
+                let _ = to.client.store_progress(task.id, &format!("runner: {message}")).await;
             }
             json!({
                 "type": "swarm_worktree", "kept": true, "path": path, "branch": branch, "commit": commit,
@@ -263,7 +278,7 @@ pub(crate) async fn leave(context: &Context, worktree: Worktree, work: &Work, ke
             })
         }
     };
-    context.shipper.line(key, &record.to_string());
+    to.shipper.line(key, &record.to_string());
 }
 
 /// The last 12 hex digits of the task id: the random part of a UUID v7, whose first

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::script::{Action, Usage};
+use crate::{conversation::Action, script::Usage};
 
 /// The body of a `/v1/messages` answer: server-sent events when `stream`, else one JSON message.
 /// `turn` numbers ids so each is unique within a conversation.

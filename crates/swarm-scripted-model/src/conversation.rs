@@ -2,7 +2,20 @@
 
 use serde_json::{Value, json};
 
-use crate::script::Action;
+/// What the model answers to one request, in terms both APIs can express.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Action {
+    Tool {
+        namespace: Option<String>,
+        name: String,
+        input: Value,
+    },
+    /// Codex defers MCP tools behind its `tool_search` tool: search first, call next turn.
+    ToolSearch {
+        query: String,
+    },
+    Text(String),
+}
 
 /// Which API a request came through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

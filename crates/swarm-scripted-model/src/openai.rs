@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::script::{Action, Usage};
+use crate::{conversation::Action, script::Usage};
 
 /// The body of a `/v1/responses` answer: server-sent events when `stream`, else the response
 /// object. Codex acts on `response.output_item.done` and `response.completed`; the other

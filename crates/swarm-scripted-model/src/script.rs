@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::conversation::Conversation;
+use crate::conversation::{Action, Conversation};
 
 type Build<T> = Arc<dyn Fn(&Conversation) -> T + Send + Sync>;
 
@@ -141,21 +141,6 @@ impl Script {
         self.usage = Usage { input_tokens, output_tokens };
         self
     }
-}
-
-/// What the model answers to one request, in terms both APIs can express.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Action {
-    Tool {
-        namespace: Option<String>,
-        name: String,
-        input: Value,
-    },
-    /// Codex defers MCP tools behind its `tool_search` tool: search first, call next turn.
-    ToolSearch {
-        query: String,
-    },
-    Text(String),
 }
 
 impl Script {

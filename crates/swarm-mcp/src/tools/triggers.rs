@@ -106,7 +106,7 @@ fn view(trigger: TriggerDef) -> TriggerView {
     let (mut webhook_url, mut auth) = (None, None);
     if trigger.kind.is_webhook() {
         // The seed's field name, and the URL the sender must call (stdio knows the hub's).
-        webhook_url = Some(format!("{}/api/webhooks/{}", crate::stdio::hub_url(), trigger.name));
+        webhook_url = Some(format!("{}/api/webhooks/{}", crate::context::hub_url(), trigger.name));
         auth = Some(if trigger.webhook_public {
             "public: no signature needed".to_string()
         } else if trigger.kind == TriggerType::Github {
