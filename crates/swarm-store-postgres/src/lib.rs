@@ -38,6 +38,7 @@ mod poll_cache;
 mod rescue;
 mod retention;
 mod rows;
+mod runner_records;
 mod services;
 mod sessions;
 mod stats;

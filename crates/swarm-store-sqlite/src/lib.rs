@@ -28,6 +28,7 @@ mod poll;
 mod rescue;
 mod retention;
 mod rows;
+mod runner_records;
 mod services;
 mod sessions;
 mod sql;

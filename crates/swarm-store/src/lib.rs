@@ -11,6 +11,7 @@
 
 pub mod epics;
 pub mod mcp_tasks;
+pub mod runner_records;
 pub mod services;
 pub mod sql;
 mod task_filter;
@@ -20,6 +21,9 @@ mod values;
 
 pub use epics::{EpicFilter, EpicStore};
 pub use mcp_tasks::McpTaskStore;
+pub use runner_records::{
+    NewWorkerEvent, RecordArea, RunnerRecord, RunnerRecords, WorkerEvent, WorkerEventFilter,
+};
 pub use services::{ServiceFilter, ServiceRegistry};
 pub use task_filter::TaskFilter;
 pub use values::{
@@ -49,7 +53,7 @@ use swarm_domain::{
 };
 
 #[async_trait]
-pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + Send + Sync + 'static {
+pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + RunnerRecords + Send + Sync + 'static {
     /// `"sqlite"` or `"postgres"`, for logs and `/health`.
     fn backend_name(&self) -> &'static str;
 

@@ -23,6 +23,7 @@ pub mod inbox;
 pub mod lists;
 pub mod mail;
 pub mod mcp_tasks;
+pub mod runner_records;
 pub mod poll;
 pub mod race;
 pub mod retention;
@@ -281,6 +282,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_race!($fresh);
             $crate::__store_conformance_retention!($fresh);
             $crate::__store_conformance_run_claims!($fresh);
+            $crate::__store_conformance_runner_records!($fresh);
             $crate::__store_conformance_services!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_tokens!($fresh);
