@@ -110,7 +110,24 @@ impl Browser {
             .await;
         let mut last_error = String::new();
         for _ in 0..50 {
-            let element = self.element(css).await;
+            // A live re-render may also remove the element between the wait and the
+            // lookup: look again, as for a stale one.
+            let found = self
+                .try_command(
+                    reqwest::Method::POST,
+                    "/element",
+                    Some(json!({"using": "css selector", "value": css})),
+                )
+                .await;
+            let element = match found {
+                Ok(found) => found[ELEMENT_KEY].as_str().unwrap_or_default().to_string(),
+                Err(error) if error.contains("no such element") => {
+                    last_error = error;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+                Err(error) => panic!("WebDriver find {css}: {error}"),
+            };
             match self
                 .try_command(
                     reqwest::Method::POST,
@@ -136,13 +153,6 @@ impl Browser {
     pub async fn script(&self, script: &str) -> Value {
         self.command(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []})))
             .await
-    }
-
-    async fn element(&self, css: &str) -> String {
-        let found = self
-            .command(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css})))
-            .await;
-        found[ELEMENT_KEY].as_str().unwrap_or_else(|| panic!("no element {css}: {found}")).to_string()
     }
 
     /// Wait until `css` matches, then click it as a user would.
