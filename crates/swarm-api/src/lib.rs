@@ -157,4 +157,5 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::inbox::router())
         .merge(routes::epics::router())
         .merge(routes::services::router())
+        .merge(routes::reference_runner::router())
 }

@@ -19,7 +19,7 @@ use crate::{
     AppState,
     error::{ApiError, ErrorResponses},
     extract::{AppJson, CallerHeader, Credentials, RunnerHeader},
-    routes::tokens::NewTokenResponse,
+    routes::{reference_runner::ProfileFiles, tokens::NewTokenResponse},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -46,13 +46,16 @@ pub struct RenameBody {
 
 /// At least one field that is not null.
 #[derive(Debug, Deserialize, ToSchema)]
-#[schema(min_properties = 1)]
 pub struct ProfileBody {
     #[schema(pattern = r"^[^\u0000]*$")]
     role: Option<String>,
     #[schema(pattern = r"^[^\u0000]*$")]
     description: Option<String>,
     capabilities: Option<Vec<String>>,
+    /// The reference runner's profile files (`claudeMd`, `soulMd`, ...), kept and read
+    /// back in `/me`.
+    #[serde(flatten)]
+    files: ProfileFiles,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -94,6 +97,9 @@ pub struct MeResponse {
     agent: Agent,
     #[serde(skip_serializing_if = "Option::is_none")]
     inbox: Option<InboxResponse>,
+    /// The profile files the agent's runner keeps on the hub.
+    #[serde(flatten)]
+    files: ProfileFiles,
 }
 
 /// Register an agent, or bring a known one back online.
@@ -192,8 +198,12 @@ async fn agents_update_profile(
     Path(id): Path<String>,
     AppJson(body): AppJson<ProfileBody>,
 ) -> Result<Json<Agent>, ApiError> {
-    let update = ProfileUpdate::parse(body.description, body.role, body.capabilities)?;
-    Ok(Json(state.service.agent_update_profile(caller, AgentId::parse(&id)?, update).await?))
+    let files = body.files.into_map();
+    let fields = body.description.is_some() || body.role.is_some() || body.capabilities.is_some();
+    let update =
+        (fields || files.is_empty()).then(|| ProfileUpdate::parse(body.description, body.role, body.capabilities));
+    let update = update.transpose()?;
+    Ok(Json(state.service.agent_profile_with_files(caller, AgentId::parse(&id)?, update, files).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -228,8 +238,8 @@ async fn me_get(
     CallerHeader(caller): CallerHeader,
     Query(include): Query<IncludeQuery>,
 ) -> Result<Json<MeResponse>, ApiError> {
-    let (agent, inbox) = state.service.me(caller, include.has("inbox")).await?;
-    Ok(Json(MeResponse { agent, inbox: inbox.map(Into::into) }))
+    let (agent, inbox, files) = state.service.me_with_files(caller, include.has("inbox")).await?;
+    Ok(Json(MeResponse { agent, inbox: inbox.map(Into::into), files: ProfileFiles::from_map(files) }))
 }
 
 /// Heartbeat: an offline agent becomes idle, and the leases of what it holds run on. A

@@ -8,8 +8,12 @@ use std::{convert::Infallible, time::Duration};
 
 use axum::{
     Extension,
-    extract::State,
-    response::sse::{Event, KeepAlive, Sse},
+    extract::{Query, State},
+    http::HeaderMap,
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
 };
 use futures_util::{
     future::BoxFuture,
@@ -22,11 +26,13 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+pub use crate::routes::reference_events::{EventsQuery, EventsQueryResponse};
 use crate::{
-    AppState,
+    AppState, Json,
     error::{ApiError, ErrorResponses},
     extract::CallerHeader,
     limits::Held,
+    routes::reference_events::events_query,
     routes::tokens::{PresentedToken, until_revoked},
 };
 
@@ -87,17 +93,26 @@ impl From<Change> for ChangeEvent {
 /// this client fell behind and missed some (re-read everything), and a comment every
 /// 15 s. The stream never ends on its own; it ends when the hub shuts down, or when the
 /// agent token it was opened with is revoked.
-#[utoipa::path(get, path = "/api/events", tag = "system",
+///
+/// With any of the query parameters, or `Accept: application/json` (and not
+/// `text/event-stream`), it answers the reference's event query instead: `{events: [...]}`
+/// from the reference's event log (`POST /api/events/batch`), newest first.
+#[utoipa::path(get, path = "/api/events", tag = "system", params(EventsQuery),
     responses(
-        (status = 200, description = "An endless stream of server-sent events: `ready`, `change` (data: ChangeEvent), `resync`",
-            content_type = "text/event-stream", body = ChangeEvent),
+        (status = 200, description = "An endless stream of server-sent events: `ready`, `change` (data: ChangeEvent), `resync`; or, for a query, `{events: [...]}`",
+            content((ChangeEvent = "text/event-stream"), (EventsQueryResponse = "application/json"))),
         ErrorResponses,
     ))]
 async fn events_stream(
     State(state): State<AppState>,
     CallerHeader(caller): CallerHeader,
     token: Option<Extension<PresentedToken>>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    headers: HeaderMap,
+    Query(query): Query<EventsQuery>,
+) -> Result<Response, ApiError> {
+    if query.is_query(&headers) {
+        return Ok(Json(events_query(&state, query).await?).into_response());
+    }
     let slot = state.limits.take(Held::Stream, caller)?;
     let changes = state.service.subscribe();
     // A stream opened with an agent's token ends when that token is revoked.
@@ -110,7 +125,7 @@ async fn events_stream(
         let _held = &slot;
         event
     });
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response())
 }
 
 enum Phase {

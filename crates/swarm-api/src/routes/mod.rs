@@ -8,6 +8,8 @@ pub mod events;
 pub mod inbox;
 pub mod mail;
 pub mod poll;
+pub mod reference_events;
+pub mod reference_runner;
 pub mod services;
 pub mod sessions;
 pub mod system;

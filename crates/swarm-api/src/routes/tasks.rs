@@ -84,6 +84,15 @@ pub struct TaskDetailResponse {
     #[serde(flatten)]
     task: Task,
     logs: Vec<Event>,
+    /// The provider session the runner reported (`PUT /api/tasks/:id/session`):
+    /// `claudeSessionId`, `provider`, `model`, `providerMeta`, ...
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    session: serde_json::Map<String, serde_json::Value>,
+    /// The latest context-usage snapshots (`POST /api/tasks/:id/context`), newest first.
+    #[schema(value_type = Vec<Object>)]
+    #[serde(rename = "contextUsage")]
+    context_usage: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -223,8 +232,17 @@ async fn tasks_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskDetailResponse>, ApiError> {
-    let detail = state.service.task_detail(TaskId::parse(&id)?).await?;
-    Ok(Json(TaskDetailResponse { task: detail.task, logs: detail.logs }))
+    let reported = state.service.task_detail_reported(TaskId::parse(&id)?).await?;
+    let session = match reported.session {
+        Some(serde_json::Value::Object(session)) => session,
+        _ => serde_json::Map::new(),
+    };
+    Ok(Json(TaskDetailResponse {
+        task: reported.detail.task,
+        logs: reported.detail.logs,
+        session,
+        context_usage: reported.context,
+    }))
 }
 
 async fn act(

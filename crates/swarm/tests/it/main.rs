@@ -31,6 +31,7 @@ mod metrics;
 mod poll;
 mod real_cli;
 mod reference_runner;
+mod reference_runner_1135;
 mod retention;
 mod runner;
 mod runner_env;
