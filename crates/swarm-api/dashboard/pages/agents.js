@@ -14,13 +14,16 @@ function mountList(root) {
   fill(root, h('h1', {}, 'Agents'), body);
   async function load() {
     try {
-      const { agents } = await api('/api/agents');
+      const [{ agents }, reported] = await Promise.all([api('/api/agents'), api('/api/agents/credential-status')]);
       const byId = agentsById(agents);
+      // The reference 1.135 runner's credential report (PUT /api/agents/:id/credential-status).
+      const credentials = new Map(reported.agents.map((entry) => [entry.agentId, entry]));
       fill(body, table([
         ['Name', (agent) => [agentLink(agent.id, byId), agent.isLead ? ' ♛' : '']],
         // Why it stopped taking work, as its runner said (cleared when it takes work).
         ['Status', (agent) => [badge(agent.status),
           agent.statusReason ? h('div', { class: 'muted status-reason' }, clip(agent.statusReason, 120)) : '']],
+        ['Credentials', (agent) => credentialCell(credentials.get(agent.id))],
         ['Capacity', (agent) => `${agent.capacity.current} / ${agent.capacity.max}`],
         ['Role', (agent) => agent.role || ''],
         ['Capabilities', (agent) => agent.capabilities.join(', ')],
@@ -36,6 +39,15 @@ function mountList(root) {
       if (changes.some((change) => ['agent', 'external', 'resync'].includes(change.kind))) load();
     },
   };
+}
+
+// Ready, or what the runner waits for; nothing when its runner never reported.
+function credentialCell(entry) {
+  if (!entry) return '';
+  const when = h('div', { class: 'muted' }, ago(entry.lastCheckedAt));
+  if (entry.ready === true) return h('span', { class: 'credentials-ready', title: 'credentials ready' }, 'ready', when);
+  const missing = entry.missing.length ? `missing: ${entry.missing.join(', ')}` : 'not ready';
+  return h('span', { class: 'credentials-missing' }, clip(missing, 120), when);
 }
 
 function mountDetail(root, id) {

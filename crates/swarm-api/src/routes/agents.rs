@@ -200,8 +200,8 @@ async fn agents_update_profile(
 ) -> Result<Json<Agent>, ApiError> {
     let files = body.files.into_map();
     let fields = body.description.is_some() || body.role.is_some() || body.capabilities.is_some();
-    let update =
-        (fields || files.is_empty()).then(|| ProfileUpdate::parse(body.description, body.role, body.capabilities));
+    let update = (fields || files.is_empty())
+        .then(|| ProfileUpdate::parse(body.description, body.role, body.capabilities));
     let update = update.transpose()?;
     Ok(Json(state.service.agent_profile_with_files(caller, AgentId::parse(&id)?, update, files).await?))
 }
