@@ -749,6 +749,7 @@ async fn config_list(Query(_query): Query<ConfigQuery>) -> Json<Configs> {
 pub struct KeysQuery {
     pub key_type: Option<String>,
     /// How many keys the runner holds (at most 1000).
+    #[param(minimum = 0, maximum = 1000)]
     pub total_keys: Option<u32>,
 }
 
@@ -840,7 +841,9 @@ async fn prompt_templates_render(AppJson(body): AppJson<RenderBody>) -> ApiError
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct MemorySearchBody {
     pub query: String,
-    pub limit: Option<u32>,
+    /// 1 to 1000.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
     pub intent: Option<String>,
 }
 
@@ -853,8 +856,11 @@ pub struct MemoryResults {
 /// Always `{results: []}`: swarm has no memory store.
 #[utoipa::path(post, path = "/api/memory/search", tag = "system", request_body = MemorySearchBody,
     responses((status = 200, body = MemoryResults), ErrorResponses))]
-async fn memory_search(AppJson(_body): AppJson<MemorySearchBody>) -> Json<MemoryResults> {
-    Json(MemoryResults { results: Vec::new() })
+async fn memory_search(AppJson(body): AppJson<MemorySearchBody>) -> Result<Json<MemoryResults>, ApiError> {
+    if body.limit.is_some_and(|limit| !(1..=1000).contains(&limit)) {
+        return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
+    }
+    Ok(Json(MemoryResults { results: Vec::new() }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
