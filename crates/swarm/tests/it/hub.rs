@@ -119,9 +119,11 @@ impl Hub {
             Database::SqliteFile(path) => {
                 DatabaseArgs { db: path.clone(), database_url: None, sqlite_wal_batching: false }
             }
-            Database::Postgres(url) => {
-                DatabaseArgs { db: PathBuf::new(), database_url: Some(url.clone()), sqlite_wal_batching: false }
-            }
+            Database::Postgres(url) => DatabaseArgs {
+                db: PathBuf::new(),
+                database_url: Some(url.clone()),
+                sqlite_wal_batching: false,
+            },
         };
         let (started_tx, started_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<bool>();

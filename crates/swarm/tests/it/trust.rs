@@ -212,7 +212,8 @@ async fn a_cross_site_text_plain_post_and_a_foreign_mcp_origin_are_refused() {
         let (status, body) = send(request).await;
         // A keyless hub refuses other sites' pages outright (issue 39); one with a key
         // (the suite's token mode) refuses the body that is not JSON.
-        let (expected, says) = if hub.api_key.is_none() { (403, "Origin") } else { (415, "application/json") };
+        let (expected, says) =
+            if hub.api_key.is_none() { (403, "Origin") } else { (415, "application/json") };
         assert_eq!(status, expected, "{content_type:?}: {body}");
         assert!(body["error"].as_str().unwrap().contains(says), "{body}");
     }

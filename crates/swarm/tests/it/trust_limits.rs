@@ -30,7 +30,11 @@ async fn read_until_closed(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn a_request_whose_headers_never_end_is_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start_with(&sqlite_file(dir.path()), Some("trust-test-key-0123"), &["--header-read-timeout-seconds", "1"]);
+    let hub = Hub::start_with(
+        &sqlite_file(dir.path()),
+        Some("trust-test-key-0123"),
+        &["--header-read-timeout-seconds", "1"],
+    );
     let mut slow = TcpStream::connect(address(&hub)).await.unwrap();
     slow.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").await.unwrap();
     let started = std::time::Instant::now();
@@ -44,7 +48,8 @@ async fn a_request_whose_headers_never_end_is_closed() {
 #[tokio::test]
 async fn connections_past_the_limit_are_refused_with_503() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start_with(&sqlite_file(dir.path()), Some("trust-test-key-0123"), &["--max-connections", "3"]);
+    let hub =
+        Hub::start_with(&sqlite_file(dir.path()), Some("trust-test-key-0123"), &["--max-connections", "3"]);
     let mut held = Vec::new();
     for _ in 0..3 {
         held.push(TcpStream::connect(address(&hub)).await.unwrap());
@@ -66,7 +71,11 @@ async fn connections_past_the_limit_are_refused_with_503() {
 #[tokio::test]
 async fn event_streams_past_the_per_caller_cap_get_429() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start_with(&sqlite_file(dir.path()), Some("trust-test-key-0123"), &["--max-streams-per-agent", "2"]);
+    let hub = Hub::start_with(
+        &sqlite_file(dir.path()),
+        Some("trust-test-key-0123"),
+        &["--max-streams-per-agent", "2"],
+    );
     let open = || hub.request(reqwest::Method::GET, "/api/events", None).send();
     let first = open().await.unwrap();
     let second = open().await.unwrap();
@@ -90,7 +99,11 @@ async fn event_streams_past_the_per_caller_cap_get_429() {
 #[tokio::test]
 async fn parked_polls_past_the_per_agent_cap_get_429() {
     let dir = tempfile::tempdir().unwrap();
-    let hub = Hub::start_with(&sqlite_file(dir.path()), Some("trust-test-key-0123"), &["--max-polls-per-agent", "1"]);
+    let hub = Hub::start_with(
+        &sqlite_file(dir.path()),
+        Some("trust-test-key-0123"),
+        &["--max-polls-per-agent", "1"],
+    );
     let agent = uuid::Uuid::new_v4().to_string();
     let (status, _) = hub.post("/api/agents", Some(&agent), json!({"name": "poller"})).await;
     assert_eq!(status, 201);
