@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use swarm_domain::{agent::Agent, id::AgentId, stats::Stats};
 
 use super::{
-    HubArgs, JSON_HELP, hub_failure,
+    AgentShowArgs, HubArgs, JSON_HELP, hub_failure,
     output::{self, TASK_HEADERS},
     resolve_agent,
     tokens::TokenCommand,
@@ -32,17 +32,6 @@ pub struct AgentListArgs {
     /// Include each agent's tasks in the --json output (the table stays the same)
     #[arg(long)]
     tasks: bool,
-    #[arg(long, help = JSON_HELP)]
-    pub(crate) json: bool,
-    #[command(flatten)]
-    pub(crate) hub: HubArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct AgentShowArgs {
-    /// The agent's name or id
-    #[arg(value_name = "AGENT")]
-    pub(crate) agent: String,
     #[arg(long, help = JSON_HELP)]
     pub(crate) json: bool,
     #[command(flatten)]

@@ -55,6 +55,18 @@ impl HubArgs {
     }
 }
 
+/// One agent by name or id: `swarm agent show` and `swarm agent token create|list`.
+#[derive(Debug, clap::Args)]
+pub struct AgentShowArgs {
+    /// The agent's name or id
+    #[arg(value_name = "AGENT")]
+    pub(crate) agent: String,
+    #[arg(long, help = JSON_HELP)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) hub: HubArgs,
+}
+
 /// An agent named by UUID or by name. A UUID is passed on as is (the hub says if it
 /// is unknown); a name is looked up among the registered agents.
 async fn resolve_agent(client: &Client, name_or_id: &str) -> anyhow::Result<AgentId> {

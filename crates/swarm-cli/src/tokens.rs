@@ -19,17 +19,8 @@ pub enum TokenCommand {
     Revoke(TokenRevokeArgs),
 }
 
-/// `swarm agent token create|list`: one agent, as `swarm agent show` names it.
-#[derive(Debug, Args)]
-pub struct TokenArgs {
-    /// The agent's name or id
-    #[arg(value_name = "AGENT")]
-    pub(crate) agent: String,
-    #[arg(long, help = JSON_HELP)]
-    pub(crate) json: bool,
-    #[command(flatten)]
-    pub(crate) hub: HubArgs,
-}
+/// `swarm agent token create|list` name one agent, as `swarm agent show` does.
+pub type TokenArgs = crate::AgentShowArgs;
 
 #[derive(Debug, Args)]
 pub struct TokenRevokeArgs {
