@@ -101,6 +101,17 @@ impl Service {
         Ok(found)
     }
 
+    /// The reference's activity mark (`PUT /api/agents/:id/activity`, sent by its Claude
+    /// Code hooks on every tool use): from the agent itself, a heartbeat like `POST /ping`
+    /// (its leases run on); from the operator, nothing to mark, the agent must exist.
+    pub async fn agent_activity(&self, caller: Caller, agent: AgentId) -> ServiceResult<Agent> {
+        forbidden_unless_self(caller, agent, "mark the activity of")?;
+        match caller {
+            Caller::Agent(_) => self.heartbeat(agent, None).await,
+            Caller::Operator => self.known_agent(agent).await,
+        }
+    }
+
     /// The last credential status of each agent that reported one, newest first; or one agent's.
     pub async fn credential_statuses(&self, agent: Option<AgentId>) -> ServiceResult<Vec<RunnerRecord>> {
         if let Some(agent) = agent {

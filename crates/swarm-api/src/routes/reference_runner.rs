@@ -28,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(credential_status_report, credential_status_get))
         .routes(routes!(credential_status_list))
+        .routes(routes!(agents_activity))
         .routes(routes!(task_session_report))
         .routes(routes!(task_context_report, task_context_list))
         .routes(routes!(events_batch_create))
@@ -209,6 +210,20 @@ async fn credential_status_list(
 ) -> Result<Json<CredentialStatusList>, ApiError> {
     let agents = state.service.credential_statuses(None).await?;
     Ok(Json(CredentialStatusList { agents: agents.into_iter().map(Into::into).collect() }))
+}
+
+/// The agent is active (the reference's Claude Code hooks send it on every tool use): from
+/// the agent itself a heartbeat, as `POST /ping`; the operator may send it for any agent.
+#[utoipa::path(put, path = "/api/agents/{id}/activity", tag = "agents",
+    params(("id" = uuid::Uuid, Path, description = "Agent id")),
+    responses((status = 204), ErrorResponses))]
+async fn agents_activity(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.service.agent_activity(caller, AgentId::parse(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 // ----- a task's provider session and context usage -----

@@ -4,7 +4,7 @@
 //! request by request against swarm, with its field names and headers (`X-Agent-ID` where
 //! it sends one, only `Authorization` where it does not, `X-Runtime-Instance-ID`), and its
 //! idea of success: a 2xx, JSON where it reads JSON, and the events query answered at
-//! once. Issue 48: the real runner needs bun, which this machine cannot install.
+//! once. Issue 48; the real runner is run by `scripts/reference-runner-1135`.
 
 use std::time::Duration;
 
@@ -303,4 +303,39 @@ async fn the_event_stream_stays_for_the_dashboard_and_bad_reports_change_nothing
     assert_eq!(status, 403, "{answer}");
     let (_, me) = hub.get("/me", Some(&other)).await;
     assert!(me.get("soulMd").is_none(), "{me}");
+}
+
+/// Its Claude Code hooks (`agent-swarm hook`, on every tool use) mark the agent active with
+/// `PUT /api/agents/:id/activity` and the `.mcp.json` headers (the key, `X-Agent-ID`), no
+/// body; the real run (`scripts/reference-runner-1135`) met a 404 here. From the agent
+/// itself it is a heartbeat: an agent gone offline is back.
+#[tokio::test]
+async fn the_1135_hooks_mark_the_agent_active() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let agent = uuid::Uuid::new_v4().to_string();
+    let other = uuid::Uuid::new_v4().to_string();
+    for (id, name) in [(&agent, "a"), (&other, "b")] {
+        let (status, body) = hub.post("/api/agents", Some(id), json!({"name": name})).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, _) = hub.post("/close", Some(&agent), json!({})).await;
+    assert_eq!(status, 204);
+    let (_, shown) = hub.get(&format!("/api/agents/{agent}"), None).await;
+    assert_eq!(shown["status"], "offline", "{shown}");
+
+    let path = format!("/api/agents/{agent}/activity");
+    let (status, answer) = call(&hub, Method::PUT, &path, Some(&agent), None).await;
+    assert_eq!((status, answer), (204, Value::Null));
+    let (_, shown) = hub.get(&format!("/api/agents/{agent}"), None).await;
+    assert_eq!(shown["status"], "idle", "a heartbeat, as /ping: {shown}");
+
+    // The operator may mark any agent; another agent may not; an unknown agent is not found.
+    let (status, answer) = call(&hub, Method::PUT, &path, None, None).await;
+    assert_eq!(status, 204, "{answer}");
+    let (status, answer) = call(&hub, Method::PUT, &path, Some(&other), None).await;
+    assert_eq!(status, 403, "{answer}");
+    let unknown = format!("/api/agents/{}/activity", uuid::Uuid::new_v4());
+    let (status, answer) = call(&hub, Method::PUT, &unknown, None, None).await;
+    assert_eq!(status, 404, "{answer}");
 }
