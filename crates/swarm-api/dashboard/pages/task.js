@@ -38,7 +38,10 @@ export function mountTask(root, id) {
           task.dependsOn?.length ? [h('dt', {}, 'Depends on'), h('dd', {}, task.dependsOn.map((dep) => h('a', { href: `#/tasks/${dep}` }, shortId(dep), ' ')))] : '',
           h('dt', {}, 'Created'), h('dd', {}, ago(task.createdAt)),
           h('dt', {}, 'Updated'), h('dd', {}, ago(task.lastUpdatedAt)),
-          task.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, ago(task.finishedAt))] : ''));
+          task.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, ago(task.finishedAt))] : '',
+          // What a reference runner reported: its session and how full the model's context is.
+          task.provider || task.model ? [h('dt', {}, 'Session'), h('dd', {}, [task.provider, task.model].filter(Boolean).join(' '))] : '',
+          task.contextUsage?.length ? [h('dt', {}, 'Context'), h('dd', { id: 'task-context' }, contextText(task.contextUsage[0]))] : ''));
       fill(outcome,
         task.progress ? h('div', { class: 'note' }, h('h3', {}, 'Progress'), h('pre', {}, task.progress)) : '',
         task.output ? h('div', { class: 'note ok' }, h('h3', {}, 'Output'), h('pre', { id: 'task-output' }, task.output)) : '',
@@ -128,4 +131,12 @@ function costSummary(costs) {
       ['Error', (cost) => (cost.isError ? 'yes' : '')],
       ['When', (cost) => ago(cost.createdAt)],
     ], costs));
+}
+
+// The newest context-usage snapshot as a person reads it: "62 % (124,000 of 200,000 tokens)".
+function contextText(snapshot) {
+  const used = snapshot.contextUsedTokens, total = snapshot.contextTotalTokens;
+  const percent = snapshot.contextPercent ?? (used != null && total ? (100 * used) / total : null);
+  const tokens = used != null && total ? ` (${Math.round(used).toLocaleString()} of ${Math.round(total).toLocaleString()} tokens)` : '';
+  return percent != null ? `${Math.round(percent)} %${tokens}` : (snapshot.eventType ?? 'reported');
 }

@@ -241,6 +241,33 @@ async fn dashboard_needs_no_key_on_an_open_hub() {
     browser.close().await;
 }
 
+/// A task whose runner reported its session and its context usage (the reference's
+/// newest runner does, issue 48) shows both on its page.
+#[tokio::test]
+async fn a_task_page_shows_the_reported_session_and_context_usage() {
+    let browser = Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), None);
+    let agent = hub.register_agent("context-reporter", false).await;
+    let id = hub.create_task(json!({"task": "Measure the context", "agentId": agent})).await;
+    let session = json!({"claudeSessionId": "s-1", "provider": "claude", "model": "opus"});
+    let put = reqwest::Client::new().put(hub.url(&format!("/api/tasks/{id}/session"))).json(&session);
+    assert_eq!(crate::hub::send(put).await.0, 200);
+    let snapshot = json!({"eventType": "progress", "sessionId": "s-1",
+                          "contextUsedTokens": 124000, "contextTotalTokens": 200000});
+    let (status, body) = hub.post(&format!("/api/tasks/{id}/context"), None, snapshot).await;
+    assert_eq!(status, 201, "{body}");
+
+    browser.goto(&hub.url(&format!("/#/tasks/{id}"))).await;
+    let context = browser
+        .wait_for("the context line", "return document.getElementById('task-context')?.textContent")
+        .await;
+    assert_eq!(context, json!("62 % (124,000 of 200,000 tokens)"));
+    let facts = browser.text(".facts").await.unwrap_or_default();
+    assert!(facts.contains("claude opus"), "{facts}");
+    browser.close().await;
+}
+
 /// `swarm serve` prints `http://.../#key=<key>` on the operator's terminal: opened, it
 /// signs the tab in, and the key leaves the address bar.
 #[tokio::test]
