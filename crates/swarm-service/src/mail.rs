@@ -165,6 +165,9 @@ impl Service {
     pub async fn mail_deliver(&self, caller: Caller, request: DeliverMail) -> ServiceResult<Vec<Mail>> {
         let me = self.mail_sender(caller).await?;
         let limit = page_limit(request.limit, DELIVERY_DEFAULT)?;
+        if request.ids.len() > MAIL_PAGE_MAX as usize {
+            return Err(ServiceError::Invalid(format!("mailIds: at most {MAIL_PAGE_MAX} ids at once")));
+        }
         let priorities = match (request.include_low, request.ids.is_empty()) {
             // Asking for pieces by id is asking for them, whatever their priority.
             (true, _) | (false, false) => Vec::new(),
