@@ -83,8 +83,7 @@ impl Service {
     /// wins, and `swarm serve` says so in its docs (replicas share their flags).
     pub async fn hub_settings_publish(&self) -> ServiceResult<()> {
         let lease = serde_json::to_string(&StoredLease::from(self.lease)).expect("plain numbers are JSON");
-        self.store.hub_setting_put(AGENT_AUTH, self.agent_auth.as_str()).await?;
-        self.store.hub_setting_put(LEASE, &lease).await?;
+        self.store.hub_settings_put(&[(AGENT_AUTH, self.agent_auth.as_str()), (LEASE, &lease)]).await?;
         Ok(())
     }
 

@@ -261,8 +261,8 @@ impl Store for PgStore {
         tokens::agent_of(&self.pool, token_hash).await
     }
 
-    async fn hub_setting_put(&self, name: &str, value: &str) -> StoreResult<()> {
-        tokens::setting_put(&self.pool, name, value).await
+    async fn hub_settings_put(&self, settings: &[(&str, &str)]) -> StoreResult<()> {
+        tokens::settings_put(&self.pool, settings).await
     }
 
     async fn hub_settings(&self) -> StoreResult<Vec<(String, String)>> {

@@ -99,18 +99,21 @@ fn from_row(row: PgRow) -> sqlx::Result<AgentToken> {
     })
 }
 
-/// A hub setting, replaced by name.
-pub(crate) async fn setting_put(pool: &PgPool, name: &str, value: &str) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO hub_settings (name, value) VALUES ($1, $2)
-         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-    )
-    .bind(name)
-    .bind(value)
-    .execute(pool)
-    .await
-    .map_err(db)?;
-    Ok(())
+/// Hub settings, each replaced by name, in one transaction.
+pub(crate) async fn settings_put(pool: &PgPool, settings: &[(&str, &str)]) -> StoreResult<()> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    for (name, value) in settings {
+        sqlx::query(
+            "INSERT INTO hub_settings (name, value) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        )
+        .bind(name)
+        .bind(value)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    tx.commit().await.map_err(db)
 }
 
 pub(crate) async fn settings(pool: &PgPool) -> StoreResult<Vec<(String, String)>> {

@@ -251,9 +251,10 @@ impl Store for SqliteStore {
         self.database.read(|connection| tokens::agent_of(connection, token_hash))
     }
 
-    async fn hub_setting_put(&self, name: &str, value: &str) -> StoreResult<()> {
-        let (name, value) = (name.to_string(), value.to_string());
-        self.database.write(move |tx| tokens::setting_put(tx, &name, &value)).await
+    async fn hub_settings_put(&self, settings: &[(&str, &str)]) -> StoreResult<()> {
+        let settings: Vec<(String, String)> =
+            settings.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
+        self.database.write(move |tx| tokens::settings_put(tx, &settings)).await
     }
 
     async fn hub_settings(&self) -> StoreResult<Vec<(String, String)>> {

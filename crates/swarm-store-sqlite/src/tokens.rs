@@ -83,14 +83,16 @@ fn from_row(row: &Row<'_>) -> StoreResult<AgentToken> {
     })
 }
 
-/// A hub setting, replaced by name.
-pub(crate) fn setting_put(tx: &Connection, name: &str, value: &str) -> StoreResult<()> {
-    sql::execute(
-        tx,
-        "INSERT INTO hub_settings (name, value) VALUES (?1, ?2)
-         ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-        params![name, value],
-    )?;
+/// Hub settings, each replaced by name, in the caller's transaction.
+pub(crate) fn settings_put(tx: &Connection, settings: &[(String, String)]) -> StoreResult<()> {
+    for (name, value) in settings {
+        sql::execute(
+            tx,
+            "INSERT INTO hub_settings (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            params![name, value],
+        )?;
+    }
     Ok(())
 }
 

@@ -134,9 +134,9 @@ pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + RunnerRecords + Se
 
     // ----- hub settings -----
 
-    /// Keep `value` under `name` (replacing what was there): what the hub tells every
-    /// process on its database (`swarm_service::HubSettings`).
-    async fn hub_setting_put(&self, name: &str, value: &str) -> StoreResult<()>;
+    /// Keep each `(name, value)` (replacing what was there), all in one transaction: what
+    /// the hub tells every process on its database (`swarm_service::HubSettings`).
+    async fn hub_settings_put(&self, settings: &[(&str, &str)]) -> StoreResult<()>;
     /// Every setting the hub wrote, by name.
     async fn hub_settings(&self) -> StoreResult<Vec<(String, String)>>;
 

@@ -95,9 +95,8 @@ pub async fn list_is_per_agent_oldest_first(store: Arc<dyn Store>) {
 /// who is who.
 pub async fn hub_settings_are_replaced_by_name(store: Arc<dyn Store>) {
     assert!(store.hub_settings().await.unwrap().is_empty(), "a new database has no settings");
-    store.hub_setting_put("agent_auth", "header").await.unwrap();
-    store.hub_setting_put("lease", "{\"periodMs\":1000}").await.unwrap();
-    store.hub_setting_put("agent_auth", "token").await.unwrap();
+    store.hub_settings_put(&[("agent_auth", "header"), ("lease", "{\"periodMs\":1000}")]).await.unwrap();
+    store.hub_settings_put(&[("agent_auth", "token")]).await.unwrap();
     let mut settings = store.hub_settings().await.unwrap();
     settings.sort();
     assert_eq!(
