@@ -78,11 +78,11 @@ async fn the_log_by_agent_is_whole_on_both_sides_of_a_batch(wal_batching: bool) 
         .await
         .unwrap()
         .len();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while batched_events_of(&mut other, a).await < i64::try_from(logged_for_a).unwrap() {
-        assert!(std::time::Instant::now() < deadline, "the writer never batched a's {logged_for_a} events");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let all_of_a = i64::try_from(logged_for_a).unwrap();
+    let batched = crate::comes_true(std::time::Duration::from_secs(10), async || {
+        batched_events_of(&mut other, a).await >= all_of_a
+    });
+    assert!(batched.await, "the writer never batched a's {logged_for_a} events");
     store.close().await;
 }
 
@@ -193,11 +193,10 @@ async fn a_backlog_of_events_goes_into_the_index_by_agent_batch_after_batch() {
 
     // One write of this store's own sets its writer going.
     fx.worker("another").await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while batched_events_of(&mut other, agent).await < backlog + 1 {
-        assert!(std::time::Instant::now() < deadline, "the backlog never got into the index");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let indexed = crate::comes_true(std::time::Duration::from_secs(30), async || {
+        batched_events_of(&mut other, agent).await >= backlog + 1
+    });
+    assert!(indexed.await, "the backlog never got into the index");
     let page = store
         .event_list(&swarm_store::EventFilter { agent_id: Some(agent), limit: 3, task_id: None })
         .await

@@ -18,6 +18,21 @@ use tokio::task::JoinSet;
 mod agent_events;
 mod schema;
 
+/// Whether `holds` comes true within `within`, asked again every 50 ms: the one way these
+/// tests wait for what another thread or the writer does.
+pub(crate) async fn comes_true(within: std::time::Duration, mut holds: impl AsyncFnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if holds().await {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// A store on `path`, its writer through the WAL-batching VFS (`wal_appends.rs`) or not.
 pub(crate) async fn open(path: &std::path::Path, wal_batching: bool) -> SqliteStore {
     SqliteStore::open_with(path, SqliteOptions { wal_batching }).await.unwrap()
@@ -164,11 +179,8 @@ async fn the_wal_starts_over_while_writes_never_pause(wal_batching: bool) {
     }
     // The checkpointer looks every second; the WAL must first pass 64 MiB (16,384 pages),
     // which a debug build on a loaded machine may take a while to write.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while wal_restarts(&path) == restarts_before && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let restarted = wal_restarts(&path) != restarts_before;
+    let restarted =
+        comes_true(std::time::Duration::from_secs(90), async || wal_restarts(&path) != restarts_before).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut written = 0;
     while let Some(count) = writers.join_next().await {
