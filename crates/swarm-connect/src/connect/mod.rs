@@ -13,6 +13,7 @@
 mod claude;
 mod codex;
 mod git;
+mod pi;
 
 use std::{
     fmt::Write as _,
@@ -46,6 +47,12 @@ Claude Code (--harness claude, the default):
 Codex (--harness codex): the [mcp_servers.agent-swarm] table of Codex's config.toml
 ($CODEX_HOME/config.toml, else ~/.codex/config.toml, or --codex-config).
 
+pi (--harness pi), which has no MCP client:
+  .pi/extensions/agent-swarm.ts   an extension that registers the hub's MCP tools as pi tools
+                                  (mcp__agent-swarm__<tool>) and calls `swarm hook <event>`
+                                  at pi's events, as Claude Code's hooks do
+  .pi/prompts/*.md                the runner's commands as pi prompt templates
+
 Values come from the environment when the agent CLI starts, so one set of files serves a
 person and every runner: .mcp.json holds ${MCP_BASE_URL:-<url>}, ${API_KEY:-} and
 ${AGENT_ID:-<agent id>}, which Claude Code expands. The API key is never written unless you
@@ -62,7 +69,9 @@ pub(crate) enum Harness {
     Claude,
     /// Codex: config.toml
     Codex,
-    /// Both
+    /// pi: .pi/extensions/agent-swarm.ts, .pi/prompts
+    Pi,
+    /// All of them
     All,
 }
 
@@ -266,14 +275,6 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
             bail!("--hook-command must name the swarm program, e.g. `swarm` or /usr/local/bin/swarm");
         }
         merge(&mut plan, claude::plan(dir, &endpoint, &options)?);
-        if args.hook_command.trim() == "swarm" && !program_on_path("swarm") {
-            plan.notes.push(
-                "`swarm` is not on PATH, and the hooks call `swarm hook <event>`: install it with \
-                 `cargo install --locked --path crates/swarm` (from the swarm checkout), or re-run with \
-                 --hook-command /path/to/swarm"
-                    .to_string(),
-            );
-        }
     }
     if matches!(args.harness, Harness::Codex | Harness::All) {
         let config_path = match &args.codex_config {
@@ -281,6 +282,22 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
             None => codex::default_config_path()?,
         };
         merge(&mut plan, codex::plan(&config_path, &endpoint)?);
+    }
+    if matches!(args.harness, Harness::Pi | Harness::All) {
+        let hook_program = args.hook_command.trim();
+        if hook_program.is_empty() {
+            bail!("--hook-command must name the swarm program, e.g. `swarm` or /usr/local/bin/swarm");
+        }
+        merge(&mut plan, pi::plan(dir, &endpoint, hook_program)?);
+    }
+    let hooks_installed = matches!(args.harness, Harness::Claude | Harness::Pi | Harness::All);
+    if hooks_installed && args.hook_command.trim() == "swarm" && !program_on_path("swarm") {
+        plan.notes.push(
+            "`swarm` is not on PATH, and the hooks call `swarm hook <event>`: install it with \
+             `cargo install --locked --path crates/swarm` (from the swarm checkout), or re-run with \
+             --hook-command /path/to/swarm"
+                .to_string(),
+        );
     }
     plan.notes.extend(auth_notes(&endpoint, args.harness));
     let secrets = endpoint.secrets();
@@ -337,13 +354,13 @@ fn auth_notes(endpoint: &Endpoint, harness: Harness) -> Vec<String> {
     if endpoint.embedded_api_key.is_some() {
         notes.push("the API key is written into these files: keep them out of version control".to_string());
     } else if harness != Harness::Codex {
-        notes.push(
-            "the API key is not written: Claude Code sends `Bearer ${API_KEY}` from its environment \
+        let who = if harness == Harness::Pi { "the pi extension" } else { "Claude Code" };
+        notes.push(format!(
+            "the API key is not written: {who} sends `Bearer ${{API_KEY}}` from its environment \
              (set API_KEY before starting it, or re-run with --embed-api-key)"
-                .to_string(),
-        );
+        ));
     }
-    if harness != Harness::Claude && !endpoint.api_key_in_use {
+    if matches!(harness, Harness::Codex | Harness::All) && !endpoint.api_key_in_use {
         notes.push(
             "no API key was given, so Codex sends none; if the hub has one, re-run with API_KEY set"
                 .to_string(),
