@@ -27,6 +27,12 @@ pub fn codex_bin() -> Result<PathBuf, String> {
     find_bin("codex", "SWARM_CODEX_BIN")
 }
 
+/// pi (`@mariozechner/pi-coding-agent`): `SWARM_PI_BIN`, else
+/// `tools/agent-clis/node_modules/.bin/pi`. The error says how to install it.
+pub fn pi_bin() -> Result<PathBuf, String> {
+    find_bin("pi", "SWARM_PI_BIN")
+}
+
 fn find_bin(name: &str, variable: &str) -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(variable).filter(|path| !path.is_empty()) {
         let path = PathBuf::from(path);
@@ -87,4 +93,53 @@ request_max_retries = 0
 stream_max_retries = 0
 "#
     )
+}
+
+/// The environment variable pi's scripted provider reads its key from (`apiKey` in
+/// [`pi_models_json`] names it).
+pub const PI_KEY_ENV: &str = "SCRIPTED_MODEL_API_KEY";
+
+/// The name of the pi provider [`pi_models_json`] writes; pi's `--model` takes
+/// `<provider>/<model>`.
+pub const PI_PROVIDER: &str = "scripted";
+
+/// `$HOME/.pi/agent/models.json`: a provider named [`PI_PROVIDER`] speaking the Anthropic
+/// Messages API at `base_url` (see [`ScriptedModel::anthropic_base_url`]), its key in
+/// [`PI_KEY_ENV`], with one model, [`crate::MODEL_NAME`], priced like Claude Code's opus
+/// ($5/M in, $25/M out) so that pi reports a cost.
+pub fn pi_models_json(base_url: &str) -> String {
+    serde_json::json!({
+        "providers": {
+            PI_PROVIDER: {
+                "baseUrl": base_url,
+                "api": "anthropic-messages",
+                "apiKey": PI_KEY_ENV,
+                "models": [{
+                    "id": crate::MODEL_NAME,
+                    "cost": {"input": 5, "output": 25, "cacheRead": 0.5, "cacheWrite": 6.25}
+                }]
+            }
+        }
+    })
+    .to_string()
+}
+
+/// `$HOME/.pi/agent/settings.json`: the scripted model by default, and no retries, so a
+/// refused key or a model that is down ends the run at once (by default pi retries a
+/// connection error three times over 14 s, and its Anthropic SDK retries a 5xx twice).
+pub fn pi_settings_json() -> String {
+    serde_json::json!({
+        "defaultProvider": PI_PROVIDER,
+        "defaultModel": crate::MODEL_NAME,
+        "enableInstallTelemetry": false,
+        "retry": {"enabled": false, "maxRetries": 0, "provider": {"maxRetries": 0}}
+    })
+    .to_string()
+}
+
+/// The environment that keeps pi off the network besides the model (no update check, no
+/// install ping) and gives it the scripted provider's key; with `HOME` holding
+/// [`pi_models_json`] and [`pi_settings_json`] in `.pi/agent/`.
+pub fn pi_env() -> Vec<(&'static str, String)> {
+    vec![(PI_KEY_ENV, "sk-scripted".to_owned()), ("PI_OFFLINE", "1".to_owned())]
 }
