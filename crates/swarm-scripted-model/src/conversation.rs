@@ -94,8 +94,12 @@ impl Conversation {
     /// `<environment_context>`); [`Conversation::prompt`] skips those.
     pub fn user_texts(&self) -> Vec<String> {
         let mut texts = Vec::new();
+        let searches = self.tool_search_call_ids();
         for item in self.items() {
             if item["role"] != "user" || (self.api == Api::OpenAi && item["type"] != "message") {
+                continue;
+            }
+            if self.answers_tool_search(item, &searches) {
                 continue;
             }
             match &item["content"] {
@@ -138,14 +142,18 @@ impl Conversation {
             .collect()
     }
 
-    /// The outputs of the tool calls so far, in order, as text.
+    /// The outputs of the tool calls so far, in order, as text (not those of Claude Code's
+    /// `ToolSearch`, which loads tools and is no script step).
     pub fn tool_results(&self) -> Vec<String> {
         let mut results = Vec::new();
+        let searches = self.tool_search_call_ids();
         for item in self.items() {
             match self.api {
                 Api::Anthropic => {
                     for block in item["content"].as_array().into_iter().flatten() {
-                        if block["type"] == "tool_result" {
+                        let search =
+                            block["tool_use_id"].as_str().is_some_and(|id| searches.iter().any(|s| s == id));
+                        if block["type"] == "tool_result" && !search {
                             let mut parts = Vec::new();
                             collect_text(&block["content"], &mut parts);
                             results.push(parts.join("\n"));
@@ -269,7 +277,7 @@ impl Conversation {
         }
     }
 
-    fn items(&self) -> impl DoubleEndedIterator<Item = &Value> {
+    pub(crate) fn items(&self) -> impl DoubleEndedIterator<Item = &Value> {
         self.body[self.items_key()].as_array().into_iter().flatten()
     }
 

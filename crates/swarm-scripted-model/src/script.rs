@@ -167,14 +167,15 @@ impl Script {
 }
 
 /// The call of the offered tool ending with `suffix`, a search for it first when Codex keeps
-/// it behind `tool_search`.
+/// it behind `tool_search` or Claude Code defers it behind `ToolSearch` (`tool_search.rs`).
 fn call(conversation: &Conversation, suffix: &str, args: impl FnOnce() -> Value) -> Action {
-    match conversation.find_tool(suffix) {
-        Some(tool) => Action::Tool { namespace: tool.namespace, name: tool.name, input: args() },
-        None if conversation.may_search_tools() => Action::ToolSearch {
+    match (conversation.find_tool(suffix), conversation.claude_tool_search(suffix)) {
+        (Some(tool), _) => Action::Tool { namespace: tool.namespace, name: tool.name, input: args() },
+        (None, Some(load)) => load,
+        (None, None) if conversation.may_search_tools() => Action::ToolSearch {
             query: format!("{} {}", suffix.replace('-', "_"), suffix.replace(['-', '_'], " ")),
         },
-        None => Action::Text(format!(
+        (None, None) => Action::Text(format!(
             "scripted model: no offered tool ends with `{suffix}`; offered: {}",
             conversation.tool_names().join(", ")
         )),
