@@ -42,9 +42,14 @@ pub(crate) struct RunPlace<'a> {
 const WORKTREES_DIR: &str = ".swarm/worktrees";
 /// What `swarm connect` writes for a project. Often untracked (it may hold an API key),
 /// so a fresh checkout lacks it, and the agent CLI would not find the hub.
-const CONNECT_FILES: &[&str] =
-    &[".mcp.json", ".claude/settings.json", ".claude/settings.local.json", ".codex/config.toml"];
-const CONNECT_DIRS: &[&str] = &[".claude/commands"];
+const CONNECT_FILES: &[&str] = &[
+    ".mcp.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".codex/config.toml",
+    ".pi/extensions/agent-swarm.ts",
+];
+const CONNECT_DIRS: &[&str] = &[".claude/commands", ".pi/prompts"];
 /// Slug words kept from the task's text for the branch name.
 const SLUG_CHARS: usize = 40;
 
