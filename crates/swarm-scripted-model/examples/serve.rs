@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Steps: `tool:<suffix>:<json arguments>` (`$TASK` in the arguments becomes the first UUID in
-//! the prompt), `shell:<command>`, `reply:<text>`. Prints the two base URLs, then appends every
+//! the prompt), `shell:<command>`, `reply:<text>`. Prints the base URLs, then appends every
 //! request received to the JSONL file (method, path, headers, body).
 
 use std::io::Write;
@@ -39,6 +39,7 @@ async fn main() {
     let model = ScriptedModel::start(script).await;
     println!("anthropic {}", model.anthropic_base_url());
     println!("openai {}", model.openai_base_url());
+    println!("gemini {}", model.gemini_base_url());
 
     let mut log =
         std::fs::OpenOptions::new().create(true).append(true).open(&log_path).expect("open the log");

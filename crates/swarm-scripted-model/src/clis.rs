@@ -33,6 +33,12 @@ pub fn pi_bin() -> Result<PathBuf, String> {
     find_bin("pi", "SWARM_PI_BIN")
 }
 
+/// The Gemini CLI (`@google/gemini-cli`): `SWARM_GEMINI_BIN`, else
+/// `tools/agent-clis/node_modules/.bin/gemini`. The error says how to install it.
+pub fn gemini_bin() -> Result<PathBuf, String> {
+    find_bin("gemini", "SWARM_GEMINI_BIN")
+}
+
 fn find_bin(name: &str, variable: &str) -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(variable).filter(|path| !path.is_empty()) {
         let path = PathBuf::from(path);
@@ -142,4 +148,30 @@ pub fn pi_settings_json() -> String {
 /// [`pi_models_json`] and [`pi_settings_json`] in `.pi/agent/`.
 pub fn pi_env() -> Vec<(&'static str, String)> {
     vec![(PI_KEY_ENV, "sk-scripted".to_owned()), ("PI_OFFLINE", "1".to_owned())]
+}
+
+/// The environment that points the Gemini CLI at `model`, besides `HOME` (give each run a
+/// fresh one, holding [`gemini_settings_json`] in `$HOME/.gemini/settings.json`) and `PATH`.
+/// `GOOGLE_GEMINI_BASE_URL` alone would select the "gateway" authentication, which headless
+/// runs refuse ("Invalid auth method selected"): the settings select the API key instead, and
+/// the key goes to the base URL all the same. `GEMINI_CLI_TRUST_WORKSPACE=true` is
+/// `--skip-trust`: an untrusted folder turns `--yolo` back into asking.
+pub fn gemini_env(model: &ScriptedModel) -> Vec<(&'static str, String)> {
+    vec![
+        ("GOOGLE_GEMINI_BASE_URL", model.gemini_base_url()),
+        ("GEMINI_API_KEY", "scripted-key".to_owned()),
+        ("GEMINI_CLI_TRUST_WORKSPACE", "true".to_owned()),
+    ]
+}
+
+/// `$HOME/.gemini/settings.json` for a scripted run: authentication by API key (see
+/// [`gemini_env`]), one attempt per model request (by default it makes ten, backing off up to
+/// 30 seconds, on a 5xx or 429), no update checks and no usage statistics.
+pub fn gemini_settings_json() -> String {
+    serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"maxAttempts": 1, "enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "privacy": {"usageStatisticsEnabled": false},
+    })
+    .to_string()
 }

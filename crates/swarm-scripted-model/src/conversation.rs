@@ -24,6 +24,9 @@ pub enum Api {
     Anthropic,
     /// OpenAI Responses (`POST /v1/responses`): Codex.
     OpenAi,
+    /// Gemini (`POST /v1beta/models/{model}:streamGenerateContent`): the Gemini CLI. The path
+    /// names the model; the server adds it to the body as `model` for [`Conversation::model`].
+    Gemini,
 }
 
 /// A tool the CLI offers the model. Codex groups MCP tools in namespaces (`mcp__agent_swarm`)
@@ -85,6 +88,7 @@ impl Conversation {
                     }
                 }
             }
+            Api::Gemini => collect_text(&self.body["systemInstruction"]["parts"], &mut parts),
         }
         parts.join("\n")
     }
@@ -93,6 +97,9 @@ impl Conversation {
     /// their own context blocks here too (Claude Code's `<system-reminder>`, Codex's
     /// `<environment_context>`); [`Conversation::prompt`] skips those.
     pub fn user_texts(&self) -> Vec<String> {
+        if self.api == Api::Gemini {
+            return self.gemini_user_texts();
+        }
         let mut texts = Vec::new();
         let searches = self.tool_search_call_ids();
         for item in self.items() {
@@ -121,7 +128,7 @@ impl Conversation {
 
     /// The first prompt the user (or the runner) gave: the first user text that is not a
     /// context block the CLI added itself (one starting with `<system-reminder>`,
-    /// `<environment_context>`, `<user_instructions>` or `# AGENTS.md`).
+    /// `<environment_context>`, `<user_instructions>`, `# AGENTS.md` or `<session_context>`).
     pub fn prompt(&self) -> String {
         self.prompts().into_iter().next().unwrap_or_default()
     }
@@ -134,8 +141,13 @@ impl Conversation {
 
     /// The user texts that are prompts, not context blocks the CLI added (see [`Conversation::prompt`]).
     pub fn prompts(&self) -> Vec<String> {
-        const ADDED_BY_CLI: [&str; 4] =
-            ["<system-reminder>", "<environment_context>", "<user_instructions>", "# AGENTS.md"];
+        const ADDED_BY_CLI: [&str; 5] = [
+            "<system-reminder>",
+            "<environment_context>",
+            "<user_instructions>",
+            "# AGENTS.md",
+            "<session_context>",
+        ];
         self.user_texts()
             .into_iter()
             .filter(|text| !ADDED_BY_CLI.iter().any(|prefix| text.trim_start().starts_with(prefix)))
@@ -145,6 +157,9 @@ impl Conversation {
     /// The outputs of the tool calls so far, in order, as text (not those of Claude Code's
     /// `ToolSearch`, which loads tools and is no script step).
     pub fn tool_results(&self) -> Vec<String> {
+        if self.api == Api::Gemini {
+            return self.gemini_tool_results();
+        }
         let mut results = Vec::new();
         let searches = self.tool_search_call_ids();
         for item in self.items() {
@@ -167,6 +182,8 @@ impl Conversation {
                         results.push(parts.join("\n"));
                     }
                 }
+                // Read above, in gemini.rs.
+                Api::Gemini => {}
             }
         }
         results
@@ -179,6 +196,9 @@ impl Conversation {
 
     /// Assistant messages that ended a turn with text (no tool call).
     pub fn final_replies(&self) -> Vec<String> {
+        if self.api == Api::Gemini {
+            return self.gemini_final_replies();
+        }
         let mut replies = Vec::new();
         for item in self.items() {
             if item["role"] != "assistant" {
@@ -206,6 +226,9 @@ impl Conversation {
     /// offers in an `additional_tools` input item and those its `tool_search` found (in
     /// `tool_search_output` items).
     pub fn tools(&self) -> Vec<OfferedTool> {
+        if self.api == Api::Gemini {
+            return self.gemini_tools();
+        }
         let mut tools = Vec::new();
         let additional = self
             .items()
@@ -261,6 +284,7 @@ impl Conversation {
         let mut strings = Vec::new();
         collect_strings(&self.body["system"], &mut strings);
         collect_strings(&self.body["instructions"], &mut strings);
+        collect_strings(&self.body["systemInstruction"], &mut strings);
         collect_strings(&self.body[self.items_key()], &mut strings);
         strings.iter().any(|text| text.contains(needle))
     }
@@ -274,6 +298,7 @@ impl Conversation {
         match self.api {
             Api::Anthropic => "messages",
             Api::OpenAi => "input",
+            Api::Gemini => "contents",
         }
     }
 
@@ -292,6 +317,10 @@ impl Conversation {
             Api::OpenAi if offered("exec_command") => ("exec_command", json!({"cmd": command})),
             Api::OpenAi if offered("shell_command") => ("shell_command", json!({"command": command})),
             Api::OpenAi if offered("shell") => ("shell", json!({"command": ["bash", "-lc", command]})),
+            Api::Gemini if offered("run_shell_command") => (
+                "run_shell_command",
+                json!({"command": command, "description": "Run the scripted command"}),
+            ),
             _ => return None,
         };
         Some(Action::Tool { namespace: None, name: name.to_owned(), input })
@@ -351,7 +380,7 @@ fn collect_text(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn collect_strings(value: &Value, out: &mut Vec<String>) {
+pub(crate) fn collect_strings(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::String(text) => out.push(text.clone()),
         Value::Array(values) => values.iter().for_each(|value| collect_strings(value, out)),

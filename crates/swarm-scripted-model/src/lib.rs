@@ -1,4 +1,4 @@
-//! A scripted stand-in for the model behind Claude Code and Codex.
+//! A scripted stand-in for the model behind Claude Code, Codex and the Gemini CLI.
 //!
 //! swarm's runner starts real agent CLIs, and the CLIs behave in ways no stand-in agent
 //! does (flags refused as root, session files, MCP tool naming, hooks, retries). To test the
@@ -10,7 +10,10 @@
 //!   not, `POST /v1/messages/count_tokens`; point `ANTHROPIC_BASE_URL` at
 //!   [`ScriptedModel::anthropic_base_url`]);
 //! - the OpenAI Responses API as Codex uses it (`POST /v1/responses`, `GET /v1/models`; point
-//!   a Codex model provider's `base_url` at [`ScriptedModel::openai_base_url`]).
+//!   a Codex model provider's `base_url` at [`ScriptedModel::openai_base_url`]);
+//! - the Gemini API as the Gemini CLI uses it (`POST /v1beta/models/{model}:streamGenerateContent`,
+//!   `:generateContent`, `:countTokens`; point `GOOGLE_GEMINI_BASE_URL` at
+//!   [`ScriptedModel::gemini_base_url`]).
 //!
 //! Every other request is recorded and answered 404 (Claude Code's start-up `HEAD /` gets 200).
 //!
@@ -37,6 +40,7 @@
 mod anthropic;
 pub mod clis;
 mod conversation;
+mod gemini;
 mod openai;
 mod script;
 mod tool_search;
@@ -82,9 +86,21 @@ impl RecordedRequest {
 
     /// The conversation, when this was a model request (`POST /v1/messages` or `/v1/responses`).
     pub fn conversation(&self) -> Option<Conversation> {
-        let api = match (self.method.as_str(), self.path.split('?').next().unwrap_or("")) {
+        let path = self.path.split('?').next().unwrap_or("");
+        let api = match (self.method.as_str(), path) {
             ("POST", "/v1/messages") => Api::Anthropic,
             ("POST", "/v1/responses") => Api::OpenAi,
+            ("POST", _) => match gemini::method(path) {
+                Some((model, "streamGenerateContent" | "generateContent")) => {
+                    let mut body: Value = serde_json::from_str(&self.body).ok()?;
+                    if gemini::is_side_question(&body) {
+                        return None;
+                    }
+                    body["model"] = Value::String(model.to_owned());
+                    return Some(Conversation::new(Api::Gemini, body));
+                }
+                _ => return None,
+            },
             _ => return None,
         };
         Some(Conversation::new(api, serde_json::from_str(&self.body).ok()?))
@@ -134,6 +150,11 @@ impl ScriptedModel {
 
     /// `http://127.0.0.1:<port>`, for `ANTHROPIC_BASE_URL`.
     pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// `http://127.0.0.1:<port>`, for the Gemini CLI's `GOOGLE_GEMINI_BASE_URL`.
+    pub fn gemini_base_url(&self) -> String {
         format!("http://{}", self.address)
     }
 
@@ -222,14 +243,19 @@ async fn handle(
     shared.requests.lock().unwrap().push(request.clone());
 
     let path = uri.path();
-    let openai = path.starts_with("/v1/responses") || path.starts_with("/v1/models");
+    let openai = path.starts_with("/v1/responses") || path == "/v1/models";
+    let gemini_call = gemini::method(path);
     let failure = *shared.failure.lock().unwrap();
     if let Some(failure) = failure {
         let status = match failure {
             Failure::Reply401 => 401,
             Failure::Status(status) => status,
         };
-        let body = if openai { openai::error(status) } else { anthropic::error(status) };
+        let body = match (openai, gemini_call) {
+            (_, Some(_)) => gemini::error(status),
+            (true, None) => openai::error(status),
+            (false, None) => anthropic::error(status),
+        };
         return json_response(
             StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             &body,
@@ -249,6 +275,7 @@ async fn handle(
             let (content_type, body) = match conversation.api {
                 Api::Anthropic => anthropic::message(&action, conversation.model(), usage, turn, stream),
                 Api::OpenAi => openai::response(&action, conversation.model(), usage, turn, stream),
+                Api::Gemini => gemini::response(&action, conversation.model(), usage, stream),
             };
             ([(header::CONTENT_TYPE, content_type)], body).into_response()
         }
@@ -256,12 +283,42 @@ async fn handle(
             json_response(StatusCode::OK, &anthropic::count_tokens(&body))
         }
         (&Method::GET, "/v1/models") => json_response(StatusCode::OK, &openai::models()),
+        (&Method::POST, _) if gemini_call.is_some() => gemini_answer(&shared, &request),
         // Claude Code checks that the base URL answers before it starts.
         (&Method::HEAD, "/") | (&Method::GET, "/") => StatusCode::OK.into_response(),
         _ => {
             let body = if openai { openai::error(404) } else { anthropic::error(404) };
             json_response(StatusCode::NOT_FOUND, &body)
         }
+    }
+}
+
+/// A Gemini request: a turn of the agent's conversation (the next script step), one of the
+/// CLI's side questions, or a token count.
+fn gemini_answer(shared: &Shared, request: &RecordedRequest) -> Response {
+    let path = request.path.split('?').next().unwrap_or("");
+    let Some((model, method)) = gemini::method(path) else {
+        return json_response(StatusCode::NOT_FOUND, &gemini::error(404));
+    };
+    let usage = shared.script.usage;
+    match method {
+        "countTokens" => json_response(StatusCode::OK, &gemini::count_tokens(request.body.as_bytes())),
+        "streamGenerateContent" | "generateContent" => {
+            let stream = method == "streamGenerateContent";
+            if let Some(conversation) = request.conversation() {
+                let action = shared.script.decide(&conversation);
+                shared.responses.fetch_add(1, Ordering::Relaxed);
+                let (content_type, body) = gemini::response(&action, model, usage, stream);
+                return ([(header::CONTENT_TYPE, content_type)], body).into_response();
+            }
+            match serde_json::from_str::<Value>(&request.body) {
+                Ok(body) if gemini::is_side_question(&body) => {
+                    json_response(StatusCode::OK, &gemini::side_answer(model, usage))
+                }
+                _ => json_response(StatusCode::BAD_REQUEST, &gemini::error(400)),
+            }
+        }
+        _ => json_response(StatusCode::NOT_FOUND, &gemini::error(404)),
     }
 }
 

@@ -348,3 +348,144 @@ async fn codex_resumes_a_thread_with_its_history() {
     assert_eq!(last.prompt(), "Start the session.");
     assert_eq!(last.final_replies(), ["First turn over."]);
 }
+
+fn gemini_command(model: &ScriptedModel, sandbox: &Sandbox, prompt: &str) -> Command {
+    let gemini = clis::gemini_bin().unwrap_or_else(|message| panic!("{message}"));
+    let settings_dir = sandbox.home.join(".gemini");
+    std::fs::create_dir_all(&settings_dir).unwrap();
+    std::fs::write(settings_dir.join("settings.json"), clis::gemini_settings_json()).unwrap();
+    let mut command = command(&gemini, sandbox);
+    command.envs(clis::gemini_env(model)).args([
+        "-p",
+        prompt,
+        "--output-format",
+        "stream-json",
+        "--yolo",
+        "--model",
+        swarm_scripted_model::MODEL_NAME,
+    ]);
+    command
+}
+
+fn gemini_result(output: &Output) -> Value {
+    json_lines(output)
+        .into_iter()
+        .find(|event| event["type"] == "result")
+        .unwrap_or_else(|| panic!("a result event\n{}", describe(output)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_runs_a_shell_command_and_ends_the_turn() {
+    let sandbox = Sandbox::new();
+    let model = ScriptedModel::start(write_file_script(&sandbox.proof_file()).with_usage(1200, 34)).await;
+
+    let output = run(gemini_command(&model, &sandbox, "Write the proof file.")).await;
+
+    assert!(output.status.success(), "{}", describe(&output));
+    let written = std::fs::read_to_string(sandbox.proof_file()).unwrap_or_default();
+    assert_eq!(written.trim(), PROOF, "{}", describe(&output));
+    let events = json_lines(&output);
+    let reply: String = events
+        .iter()
+        .filter(|event| event["type"] == "message" && event["role"] == "assistant")
+        .filter_map(|event| event["content"].as_str())
+        .collect();
+    assert_eq!(reply, FINAL_TEXT, "{}", describe(&output));
+    assert!(
+        events.iter().any(|event| event["type"] == "tool_use" && event["tool_name"] == "run_shell_command")
+    );
+    let result = gemini_result(&output);
+    assert_eq!(result["status"], "success", "{result}");
+    // Two model requests, each reporting the script's usage; no cost (the CLI reports none).
+    assert_eq!(result["stats"]["input_tokens"], 2 * 1200, "{result}");
+    assert_eq!(result["stats"]["output_tokens"], 2 * 34, "{result}");
+    let init = events.iter().find(|event| event["type"] == "init").expect("an init event");
+    assert!(init["session_id"].as_str().is_some_and(|id| swarm_scripted_model::find_uuid(id).is_some()));
+    assert_eq!(init["model"], swarm_scripted_model::MODEL_NAME);
+
+    let conversations = model.conversations();
+    let last = conversations.last().expect("model requests");
+    assert_eq!(last.prompt(), "Write the proof file.");
+    assert!(last.tool_results().iter().any(|result| result.contains(PROOF)), "{:?}", last.tool_results());
+    assert!(last.tool_names().iter().any(|name| name == "run_shell_command"));
+    assert!(last.system_text().contains("Gemini CLI"));
+    let request = model.requests().into_iter().find(|request| request.conversation().is_some()).unwrap();
+    assert_eq!(request.header("x-goog-api-key"), Some("scripted-key"));
+    // The session is kept under $HOME/.gemini/tmp/<project>/chats, one JSONL file each.
+    let chats = sandbox.home.join(".gemini/tmp/project/chats");
+    let session_id = init["session_id"].as_str().unwrap();
+    let kept = std::fs::read_dir(&chats)
+        .unwrap()
+        .flatten()
+        .any(|entry| entry.file_name().to_string_lossy().ends_with(&format!("{}.jsonl", &session_id[..8])));
+    assert!(kept, "a session file in {}", chats.display());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_exits_at_once_when_the_key_is_refused() {
+    for (failure, status) in
+        [(Failure::Reply401, 401), (Failure::Status(403), 403), (Failure::Status(500), 500)]
+    {
+        let sandbox = Sandbox::new();
+        let model = ScriptedModel::start(Script::new().reply(FINAL_TEXT)).await;
+        model.set_failure(Some(failure));
+
+        let output = run(gemini_command(&model, &sandbox, "hello")).await;
+
+        assert!(!output.status.success(), "{failure:?}: {}", describe(&output));
+        let result = gemini_result(&output);
+        assert_eq!(result["status"], "error", "{result}");
+        let message = result["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("\"code\":{status}")), "{failure:?}: {result}");
+        // `general.maxAttempts: 1`: one request, even for a 500.
+        assert_eq!(model.conversations().len(), 1, "{failure:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_exits_at_once_when_the_model_is_down() {
+    let model = ScriptedModel::start(Script::new().reply(FINAL_TEXT)).await;
+    let sandbox = Sandbox::new();
+    let command = gemini_command(&model, &sandbox, "hello");
+    model.stop().await;
+
+    let output = run(command).await;
+
+    assert!(!output.status.success(), "{}", describe(&output));
+    let result = gemini_result(&output);
+    assert_eq!(result["status"], "error", "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_resumes_a_session_by_its_id() {
+    let sandbox = Sandbox::new();
+    let model = ScriptedModel::start(resume_script()).await;
+    let first = run(gemini_command(&model, &sandbox, "Start the session.")).await;
+    assert!(first.status.success(), "{}", describe(&first));
+    let session_id = json_lines(&first)
+        .iter()
+        .find(|event| event["type"] == "init")
+        .and_then(|event| event["session_id"].as_str().map(str::to_owned))
+        .expect("a session id");
+
+    let mut command = gemini_command(&model, &sandbox, "task result: RELAY-3");
+    command.args(["--resume", &session_id]);
+    let second = run(command).await;
+
+    assert!(second.status.success(), "{}", describe(&second));
+    let events = json_lines(&second);
+    let init = events.iter().find(|event| event["type"] == "init").expect("an init event");
+    assert_eq!(init["session_id"], session_id.as_str(), "resuming keeps the session id");
+    let reply: String = events
+        .iter()
+        .filter(|event| event["type"] == "message" && event["role"] == "assistant")
+        .filter_map(|event| event["content"].as_str())
+        .collect();
+    assert_eq!(reply, "Relayed: task result: RELAY-3");
+    // The result counts this invocation's requests only.
+    let result = gemini_result(&second);
+    assert_eq!(result["stats"]["input_tokens"], Script::new().usage.input_tokens, "{result}");
+    let last = model.conversations().pop().unwrap();
+    assert_eq!(last.prompt(), "Start the session.");
+    assert_eq!(last.final_replies(), ["First turn over."]);
+}
