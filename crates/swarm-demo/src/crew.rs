@@ -173,7 +173,7 @@ fn runner_config(member: &Member, hub: &DemoHub, program: &Path, settings: &Crew
         member.role,
         hub.url.clone(),
         member.agent_id,
-        Harness::Command { program: program.to_path_buf(), args: Vec::new() },
+        Harness::program(program, Vec::new()),
     );
     config.agent_name = member.name.to_string();
     config.api_key = Some(hub.api_key.clone());

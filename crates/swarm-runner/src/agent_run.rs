@@ -18,8 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    codex,
-    harness::{Harness, Invocation, RunReport},
+    harness::{Invocation, MailDelivery, RunReport},
     logs::{RunLog, RunMetadata, append_error},
     process::ChildExit,
     run::{Context, Outcome},
@@ -121,7 +120,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
 
     let config = &context.config;
     let mut prompt = work.prompt(&config.default_prompt);
-    if config.harness == Harness::Codex
+    if config.harness.mail() == MailDelivery::Prompt
         && let Some(mail) = deliver_mail(&context).await
     {
         prompt.push_str("\n\n");
@@ -154,10 +153,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     };
     // Codex counts a resumed thread's tokens from its start: what it had counted before.
     let resumed_from = resume.clone();
-    let counted_before = match (&config.harness, &resume) {
-        (Harness::Codex, Some(thread)) => codex::thread_usage(thread),
-        _ => None,
-    };
+    let counted_before = resume.as_deref().and_then(|session| config.harness.counted_before(session));
     let worktree = worktree::enter(&context.run_place(), &work, &label).await;
     let cwd =
         worktree.as_ref().ok().and_then(|worktree| worktree.as_ref().map(|worktree| worktree.cwd.clone()));
@@ -336,8 +332,13 @@ fn spawn_agent(
     cwd: Option<&std::path::Path>,
 ) -> Result<tokio::process::Child, String> {
     let config = &context.config;
-    let invocation =
-        Invocation { prompt, system_prompt: &context.system_prompt, agent_args: &config.agent_args, resume };
+    let invocation = Invocation {
+        prompt,
+        system_prompt: &context.system_prompt,
+        agent_args: &config.agent_args,
+        resume,
+        model: config.model.as_deref(),
+    };
     let mut command = config.harness.command(&invocation);
     command.env("MCP_BASE_URL", &config.hub_url).env("AGENT_ID", config.agent_id.to_string());
     match &config.api_key {

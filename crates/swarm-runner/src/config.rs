@@ -94,6 +94,9 @@ pub struct RunnerConfig {
     pub harness: Harness,
     /// Extra arguments for the agent CLI (after `--` on the command line).
     pub agent_args: Vec<String>,
+    /// The model runs ask the agent CLI for when their task names none (`--model`,
+    /// `MODEL_OVERRIDE`); `None`: the CLI's own default.
+    pub model: Option<String>,
     /// Text appended to the runner's own system prompt (`--system-prompt`, or the
     /// contents of `--system-prompt-file`).
     pub system_prompt: Option<String>,
@@ -155,6 +158,7 @@ impl RunnerConfig {
             ai_loop: false,
             max_concurrent: 1,
             session_id: session[..8].to_string(),
+            model: None,
             log_dir: PathBuf::from("./logs"),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             poll_wait: DEFAULT_POLL_WAIT,
@@ -226,7 +230,7 @@ mod tests {
 
     #[test]
     fn system_prompt_appends_the_users_text() {
-        let mut config = RunnerConfig::new(Role::Worker, "http://hub", AgentId::new_v7(), Harness::Claude);
+        let mut config = RunnerConfig::new(Role::Worker, "http://hub", AgentId::new_v7(), Harness::claude());
         assert!(config.full_system_prompt().contains("store-progress"));
         assert!(!config.full_system_prompt().contains("inbox-delegate"), "a worker has no inbox");
         config.system_prompt = Some("Be brief.".into());
@@ -240,7 +244,7 @@ mod lead_prompt_tests {
 
     #[test]
     fn the_leads_system_prompt_carries_the_inbox_rules() {
-        let config = RunnerConfig::new(Role::Lead, "http://hub", AgentId::new_v7(), Harness::Claude);
+        let config = RunnerConfig::new(Role::Lead, "http://hub", AgentId::new_v7(), Harness::claude());
         let prompt = config.full_system_prompt();
         assert!(prompt.contains("never do a worker's job"), "{prompt}");
         assert!(prompt.contains("slack-reply") && prompt.contains("inbox-delegate"), "{prompt}");

@@ -13,7 +13,10 @@ use std::{
 use serde_json::Value;
 use swarm_client::{Client, ClientConfig};
 
-use crate::{config::RunnerConfig, harness::Harness};
+use crate::{
+    config::RunnerConfig,
+    harness::{Harness, McpConfig},
+};
 
 /// A CLI that takes longer than this to print its version is not going to run a task.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -83,7 +86,7 @@ impl Environment {
 /// names the hub's server.
 pub async fn preflight(config: &RunnerConfig, env: &Environment) -> Vec<Check> {
     let mut checks = vec![cli_check(&config.harness, env).await];
-    if config.harness == Harness::Claude {
+    if config.harness.root_needs_sandbox() {
         checks.push(root_check(env));
     }
     if let Some(check) = mcp_check(&config.harness, &config.agent_args, env) {
@@ -95,27 +98,22 @@ pub async fn preflight(config: &RunnerConfig, env: &Environment) -> Vec<Check> {
 /// The agent CLI on `PATH` (or the `--harness-cmd` program) and, for Claude Code and
 /// Codex, its `--version`. An arbitrary program is not run: `--version` may mean work.
 pub async fn cli_check(harness: &Harness, env: &Environment) -> Check {
-    let program = harness.program();
+    let program = harness.program_path();
     let name = "agent CLI";
     let Some(found) = find_program(&program, env.path.as_deref()) else {
-        let fix = match harness {
-            Harness::Claude => {
-                "install Claude Code (npm install -g @anthropic-ai/claude-code) or put `claude` on PATH; \
-                 or choose another CLI with --harness / --harness-cmd"
-                    .to_string()
-            }
-            Harness::Codex => {
-                "install Codex (npm install -g @openai/codex) or put `codex` on PATH; or choose \
-                 another CLI with --harness / --harness-cmd"
-                    .to_string()
-            }
-            Harness::Command { .. } => {
-                "check --harness-cmd (HARNESS_CMD): the program must exist and be executable".to_string()
-            }
+        let fix = match harness.install_hint() {
+            Some(install) => format!(
+                "install {} ({install}) or put `{}` on PATH; or choose another CLI with --harness / --harness-cmd",
+                harness.name(),
+                program.display()
+            ),
+            None => "check --harness-cmd (HARNESS_CMD) or the harness file's `program`: the program must \
+                     exist and be executable"
+                .to_string(),
         };
         return Check::fail(name, format!("{} is not found or not executable", program.display()), fix);
     };
-    if let Harness::Command { .. } = harness {
+    if !harness.checks_version() {
         return Check::pass(name, format!("{}", found.display()));
     }
     let mut command = tokio::process::Command::new(&found);
@@ -174,8 +172,8 @@ pub fn root_check(env: &Environment) -> Check {
 /// The MCP entry the CLI will read; `None` for a program the runner knows nothing of.
 pub fn mcp_check(harness: &Harness, agent_args: &[String], env: &Environment) -> Option<Check> {
     let name = "MCP config";
-    match harness {
-        Harness::Claude => {
+    match harness.mcp() {
+        McpConfig::Claude => {
             if agent_args.iter().any(|arg| arg.starts_with("--mcp-config")) {
                 return Some(Check::pass(name, "given with --mcp-config"));
             }
@@ -204,7 +202,7 @@ pub fn mcp_check(harness: &Harness, agent_args: &[String], env: &Environment) ->
                 ),
             ))
         }
-        Harness::Codex => {
+        McpConfig::Codex => {
             let file = match (&env.codex_home, &env.home) {
                 (Some(codex_home), _) => codex_home.join("config.toml"),
                 (None, Some(home)) => home.join(".codex").join("config.toml"),
@@ -232,8 +230,30 @@ pub fn mcp_check(harness: &Harness, agent_args: &[String], env: &Environment) ->
                 )
             })
         }
-        Harness::Command { .. } => None,
+        McpConfig::Opencode => Some(opencode_mcp_check(env)),
+        McpConfig::None => None,
     }
+}
+
+/// opencode reads its MCP servers from `opencode.json` in the project (what `swarm connect
+/// --harness opencode` writes) or from `~/.config/opencode/opencode.json`.
+fn opencode_mcp_check(env: &Environment) -> Check {
+    let name = "MCP config";
+    let project = env.cwd.join("opencode.json");
+    let global = env.home.as_ref().map(|home| home.join(".config/opencode/opencode.json"));
+    for file in std::iter::once(&project).chain(global.as_ref()) {
+        if has_server(read_json(file).as_ref().and_then(|json| json.get("mcp"))) {
+            return Check::pass(name, format!("{} names {MCP_SERVER_NAME}", file.display()));
+        }
+    }
+    Check::fail(
+        name,
+        format!("no {MCP_SERVER_NAME} server in the `mcp` section of {}", project.display()),
+        format!(
+            "run `swarm connect --harness opencode` in {}, so opencode reaches the hub",
+            env.cwd.display()
+        ),
+    )
 }
 
 /// Claude Code's hooks, which deliver mail and stop tools of a cancelled task.
@@ -434,15 +454,15 @@ mod tests {
     async fn the_cli_must_be_on_path_and_answer_its_version() {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
-        let missing = cli_check(&Harness::Claude, &env).await;
+        let missing = cli_check(&Harness::claude(), &env).await;
         assert!(!missing.passed && missing.fix.as_deref().unwrap().contains("npm install"), "{missing}");
 
         script(dir.path(), "claude", "echo '2.0.14 (Claude Code)'");
-        let found = cli_check(&Harness::Claude, &env).await;
+        let found = cli_check(&Harness::claude(), &env).await;
         assert!(found.passed && found.detail.ends_with("2.0.14 (Claude Code)"), "{found}");
 
         script(dir.path(), "codex", "echo 'not logged in' >&2; exit 3");
-        let broken = cli_check(&Harness::Codex, &env).await;
+        let broken = cli_check(&Harness::codex(), &env).await;
         assert!(!broken.passed && broken.detail.contains("not logged in"), "{broken}");
 
         let program = Harness::from_command_line("no-such-agent --fast").unwrap();
@@ -466,13 +486,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let env = env(dir.path());
         std::fs::create_dir_all(&env.cwd).unwrap();
-        let claude = mcp_check(&Harness::Claude, &[], &env).unwrap();
+        let claude = mcp_check(&Harness::claude(), &[], &env).unwrap();
         assert!(!claude.passed && claude.fix.as_deref().unwrap().contains("swarm connect"), "{claude}");
         std::fs::write(env.cwd.join(".mcp.json"), r#"{"mcpServers":{"agent-swarm":{"type":"http"}}}"#)
             .unwrap();
-        assert!(mcp_check(&Harness::Claude, &[], &env).unwrap().passed);
+        assert!(mcp_check(&Harness::claude(), &[], &env).unwrap().passed);
 
-        assert!(!mcp_check(&Harness::Codex, &[], &env).unwrap().passed);
+        assert!(!mcp_check(&Harness::codex(), &[], &env).unwrap().passed);
         let codex_dir = dir.path().join("home/.codex");
         std::fs::create_dir_all(&codex_dir).unwrap();
         std::fs::write(
@@ -480,7 +500,7 @@ mod tests {
             "[mcp_servers.agent-swarm]\nurl = \"http://hub/mcp\"\n",
         )
         .unwrap();
-        assert!(mcp_check(&Harness::Codex, &[], &env).unwrap().passed);
+        assert!(mcp_check(&Harness::codex(), &[], &env).unwrap().passed);
         assert_eq!(mcp_check(&Harness::from_command_line("agent").unwrap(), &[], &env), None);
     }
 }

@@ -16,6 +16,12 @@ pub enum RunnerError {
     /// `--harness-cmd` / `HARNESS_CMD` is not a command line a shell would accept.
     #[error("--harness-cmd (HARNESS_CMD) {line:?} is not a valid command line: {reason}")]
     HarnessCommand { line: String, reason: String },
+    /// A harness file (`--harness-file`, or `--harness <name>` found in the user's folder)
+    /// the runner cannot use.
+    #[error(
+        "the harness file {origin} cannot be used: {reason} (docs/real-agent-clis.md, \"Adding an agent CLI\")"
+    )]
+    HarnessFile { origin: String, reason: String },
     /// The client could not be built for this hub URL.
     #[error("cannot talk to the hub at {url}: {source}")]
     Client {

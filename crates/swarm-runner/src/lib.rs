@@ -15,7 +15,6 @@
 
 mod agent_run;
 mod claims;
-mod codex;
 mod config;
 pub mod doctor;
 mod error;
@@ -39,7 +38,7 @@ pub use config::{
     DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig, WorktreeMode,
 };
 pub use error::RunnerError;
-pub use harness::Harness;
+pub use harness::{Harness, MailDelivery, McpConfig, Prompts, StreamFormat};
 use tokio_util::sync::CancellationToken;
 
 /// How a runner is told to stop. `graceful`: take no new work, give running agents up to

@@ -90,7 +90,7 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
             config.role.as_str(),
             config.agent_id,
             config.hub_url,
-            config.harness.cli_name(),
+            config.harness.name(),
             config.session_log_dir().display(),
         ),
         &[
@@ -118,8 +118,12 @@ pub(crate) async fn run(config: RunnerConfig, shutdown: Shutdown) -> Result<Runn
     }
     crate::claims::release_previous_life(&client, &view, &config.log_dir, config.agent_id, runner_id).await;
 
-    let (shipper, shipper_task) =
-        shipper::start(client.clone(), config.session_id.clone(), config.harness.cli_name(), view.clone());
+    let (shipper, shipper_task) = shipper::start(
+        client.clone(),
+        config.session_id.clone(),
+        config.harness.name().to_string(),
+        view.clone(),
+    );
     let active = Arc::new(AtomicUsize::new(0));
     let heartbeat_stop = CancellationToken::new();
     let heartbeat_every = (lease / 3).max(MIN_HEARTBEAT);

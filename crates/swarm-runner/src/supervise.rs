@@ -91,7 +91,7 @@ pub(crate) async fn supervise(
             line = next_line(&mut stdout) => match line {
                 Some(line) => {
                     log_failed |= log.write_line(&line).await.is_err();
-                    report.observe(&line);
+                    context.config.harness.output().observe(&mut report, &line);
                     waiting_since = match (&report.waiting_for_model, waiting_since) {
                         (Some(_), None) => Some(Instant::now()),
                         (Some(_), since) => since,

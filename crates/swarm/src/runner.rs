@@ -4,7 +4,7 @@
 use std::{path::PathBuf, time::Duration};
 
 use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use swarm_domain::id::AgentId;
 use swarm_runner::{
     Harness, OutputFormat, Role, RunnerConfig, RunnerExit, Shutdown, WorktreeMode,
@@ -29,17 +29,6 @@ pub const LONG_ABOUT: &str = "Run an agent for a hub: register it, wait for work
     CLI that fails at once without doing anything (bad key, model unreachable, bad flag) gives its \
     task back to the queue; after ENV_FAILURE_LIMIT such failures in a row the runner stops.";
 
-/// Which agent CLI to start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HarnessKind {
-    /// Claude Code (`claude -p ... --output-format stream-json`).
-    Claude,
-    /// OpenAI Codex (`codex exec --json ...`).
-    Codex,
-    /// The program of --harness-cmd, run with the prompt as its last argument.
-    Cmd,
-}
-
 /// Flags of `swarm worker` and `swarm lead`.
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
@@ -62,14 +51,25 @@ pub struct RunnerArgs {
     /// it wait for work itself through the poll-task tool
     #[arg(long, env = "AI_LOOP", value_parser = clap::builder::BoolishValueParser::new())]
     ai_loop: bool,
-    /// Agent CLI to start
-    #[arg(long, env = "HARNESS", value_enum, default_value = "claude")]
-    harness: HarnessKind,
+    /// Agent CLI to start: claude, codex (built in), `cmd` (the program of --harness-cmd), or
+    /// the name of a harness file <NAME>.toml in ~/.config/swarm/harnesses/ (or
+    /// $XDG_CONFIG_HOME/swarm/harnesses/), which wins over a built-in of the same name
+    /// [default: claude]
+    #[arg(long, env = "HARNESS", value_name = "NAME")]
+    harness: Option<String>,
     /// The command line for --harness cmd (implies it when given alone), split into words as
     /// a shell would, e.g. "python3 agent.py --fast"; it gets the extra arguments after `--`,
     /// then the prompt as its last argument
     #[arg(long, env = "HARNESS_CMD", value_name = "COMMAND")]
     harness_cmd: Option<String>,
+    /// A harness file describing the agent CLI (program, argument templates, output format;
+    /// docs/real-agent-clis.md, "Adding an agent CLI"); wins over --harness
+    #[arg(long, env = "HARNESS_FILE", value_name = "PATH", conflicts_with = "harness_cmd")]
+    harness_file: Option<PathBuf>,
+    /// The model every run asks its agent CLI for (the CLI's own model flag), unless its
+    /// task names one
+    #[arg(long, env = "MODEL_OVERRIDE", value_name = "MODEL")]
+    model: Option<String>,
     /// Take work without checking first that the agent CLI can run here
     #[arg(long, env = "SKIP_PREFLIGHT", value_parser = clap::builder::BoolishValueParser::new())]
     skip_preflight: bool,
@@ -100,6 +100,17 @@ pub struct RunnerArgs {
     #[arg(long, env = "MODEL_UNREACHABLE_MS",
         default_value_t = swarm_runner::DEFAULT_MODEL_UNREACHABLE.as_millis() as u64, value_name = "MS")]
     model_unreachable_ms: u64,
+    /// Seconds a run may go without a sign of life (no output line from the agent CLI, no
+    /// change of its task at the hub) before the runner stops it with its processes and hands
+    /// its task back to the queue, the reason on the task and the agent; 0 never stops one
+    #[arg(long, env = "STALL_SECONDS", default_value_t = swarm_runner::DEFAULT_STALL.as_secs(),
+        value_name = "SECONDS")]
+    stall_seconds: u64,
+    /// Times in a row a run may make the same tool call with the same arguments before the
+    /// runner stops it as a loop and hands its task back; 0 never stops one
+    #[arg(long, env = "TOOL_LOOP_LIMIT", default_value_t = swarm_runner::DEFAULT_TOOL_LOOP_LIMIT,
+        value_name = "N")]
+    tool_loop_limit: u32,
     /// Print JSON log lines (one object per line) on stderr instead of lines for people
     #[arg(long)]
     json: bool,
@@ -187,7 +198,7 @@ pub async fn doctor(mut args: DoctorArgs) -> anyhow::Result<()> {
     let env = Environment::of_this_process();
     let mut checks = doctor::hub_checks(&config, agent_id_given).await;
     checks.extend(doctor::preflight(&config, &env).await);
-    if config.harness == Harness::Claude {
+    if config.harness.supports_hooks() {
         checks.push(doctor::hooks_check(&env));
     }
     let swarm_on_path = doctor::cli_check(&Harness::from_command_line("swarm")?, &env).await;
@@ -204,6 +215,22 @@ pub async fn doctor(mut args: DoctorArgs) -> anyhow::Result<()> {
     }
     println!("all {} checks passed", checks.len());
     Ok(())
+}
+
+/// The agent CLI: a harness file, a `--harness-cmd` program, or a harness by name.
+fn harness(name: Option<String>, command: Option<String>, file: Option<PathBuf>) -> anyhow::Result<Harness> {
+    if let Some(file) = file {
+        return Ok(Harness::from_file(&file)?);
+    }
+    Ok(match (name.as_deref(), command) {
+        // HARNESS=claude is the default a user may have set before choosing a program.
+        (None | Some("cmd" | "claude"), Some(line)) => Harness::from_command_line(&line)?,
+        (Some("cmd"), None) => {
+            bail!("--harness cmd needs the program: pass --harness-cmd or set HARNESS_CMD")
+        }
+        (Some(name), Some(_)) => bail!("--harness-cmd is for --harness cmd, not {name}"),
+        (name, None) => Harness::named(name.unwrap_or("claude"), Harness::user_dir().as_deref())?,
+    })
 }
 
 fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
@@ -224,15 +251,8 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
             id
         }
     };
-    let harness = match (args.harness, non_empty(args.harness_cmd)) {
-        (HarnessKind::Cmd | HarnessKind::Claude, Some(line)) => Harness::from_command_line(&line)?,
-        (HarnessKind::Cmd, None) => {
-            bail!("--harness cmd needs the program: pass --harness-cmd or set HARNESS_CMD")
-        }
-        (HarnessKind::Codex, Some(_)) => bail!("--harness-cmd is for --harness cmd, not codex"),
-        (HarnessKind::Claude, None) => Harness::Claude,
-        (HarnessKind::Codex, None) => Harness::Codex,
-    };
+    let harness =
+        harness(non_empty(args.harness), non_empty(args.harness_cmd), non_empty_path(args.harness_file))?;
     let system_prompt = match (non_empty(args.system_prompt), non_empty_path(args.system_prompt_file)) {
         (Some(text), _) => Some(text),
         (None, Some(path)) => Some(std::fs::read_to_string(&path).with_context(|| {
@@ -250,6 +270,7 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
         config.agent_name = name;
     }
     config.agent_args = args.agent_args;
+    config.model = non_empty(args.model);
     config.system_prompt = system_prompt;
     if let Some(prompt) = non_empty(args.msg) {
         config.default_prompt = prompt;
@@ -272,6 +293,8 @@ fn config(role: Role, args: RunnerArgs) -> anyhow::Result<RunnerConfig> {
         (false, None) => WorktreeMode::Auto,
     };
     config.model_unreachable = Duration::from_millis(args.model_unreachable_ms);
+    config.stall = Duration::from_secs(args.stall_seconds);
+    config.tool_loop_limit = args.tool_loop_limit;
     Ok(config)
 }
 
@@ -320,10 +343,7 @@ mod tests {
     #[test]
     fn a_program_with_its_arguments_is_the_cmd_harness() {
         let config = parse(&["--harness-cmd", "/bin/agent", "--", "stand-in-agent", "--fast"]).unwrap();
-        assert_eq!(
-            config.harness,
-            Harness::Command { program: PathBuf::from("/bin/agent"), args: Vec::new() }
-        );
+        assert_eq!(config.harness, Harness::program("/bin/agent", Vec::new()));
         assert_eq!(config.agent_args, ["stand-in-agent", "--fast"]);
         assert_eq!(config.agent_name, "worker-0190abcd");
         assert_eq!(config.default_prompt, "/start-worker");
@@ -333,7 +353,7 @@ mod tests {
     fn a_harness_command_line_is_split_into_words_and_a_broken_one_refused() {
         let config = parse(&["--harness-cmd", "python3 'my agent.py' --fast", "--", "--model", "x"]).unwrap();
         let args = ["my agent.py", "--fast"].map(String::from).to_vec();
-        assert_eq!(config.harness, Harness::Command { program: PathBuf::from("python3"), args });
+        assert_eq!(config.harness, Harness::program("python3", args));
         assert_eq!(config.agent_args, ["--model", "x"]);
         let err = parse(&["--harness-cmd", "python3 'agent.py"]).unwrap_err().to_string();
         assert!(err.contains("HARNESS_CMD") && err.contains("not a valid command line"), "{err}");

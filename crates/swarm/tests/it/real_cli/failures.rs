@@ -7,9 +7,9 @@
 use serde_json::{Value, json};
 use swarm_scripted_model::{Failure, Script, ScriptedModel};
 
-use super::{Cli, RunnerProcess, World, both_clis, complete};
+use super::{Cli, RunnerProcess, World, complete, every_cli};
 
-both_clis!(
+every_cli!(
     a_missing_cli_stops_the_runner_before_it_claims_anything,
     a_model_that_refuses_the_key_gives_the_task_back,
     a_model_that_is_down_gives_the_task_back

@@ -5,9 +5,9 @@
 use serde_json::json;
 use swarm_scripted_model::Script;
 
-use super::{Cli, World, both_clis, complete, within};
+use super::{Cli, World, complete, every_cli, within};
 
-both_clis!(mail_sent_to_the_agent_reaches_the_model);
+every_cli!(mail_sent_to_the_agent_reaches_the_model);
 
 async fn mail_sent_to_the_agent_reaches_the_model(cli: Cli) {
     let script = Script::new().call_tool("store-progress", complete).reply("Reported.");

@@ -63,29 +63,31 @@ impl Cli {
     }
 }
 
-/// Generates `claude::<name>` and `codex::<name>` tests for each `async fn <name>(cli: Cli)`
-/// of the calling module.
-macro_rules! both_clis {
+/// Generates a test `<cli>::<name>` for each `async fn <name>(cli: Cli)` of the calling
+/// module and each CLI listed here: a new CLI is one line (its module name and `Cli` variant),
+/// once it has its variant in [`Cli`].
+macro_rules! every_cli {
     ($($name:ident),* $(,)?) => {
-        mod claude {
+        $crate::real_cli::cli_tests!(claude: Claude; $($name),*);
+        $crate::real_cli::cli_tests!(codex: Codex; $($name),*);
+    };
+}
+pub(crate) use every_cli;
+
+/// The tests of one CLI: `mod <cli> { async fn <name>() ... }`.
+macro_rules! cli_tests {
+    ($module:ident: $cli:ident; $($name:ident),*) => {
+        mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    super::$name($crate::real_cli::Cli::Claude).await;
-                }
-            )*
-        }
-        mod codex {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name($crate::real_cli::Cli::Codex).await;
+                    super::$name($crate::real_cli::Cli::$cli).await;
                 }
             )*
         }
     };
 }
-pub(crate) use both_clis;
+pub(crate) use cli_tests;
 
 /// Waits for `probe` with the real CLIs' deadline, [`LIMIT`].
 pub async fn within<T, F, Fut>(what: &str, probe: F) -> T

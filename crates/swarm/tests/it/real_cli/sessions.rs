@@ -8,10 +8,10 @@
 use serde_json::{Value, json};
 use swarm_scripted_model::Script;
 
-use super::{Cli, World, both_clis, complete, task_id_in, within};
+use super::{Cli, World, complete, every_cli, task_id_in, within};
 use crate::hub::send;
 
-both_clis!(a_persistent_session_is_resumed_with_the_result_of_its_task);
+every_cli!(a_persistent_session_is_resumed_with_the_result_of_its_task);
 
 async fn a_persistent_session_is_resumed_with_the_result_of_its_task(cli: Cli) {
     let helper = uuid::Uuid::new_v4().to_string();

@@ -11,9 +11,9 @@ use std::{
 use serde_json::json;
 use swarm_scripted_model::Script;
 
-use super::{Cli, World, both_clis, complete, first_request, processes_in, task_id_in, within};
+use super::{Cli, World, complete, every_cli, first_request, processes_in, task_id_in, within};
 
-both_clis!(
+every_cli!(
     a_task_cancelled_mid_run_stops_the_cli_process_tree,
     a_worker_completes_an_assigned_task,
     an_offered_task_is_reviewed_accepted_and_done,
