@@ -148,6 +148,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::tokens::router())
         .merge(routes::poll::router())
         .merge(routes::tasks::router())
+        .merge(routes::steering::router())
         .merge(routes::channels::router())
         .merge(routes::mail::router())
         .merge(routes::triggers::router())

@@ -130,3 +130,9 @@ uuid_id!(
     RunnerId,
     "runner id"
 );
+
+uuid_id!(
+    /// A steering message: words for a task's running agent (`POST /api/tasks/:id/steer`).
+    SteeringMessageId,
+    "steering message id"
+);

@@ -20,6 +20,7 @@ pub mod registry;
 pub mod retention;
 pub mod session;
 pub mod stats;
+pub mod steering;
 pub mod task;
 pub mod time;
 pub mod token;

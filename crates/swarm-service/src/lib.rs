@@ -30,6 +30,7 @@ mod sessions;
 pub mod settings;
 pub mod slack_api;
 mod slack_files;
+mod steering;
 mod tasks;
 pub mod timings;
 mod triggers;
@@ -71,6 +72,7 @@ pub use runner_compat::{EVENT_BATCH_MAX, PROFILE_FILES, RECORDS_PAGE_MAX, TaskDe
 pub use secrets::{REDACTED, SecretBox};
 pub use settings::HubSettings;
 pub use slack_files::{FileDownload, FilePlace, FileUpload, SLACK_FILE_INLINE_MAX_BYTES};
+pub use steering::SteeringSettled;
 pub use swarm_store::WriterUsage;
 pub use swarm_store::{HeldItems, Released, ServiceFilter};
 pub use swarm_store::{NewWorkerEvent, RunnerRecord as RunnerRecordView, WorkerEvent, WorkerEventFilter};

@@ -42,6 +42,7 @@ mod runner_records;
 mod services;
 mod sessions;
 mod stats;
+mod steering;
 mod tasks;
 mod tokens;
 mod triggers;

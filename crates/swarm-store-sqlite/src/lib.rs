@@ -32,6 +32,7 @@ mod runner_records;
 mod services;
 mod sessions;
 mod sql;
+mod steering;
 mod tasks;
 #[cfg(test)]
 mod test_file;

@@ -14,6 +14,7 @@ pub mod mcp_tasks;
 pub mod runner_records;
 pub mod services;
 pub mod sql;
+pub mod steering;
 mod task_filter;
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -25,6 +26,7 @@ pub use runner_records::{
     NewWorkerEvent, RecordArea, RunnerRecord, RunnerRecords, WorkerEvent, WorkerEventFilter,
 };
 pub use services::{ServiceFilter, ServiceRegistry};
+pub use steering::{SteeringRecorded, SteeringStore};
 pub use task_filter::TaskFilter;
 pub use values::{
     Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
@@ -53,7 +55,9 @@ use swarm_domain::{
 };
 
 #[async_trait]
-pub trait Store: EpicStore + ServiceRegistry + McpTaskStore + RunnerRecords + Send + Sync + 'static {
+pub trait Store:
+    EpicStore + ServiceRegistry + McpTaskStore + RunnerRecords + SteeringStore + Send + Sync + 'static
+{
     /// `"sqlite"` or `"postgres"`, for logs and `/health`.
     fn backend_name(&self) -> &'static str;
 

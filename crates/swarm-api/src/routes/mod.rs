@@ -12,6 +12,7 @@ pub mod reference_events;
 pub mod reference_runner;
 pub mod services;
 pub mod sessions;
+pub mod steering;
 pub mod system;
 pub mod tasks;
 pub mod tokens;

@@ -29,6 +29,7 @@ pub mod retention;
 pub mod run_claims;
 pub mod runner_records;
 pub mod services;
+pub mod steering;
 pub mod tasks;
 pub mod tokens;
 pub mod triggers;
@@ -284,6 +285,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_runner_records!($fresh);
             $crate::__store_conformance_services!($fresh);
+            $crate::__store_conformance_steering!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_tokens!($fresh);
             $crate::__store_conformance_triggers!($fresh);

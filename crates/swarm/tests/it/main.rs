@@ -42,6 +42,7 @@ mod services;
 mod slack;
 mod slack_files;
 mod slack_stand_in;
+mod steering;
 mod stress;
 mod support;
 mod talk_runners;
