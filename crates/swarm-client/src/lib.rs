@@ -23,7 +23,7 @@ use std::time::Duration;
 pub use agents::{AgentList, AgentView, RegisterAgentRequest};
 pub use flags::{DEFAULT_HUB_URL, HubFlags};
 pub use hub_url::is_plain_loopback_url;
-pub use poll::Trigger;
+pub use poll::{BudgetRefused, Trigger};
 use reqwest::{Method, StatusCode};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 pub use sessions::{SessionCostRequest, SessionLogsRequest, SessionStartRequest};

@@ -32,8 +32,40 @@ pub enum Trigger {
     },
     /// `pool_tasks_available` (workers asking `?pool=notify`): nothing was claimed.
     PoolTasksAvailable { count: i64 },
+    /// `budget_refused`: work waits, but a daily budget is reached; nothing was claimed.
+    BudgetRefused(BudgetRefused),
     /// Any other kind: its `type` and the whole trigger object.
     Other { kind: String, body: Value },
+}
+
+/// Why a poll started nothing (the reference's `budget_refused` fields, issue 40): the
+/// budget reached (`cause`: `global` or `agent`), the day's figures of the budgets set,
+/// and when the day's spend starts again from zero.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetRefused {
+    pub cause: String,
+    pub agent_spend: Option<f64>,
+    pub agent_budget: Option<f64>,
+    pub global_spend: Option<f64>,
+    pub global_budget: Option<f64>,
+    pub reset_at: Option<String>,
+}
+
+impl BudgetRefused {
+    /// One line for a person: which budget, spent against it, when it resets.
+    pub fn describe(&self) -> String {
+        let (spend, budget) = match self.cause.as_str() {
+            "global" => (self.global_spend, self.global_budget),
+            _ => (self.agent_spend, self.agent_budget),
+        };
+        let figures = match (spend, budget) {
+            (Some(spend), Some(budget)) => format!(": ${spend:.2} spent of ${budget:.2} today"),
+            _ => String::new(),
+        };
+        let reset = self.reset_at.as_deref().map(|at| format!(" (resets {at})")).unwrap_or_default();
+        format!("the {} daily budget is reached{figures}{reset}", self.cause)
+    }
 }
 
 impl Trigger {
@@ -45,6 +77,7 @@ impl Trigger {
             Trigger::TasksFinished { .. } => "tasks_finished",
             Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
+            Trigger::BudgetRefused(_) => "budget_refused",
             Trigger::Other { kind, .. } => kind,
         }
     }
@@ -109,6 +142,9 @@ impl Trigger {
             "pool_tasks_available" => Trigger::PoolTasksAvailable {
                 count: CountFields::deserialize(&body).map_err(|err| fields(&kind, err))?.count,
             },
+            "budget_refused" => {
+                Trigger::BudgetRefused(BudgetRefused::deserialize(&body).map_err(|err| fields(&kind, err))?)
+            }
             _ => Trigger::Other { kind, body },
         })
     }
@@ -160,5 +196,19 @@ mod tests {
         assert!(Trigger::from_json(json!({"count": 3})).is_err());
         let count = Trigger::from_json(json!({"type": "pool_tasks_available", "count": 3})).unwrap();
         assert_eq!(count, Trigger::PoolTasksAvailable { count: 3 });
+    }
+
+    #[test]
+    fn a_budget_refusal_is_read_and_said_in_one_line() {
+        let body = json!({"type": "budget_refused", "cause": "agent", "agentSpend": 2.5, "agentBudget": 2,
+                          "resetAt": "2026-01-02T00:00:00.000Z"});
+        let Trigger::BudgetRefused(refused) = Trigger::from_json(body).unwrap() else {
+            panic!("not read as a refusal");
+        };
+        assert_eq!(
+            refused.describe(),
+            "the agent daily budget is reached: $2.50 spent of $2.00 today (resets 2026-01-02T00:00:00.000Z)"
+        );
+        assert!(Trigger::from_json(json!({"type": "budget_refused"})).is_err(), "a refusal names its cause");
     }
 }

@@ -4,6 +4,7 @@
 //! HTTP or JSON-over-the-wire beyond the serde shapes the wire keeps (docs/compatibility.md).
 
 pub mod agent;
+pub mod budget;
 pub mod chat;
 pub mod epic;
 pub mod event;

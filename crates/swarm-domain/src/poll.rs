@@ -248,6 +248,9 @@ pub enum Trigger {
     },
     #[serde(rename_all = "camelCase")]
     PoolTasksAvailable { count: i64 },
+    /// Work waits but a daily budget is reached (issue 40): nothing was claimed; wait and
+    /// poll again. The reference's `budget_refused` envelope.
+    BudgetRefused(crate::budget::BudgetRefused),
 }
 
 impl Trigger {
@@ -266,7 +269,7 @@ impl Trigger {
                 epics.iter().flat_map(|epic| &epic.finished_tasks).filter_map(|task| task.finished_at).min()
             }
             Trigger::TaskResult { task, .. } => task.finished_at,
-            Trigger::PoolTasksAvailable { .. } => None,
+            Trigger::PoolTasksAvailable { .. } | Trigger::BudgetRefused(_) => None,
         }
     }
 
@@ -282,6 +285,7 @@ impl Trigger {
             Trigger::EpicProgressChanged { .. } => "epic_progress_changed",
             Trigger::TaskResult { .. } => "task_result",
             Trigger::PoolTasksAvailable { .. } => "pool_tasks_available",
+            Trigger::BudgetRefused(_) => "budget_refused",
         }
     }
 }

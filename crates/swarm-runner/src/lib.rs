@@ -14,6 +14,7 @@
 //! so a restarted runner (same `AGENT_ID`) picks it up from there.
 
 mod agent_run;
+mod budget_wait;
 mod claims;
 mod config;
 pub mod doctor;

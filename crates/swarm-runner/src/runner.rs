@@ -204,6 +204,7 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
         if config.ai_loop { VecDeque::new() } else { held_work(&context, shutdown, max_runs).await };
     let mut poll: Option<PollFuture> = None;
     let mut backoff = Backoff::default();
+    let mut budget_wait = crate::budget_wait::BudgetWait::default();
     // Environment failures in a row, and their own backoff: polling again at once would
     // only claim the next task for a CLI that cannot run.
     let mut env_failures: u32 = 0;
@@ -295,8 +296,13 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
                     view.info("hub_back", "the hub answers again", &[]);
                 }
                 match polled {
+                    Ok(Some(swarm_client::Trigger::BudgetRefused(refused))) => {
+                        backoff.reset();
+                        retry_at = Some(Instant::now() + budget_wait.refused(view, &refused));
+                    }
                     Ok(Some(trigger)) => {
                         backoff.reset();
+                        budget_wait.reset();
                         waiting_shown = false;
                         start(Work::from_trigger(trigger, &config.default_prompt), &mut runs, &mut running);
                     }

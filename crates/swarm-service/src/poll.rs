@@ -191,7 +191,10 @@ impl Service {
                     self.store.poll_claim_for_runner(agent, &kinds, now, self.lease_until(now), runner),
                 )
                 .await?;
-            if pass_pool_wake_on && !matches!(claimed, Some((TriggerKind::PoolTask, _))) {
+            // A worker refused by a budget took nothing: another may take it.
+            let took_pool_task =
+                matches!(claimed, Some((TriggerKind::PoolTask, Trigger::TaskAssigned { .. })));
+            if pass_pool_wake_on && !took_pool_task {
                 self.waiters.wake(Wake::Workers);
             }
             if let Some((_, trigger)) = claimed {
@@ -230,7 +233,8 @@ impl Service {
             Trigger::UnreadMentions { .. }
             | Trigger::TasksHandedBack { .. }
             | Trigger::TaskResult { .. }
-            | Trigger::PoolTasksAvailable { .. } => {}
+            | Trigger::PoolTasksAvailable { .. }
+            | Trigger::BudgetRefused(_) => {}
         }
     }
 }

@@ -23,6 +23,7 @@ macro_rules! assignee_mail_pending {
 
 mod agents;
 mod apply;
+mod budgets;
 mod chat;
 mod counts;
 mod epics;

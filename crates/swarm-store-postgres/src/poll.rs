@@ -146,10 +146,22 @@ pub(crate) async fn claim(
 ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
     let mut tx = pool.begin().await.map_err(db)?;
     let mut agent_locked = false;
+    // A kind that would start work past a daily budget yields to the kinds after it; the
+    // refusal is the answer only when none of them has anything.
+    let mut refused = None;
     for kind in kinds {
         if kind.needs_capacity() && !agent_locked {
             agents::lock_in_order(&mut tx, &mut vec![agent]).await?;
             agent_locked = true;
+        }
+        if kind.needs_capacity() {
+            if refused.is_some() {
+                continue;
+            }
+            if let Some(trigger) = crate::budgets::refuse_if_spent(&mut tx, *kind, agent, now).await? {
+                refused = Some((*kind, trigger));
+                continue;
+            }
         }
         let trigger = match kind {
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
@@ -175,8 +187,13 @@ pub(crate) async fn claim(
             return Ok(Some((*kind, trigger)));
         }
     }
-    tx.rollback().await.map_err(db)?;
-    Ok(None)
+    if refused.is_some() {
+        // Keeps the refusal's record.
+        tx.commit().await.map_err(db)?;
+    } else {
+        tx.rollback().await.map_err(db)?;
+    }
+    Ok(refused)
 }
 
 async fn claim_task(

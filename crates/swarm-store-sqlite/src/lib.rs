@@ -14,6 +14,7 @@
 mod agents;
 mod apply;
 mod backup;
+mod budgets;
 mod chat;
 mod database;
 mod epics;

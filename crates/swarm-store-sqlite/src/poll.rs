@@ -136,7 +136,19 @@ pub(crate) fn claim(
     lease_until: Timestamp,
     runner: Option<&str>,
 ) -> StoreResult<Option<(TriggerKind, Trigger)>> {
+    // A kind that would start work past a daily budget yields to the kinds after it; the
+    // refusal is the answer only when none of them has anything.
+    let mut refused = None;
     for kind in kinds {
+        if kind.needs_capacity() {
+            if refused.is_some() {
+                continue;
+            }
+            if let Some(trigger) = crate::budgets::refuse_if_spent(tx, *kind, agent, now)? {
+                refused = Some((*kind, trigger));
+                continue;
+            }
+        }
         let trigger = match kind {
             TriggerKind::TaskOffered | TriggerKind::TaskAssigned | TriggerKind::PoolTask => {
                 claim_task(tx, *kind, agent, now, lease_until)?
@@ -154,7 +166,7 @@ pub(crate) fn claim(
             return Ok(Some((*kind, trigger)));
         }
     }
-    Ok(None)
+    Ok(refused)
 }
 
 /// Pick the kind's best candidate and move it in one guarded `UPDATE ... WHERE id =

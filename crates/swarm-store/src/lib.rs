@@ -9,6 +9,7 @@
 //! its event log rows in the same transaction. Permissions are not checked here: that is
 //! the service's job.
 
+pub mod budgets;
 pub mod epics;
 pub mod mcp_tasks;
 pub mod runner_records;
@@ -20,6 +21,7 @@ mod task_filter;
 pub mod testkit;
 mod values;
 
+pub use budgets::BudgetStore;
 pub use epics::{EpicFilter, EpicStore};
 pub use mcp_tasks::McpTaskStore;
 pub use runner_records::{
@@ -56,7 +58,15 @@ use swarm_domain::{
 
 #[async_trait]
 pub trait Store:
-    EpicStore + ServiceRegistry + McpTaskStore + RunnerRecords + SteeringStore + Send + Sync + 'static
+    BudgetStore
+    + EpicStore
+    + ServiceRegistry
+    + McpTaskStore
+    + RunnerRecords
+    + SteeringStore
+    + Send
+    + Sync
+    + 'static
 {
     /// `"sqlite"` or `"postgres"`, for logs and `/health`.
     fn backend_name(&self) -> &'static str;

@@ -65,6 +65,13 @@ impl Work {
                 let prompt = pool_prompt(count);
                 Work::Notice { kind: "pool_tasks_available".into(), prompt, held: HeldItems::default() }
             }
+            // The poll loop waits on a refusal (`budget_wait.rs`) and never starts a run for
+            // it; were one started, it would only be told why no work came.
+            Trigger::BudgetRefused(refused) => Work::Notice {
+                kind: "budget_refused".into(),
+                prompt: format!("No new work was started: {}.", refused.describe()),
+                held: HeldItems::default(),
+            },
             Trigger::Other { kind, body } => {
                 let prompt = other_prompt(&kind, &body, default_prompt);
                 let held = HeldItems::of_trigger(&kind, &body);

@@ -13,6 +13,7 @@
 //! `()`); each test gets its own. The tests are named `<backend>::<area>::<test>`.
 
 pub mod agents;
+pub mod budgets;
 pub mod chat;
 pub mod claims;
 pub mod counts;
@@ -270,6 +271,7 @@ macro_rules! store_conformance {
     ($backend:ident, $fresh:ident) => {
         mod $backend {
             $crate::__store_conformance_agents!($fresh);
+            $crate::__store_conformance_budgets!($fresh);
             $crate::__store_conformance_chat!($fresh);
             $crate::__store_conformance_claims!($fresh);
             $crate::__store_conformance_endings!($fresh);

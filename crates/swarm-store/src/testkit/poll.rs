@@ -471,7 +471,8 @@ async fn drain(fx: &Fixture, agent: AgentId) -> Vec<TaskId> {
             | Trigger::TasksHandedBack { .. }
             | Trigger::EpicProgressChanged { .. }
             | Trigger::TaskResult { .. }
-            | Trigger::PoolTasksAvailable { .. } => {}
+            | Trigger::PoolTasksAvailable { .. }
+            | Trigger::BudgetRefused(_) => {}
         }
     }
     got
