@@ -202,6 +202,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     if let Some(session) = resume.take()
         && !supervised.stopped
         && !supervised.cancelled
+        && supervised.nowhere.is_none()
         && !supervised.exit.success()
         && supervised.report.session_id.is_none()
     {
@@ -281,7 +282,9 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
             human_duration(config.model_unreachable)
         )
     });
-    let env_failure = unreachable.or_else(|| {
+    // A run going nowhere (stalled, looping, refused by its model) is handed back like one
+    // that could not work: the task was never the problem.
+    let env_failure = unreachable.or_else(|| supervised.nowhere.clone()).or_else(|| {
         (!supervised.stopped
             && !supervised.cancelled
             && !exit.success()
@@ -310,7 +313,11 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
             &format!("{label}: {reason}"),
             &[("stderr", json!(supervised.stderr_tail)), ("exitCode", json!(exit.code()))],
         );
-        give_back(&context, &work, reason).await
+        let outcome = give_back(&context, &work, reason).await;
+        if supervised.nowhere.is_some() {
+            crate::stall::note_on_agent(&context, reason).await;
+        }
+        outcome
     } else {
         settle(&context, &work, exit, &supervised).await
     };

@@ -132,6 +132,12 @@ pub struct RunnerConfig {
     pub worktree: WorktreeMode,
     /// See [`DEFAULT_MODEL_UNREACHABLE`].
     pub model_unreachable: Duration,
+    /// A run with no sign of life for this long is stopped and its task handed back
+    /// ([`crate::DEFAULT_STALL`]); zero never stops one.
+    pub stall: Duration,
+    /// A run that makes the same tool call this many times in a row is stopped and its
+    /// task handed back ([`crate::DEFAULT_TOOL_LOOP_LIMIT`]); 0 never stops one.
+    pub tool_loop_limit: u32,
     /// `api_key` is the agent's own token (`AGENT_TOKEN`), not the operator key: the
     /// runner then checks that its agents cannot read the hub's key or database.
     pub holds_agent_token: bool,
@@ -152,13 +158,13 @@ impl RunnerConfig {
             agent_name: role.default_agent_name(agent_id),
             harness,
             agent_args: Vec::new(),
+            model: None,
             system_prompt: None,
             default_prompt: role.ai_loop_prompt().to_string(),
             yolo: false,
             ai_loop: false,
             max_concurrent: 1,
             session_id: session[..8].to_string(),
-            model: None,
             log_dir: PathBuf::from("./logs"),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             poll_wait: DEFAULT_POLL_WAIT,
@@ -168,6 +174,8 @@ impl RunnerConfig {
             env_failure_limit: DEFAULT_ENV_FAILURE_LIMIT,
             worktree: WorktreeMode::Off,
             model_unreachable: DEFAULT_MODEL_UNREACHABLE,
+            stall: crate::DEFAULT_STALL,
+            tool_loop_limit: crate::DEFAULT_TOOL_LOOP_LIMIT,
             holds_agent_token: false,
             accept_readable_hub_files: false,
         }

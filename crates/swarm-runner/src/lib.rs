@@ -29,6 +29,7 @@ mod run;
 mod runner;
 mod settle;
 mod shipper;
+mod stall;
 mod supervise;
 mod view;
 mod work;
@@ -39,6 +40,7 @@ pub use config::{
     DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig, WorktreeMode,
 };
 pub use error::RunnerError;
+pub use stall::{DEFAULT_STALL, DEFAULT_TOOL_LOOP_LIMIT};
 pub use harness::{Harness, MailDelivery, McpConfig, Prompts, StreamFormat};
 use tokio_util::sync::CancellationToken;
 

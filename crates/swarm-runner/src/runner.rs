@@ -257,7 +257,7 @@ async fn work_loop(context: Arc<Context>, shutdown: &Shutdown) -> RunnerExit {
                     env_failures += 1;
                     if env_failures >= config.env_failure_limit {
                         stop_reason = Some(StopReason::EnvironmentFailed(format!(
-                            "the agent CLI failed {env_failures} times in a row without doing anything; last: {reason}"
+                            "the agent CLI could not work {env_failures} times in a row (it failed at once, or went nowhere); last: {reason}"
                         )));
                     } else {
                         let delay = env_backoff.next_delay();

@@ -20,6 +20,7 @@ use crate::{
     process::{ChildExit, descendants, signal_tree},
     run::{Context, clip_chars},
     shipper::RunKey,
+    stall,
     view::human_duration,
 };
 
@@ -44,6 +45,9 @@ pub(crate) struct Supervised {
     pub unreachable: Option<String>,
     /// Stopped because the task was cancelled at the hub.
     pub cancelled: bool,
+    /// Stopped because the run was going nowhere (`stall.rs`: stalled, looping, refused by
+    /// its model): why.
+    pub nowhere: Option<String>,
     /// The agent's last lines on stderr.
     pub stderr_tail: String,
     pub report: RunReport,
@@ -67,6 +71,16 @@ pub(crate) async fn supervise(
         AbortOnDrop(watch)
     });
     let mut cancelled = false;
+    // Going nowhere (`stall.rs`): since when the run has shown no sign of life, and why it
+    // was stopped. Changes of its task at the hub count as signs too.
+    let stall = context.config.stall;
+    let mut last_sign = Instant::now();
+    let mut nowhere: Option<String> = None;
+    let (task_changed, mut task_changes) = tokio::sync::watch::channel(None);
+    let _task_watch = key.task_id.filter(|_| !stall.is_zero()).map(|task_id| {
+        let every = stall::task_check_every(stall);
+        AbortOnDrop(tokio::spawn(stall::watch_task(context.client.clone(), task_id, every, task_changed)))
+    });
     let mut stderr_tail: VecDeque<String> = VecDeque::new();
     let mut stdout = child.stdout.take().map(BufReader::new);
     let mut stderr = child.stderr.take().map(BufReader::new);
@@ -87,11 +101,26 @@ pub(crate) async fn supervise(
         if stdout.is_none() && stderr.is_none() && exit.is_some() {
             break;
         }
+        let watching_for_stall = !stall.is_zero()
+            && nowhere.is_none()
+            && unreachable.is_none()
+            && !stopped
+            && !cancelled
+            && exit.is_none();
         tokio::select! {
             line = next_line(&mut stdout) => match line {
                 Some(line) => {
                     log_failed |= log.write_line(&line).await.is_err();
                     context.config.harness.output().observe(&mut report, &line);
+                    last_sign = Instant::now();
+                    let still_going = nowhere.is_none() && !stopped && !cancelled && exit.is_none();
+                    let going_nowhere = report.model_refused.as_deref().map(stall::refused_reason)
+                        .or_else(|| report.tool_loop.looping(context.config.tool_loop_limit));
+                    if let Some(reason) = going_nowhere.filter(|_| still_going) {
+                        context.view.warn("run_going_nowhere", &reason, &[]);
+                        kill_at = Some(terminate(pid, &mut tree));
+                        nowhere = Some(reason);
+                    }
                     waiting_since = match (&report.waiting_for_model, waiting_since) {
                         (Some(_), None) => Some(Instant::now()),
                         (Some(_), since) => since,
@@ -106,6 +135,7 @@ pub(crate) async fn supervise(
             line = next_line(&mut stderr) => match line {
                 Some(line) => {
                     log_failed |= log.write_stderr(&line).await.is_err();
+                    last_sign = Instant::now();
                     if !line.trim().is_empty() {
                         if stderr_tail.len() == STDERR_TAIL_LINES {
                             stderr_tail.pop_front();
@@ -137,7 +167,8 @@ pub(crate) async fn supervise(
                 kill_at = Some(Instant::now() + KILL_GRACE);
             }
             _ = tokio::time::sleep_until(waiting_since.map_or_else(Instant::now, |since| since + limit)),
-                if waiting_since.is_some() && unreachable.is_none() && !stopped && !cancelled && exit.is_none() => {
+                if waiting_since.is_some() && unreachable.is_none() && nowhere.is_none()
+                    && !stopped && !cancelled && exit.is_none() => {
                 // Codex retries an unreachable model forever: nobody would end this run.
                 unreachable = report.waiting_for_model.clone();
                 context.view.warn(
@@ -150,6 +181,13 @@ pub(crate) async fn supervise(
                     signal_tree(pid, &tree, libc::SIGTERM);
                 }
                 kill_at = Some(Instant::now() + KILL_GRACE);
+            }
+            Ok(()) = task_changes.changed() => last_sign = Instant::now(),
+            _ = tokio::time::sleep_until(last_sign + stall), if watching_for_stall => {
+                let reason = stall::stalled_reason(stall);
+                context.view.warn("run_stalled", &reason, &[]);
+                kill_at = Some(terminate(pid, &mut tree));
+                nowhere = Some(reason);
             }
             _ = tokio::time::sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() && exit.is_none() => {
                 if let Some(pid) = pid {
@@ -177,10 +215,21 @@ pub(crate) async fn supervise(
         stopped,
         unreachable,
         cancelled,
+        nowhere,
         stderr_tail,
         report,
         unshipped,
     }
+}
+
+/// SIGTERM to the run's process tree, kept in `tree` for the SIGKILL that follows at the
+/// time this answers.
+fn terminate(pid: Option<u32>, tree: &mut Vec<u32>) -> Instant {
+    if let Some(pid) = pid {
+        *tree = descendants(pid);
+        signal_tree(pid, tree, libc::SIGTERM);
+    }
+    Instant::now() + KILL_GRACE
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

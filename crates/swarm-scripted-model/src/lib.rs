@@ -246,11 +246,17 @@ async fn handle(
     let openai = path.starts_with("/v1/responses") || path == "/v1/models";
     let gemini_call = gemini::method(path);
     let failure = *shared.failure.lock().unwrap();
-    if let Some(failure) = failure {
-        let status = match failure {
-            Failure::Reply401 => 401,
-            Failure::Status(status) => status,
-        };
+    if failure == Some(Failure::Hang) && request.conversation().is_some() {
+        // A model turn that never starts: the CLI waits on it in silence.
+        std::future::pending::<()>().await;
+    }
+    let refusal = match failure {
+        Some(Failure::Reply401) => Some(401),
+        Some(Failure::Status(status)) => Some(status),
+        // A hanging model answers the CLI's other requests.
+        Some(Failure::Hang) | None => None,
+    };
+    if let Some(status) = refusal {
         let body = match (openai, gemini_call) {
             (_, Some(_)) => gemini::error(status),
             (true, None) => openai::error(status),

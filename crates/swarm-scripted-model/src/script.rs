@@ -63,6 +63,9 @@ pub enum Failure {
     Reply401,
     /// Any other status, with an error body (both CLIs retry 5xx and 429 a few times).
     Status(u16),
+    /// Accept each model turn and never answer it: a stream that never starts, the CLI
+    /// silent until someone stops it (a stalled run). Other requests are answered.
+    Hang,
 }
 
 /// The agent the model plays: steps in order, then `finished_text` forever.
