@@ -107,18 +107,35 @@ async fn a_missing_cli_stops_the_runner_before_it_claims_anything(cli: Cli) {
     nothing_claimed(&world, &runner, &pool).await;
 }
 
-/// Claude Code (with `CLAUDE_CODE_MAX_RETRIES=0`) and Codex both exit 1 at once on a 401.
+/// A 401 stops the run at once (issue 41), whatever the CLI would do next: Claude Code is
+/// left to retry it (`CLAUDE_CODE_MAX_RETRIES` at its default: minutes of `api_retry`), and
+/// nothing else can pass this test: the model would have to be unreachable for an hour
+/// (`MODEL_UNREACHABLE_MS`) and no exit counts as quick (`QUICK_EXIT_MS=0`), so only the
+/// refusal makes the run an environment failure and gives its task back, the reason on the
+/// task, on the agent and in `#general`.
 async fn a_model_that_refuses_the_key_gives_the_task_back(cli: Cli) {
     let world = World::new(cli, script()).await;
     world.model.set_failure(Some(Failure::Reply401));
-    let mut runner = world.runner("worker", &[("ENV_FAILURE_LIMIT", "1".into())]);
+    let mut env = vec![
+        ("ENV_FAILURE_LIMIT", "1".to_string()),
+        ("MODEL_UNREACHABLE_MS", "3600000".to_string()),
+        ("QUICK_EXIT_MS", "0".to_string()),
+    ];
+    if cli == Cli::Claude {
+        env.push(("CLAUDE_CODE_MAX_RETRIES", "10".to_string()));
+    }
+    let mut runner = world.runner("worker", &env);
     world.registered(&runner).await;
     let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
-    let said = match cli {
-        Cli::Claude => "Invalid API key",
-        Cli::Codex => "401 Unauthorized",
-    };
-    given_back(&world, &mut runner, &id, said).await;
+    given_back(&world, &mut runner, &id, "the model refused the agent CLI's key").await;
+    let progress = world.task(&id).await["progress"].as_str().unwrap_or_default().to_string();
+    assert!(
+        progress.contains("401") || progress.contains("Invalid API key"),
+        "in the CLI's words: {progress}"
+    );
+    let (_, agent) = world.hub.get(&format!("/api/agents/{}", runner.agent_id), None).await;
+    let reason = agent["statusReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("the model refused"), "the reason is on the agent: {agent}");
 }
 
 /// Claude Code exits at once; Codex keeps reconnecting until the runner stops it
