@@ -102,7 +102,7 @@ pub(crate) fn expand_env_placeholders(text: &str, lookup: impl Fn(&str) -> Optio
 /// Our `mcpServers` entry. Every value is an environment placeholder whose default is
 /// what `swarm connect` was given, so the same file serves a person (defaults) and a
 /// runner (which sets MCP_BASE_URL, API_KEY and AGENT_ID for each agent it starts).
-fn server_entry(endpoint: &Endpoint) -> Value {
+pub(super) fn server_entry(endpoint: &Endpoint) -> Value {
     let key_default = endpoint.embedded_api_key.as_deref().unwrap_or_default();
     let agent_default = endpoint.agent_id.map(|id| id.to_string()).unwrap_or_default();
     // A token is written as it is: with `${API_KEY:-token}` a person's API_KEY (the
@@ -172,7 +172,7 @@ fn settings_json(path: &Path, hook_program: &str) -> anyhow::Result<(FileChange,
 }
 
 /// `<program> hook <event>`, with the program quoted for the shell when it needs it.
-fn hook_command(program: &str, event: &str) -> String {
+pub(super) fn hook_command(program: &str, event: &str) -> String {
     let plain = program.chars().all(|c| c.is_ascii_alphanumeric() || "_-./+:@".contains(c));
     if plain {
         format!("{program} hook {event}")
@@ -210,6 +210,18 @@ fn ensure_hook(
     event: &str,
 ) {
     let handler = json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS});
+    ensure_handler(groups, matcher, handler, hook_program, event);
+}
+
+/// [`ensure_hook`] with the handler as the CLI spells it (the Gemini CLI's `timeout` is in
+/// milliseconds).
+pub(super) fn ensure_handler(
+    groups: &mut Vec<Value>,
+    matcher: Option<&str>,
+    handler: Value,
+    hook_program: &str,
+    event: &str,
+) {
     let is_ours = |handler: &Value| is_our_command(command_of(handler), hook_program, event);
     let handlers_of =
         |group: &Value| group.get("hooks").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -247,7 +259,7 @@ fn push_unique(list: &mut Vec<Value>, item: &str) {
 }
 
 /// The JSON object in `text`; an empty object for a missing or blank file.
-fn parse_json_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<String, Value>> {
+pub(super) fn parse_json_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<String, Value>> {
     let Some(text) = text.filter(|text| !text.trim().is_empty()) else { return Ok(Map::new()) };
     let value: Value = serde_json::from_str(text).with_context(|| {
         format!("cannot read {} as JSON: fix or move it, then re-run (nothing was written)", path.display())
@@ -261,7 +273,7 @@ fn parse_json_object(path: &Path, text: Option<&str>) -> anyhow::Result<Map<Stri
     }
 }
 
-fn object_entry<'a>(
+pub(super) fn object_entry<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
     path: &Path,
@@ -275,7 +287,7 @@ fn object_entry<'a>(
     }
 }
 
-fn array_entry<'a>(
+pub(super) fn array_entry<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
     path: &Path,
@@ -291,7 +303,7 @@ fn array_entry<'a>(
 
 /// A JSON file's change; unchanged when the values are the same, whatever the
 /// formatting, so a re-run never reformats a file it has nothing to add to.
-fn json_change(
+pub(super) fn json_change(
     path: std::path::PathBuf,
     before: Option<String>,
     original: Value,

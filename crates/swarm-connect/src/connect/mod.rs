@@ -12,6 +12,7 @@
 
 mod claude;
 mod codex;
+mod gemini;
 mod git;
 mod pi;
 
@@ -47,6 +48,11 @@ Claude Code (--harness claude, the default):
 Codex (--harness codex): the [mcp_servers.agent-swarm] table of Codex's config.toml
 ($CODEX_HOME/config.toml, else ~/.codex/config.toml, or --codex-config).
 
+The Gemini CLI (--harness gemini): .gemini/settings.json in the project, the `agent-swarm`
+MCP server (httpUrl, headers, trusted) and hooks that call `swarm hook <event>` at its
+SessionStart, BeforeAgent, BeforeTool, AfterTool and AfterAgent events. Gemini reads a
+project's settings only in a trusted folder (the runner passes --skip-trust).
+
 pi (--harness pi), which has no MCP client:
   .pi/extensions/agent-swarm.ts   an extension that registers the hub's MCP tools as pi tools
                                   (mcp__agent-swarm__<tool>) and calls `swarm hook <event>`
@@ -71,6 +77,8 @@ pub(crate) enum Harness {
     Codex,
     /// pi: .pi/extensions/agent-swarm.ts, .pi/prompts
     Pi,
+    /// The Gemini CLI: .gemini/settings.json
+    Gemini,
     /// All of them
     All,
 }
@@ -290,7 +298,15 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
         }
         merge(&mut plan, pi::plan(dir, &endpoint, hook_program)?);
     }
-    let hooks_installed = matches!(args.harness, Harness::Claude | Harness::Pi | Harness::All);
+    if matches!(args.harness, Harness::Gemini | Harness::All) {
+        let hook_program = args.hook_command.trim();
+        if hook_program.is_empty() {
+            bail!("--hook-command must name the swarm program, e.g. `swarm` or /usr/local/bin/swarm");
+        }
+        merge(&mut plan, gemini::plan(dir, &endpoint, hook_program)?);
+    }
+    let hooks_installed =
+        matches!(args.harness, Harness::Claude | Harness::Pi | Harness::Gemini | Harness::All);
     if hooks_installed && args.hook_command.trim() == "swarm" && !program_on_path("swarm") {
         plan.notes.push(
             "`swarm` is not on PATH, and the hooks call `swarm hook <event>`: install it with \
@@ -354,7 +370,11 @@ fn auth_notes(endpoint: &Endpoint, harness: Harness) -> Vec<String> {
     if endpoint.embedded_api_key.is_some() {
         notes.push("the API key is written into these files: keep them out of version control".to_string());
     } else if harness != Harness::Codex {
-        let who = if harness == Harness::Pi { "the pi extension" } else { "Claude Code" };
+        let who = match harness {
+            Harness::Pi => "the pi extension",
+            Harness::Gemini => "the Gemini CLI",
+            _ => "Claude Code",
+        };
         notes.push(format!(
             "the API key is not written: {who} sends `Bearer ${{API_KEY}}` from its environment \
              (set API_KEY before starting it, or re-run with --embed-api-key)"
