@@ -231,8 +231,28 @@ pub fn mcp_check(harness: &Harness, agent_args: &[String], env: &Environment) ->
             })
         }
         McpConfig::Opencode => Some(opencode_mcp_check(env)),
+        McpConfig::Pi => Some(pi_extension_check(env)),
         McpConfig::None => None,
     }
+}
+
+/// pi has no MCP client: the hub's tools come from the extension `swarm connect --harness pi`
+/// writes into the project (`.pi/extensions/agent-swarm.ts`), or one in `~/.pi/agent/extensions`.
+fn pi_extension_check(env: &Environment) -> Check {
+    let name = "MCP config";
+    let file = "extensions/agent-swarm.ts";
+    let project = env.cwd.join(".pi").join(file);
+    let user = env.home.as_ref().map(|home| home.join(".pi/agent").join(file));
+    for path in std::iter::once(&project).chain(user.as_ref()) {
+        if std::fs::read_to_string(path).is_ok_and(|text| text.contains("tools/list")) {
+            return Check::pass(name, format!("{} gives pi the {MCP_SERVER_NAME} tools", path.display()));
+        }
+    }
+    Check::fail(
+        name,
+        format!("no {MCP_SERVER_NAME} extension at {} (pi has no MCP client)", project.display()),
+        format!("run `swarm connect --harness pi` in {}, so pi gets the hub's tools", env.cwd.display()),
+    )
 }
 
 /// opencode reads its MCP servers from `opencode.json` in the project (what `swarm connect

@@ -10,6 +10,7 @@
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod opencode;
+pub(crate) mod pi;
 mod report;
 mod spec;
 
@@ -30,7 +31,7 @@ pub(crate) use self::{
 use crate::RunnerError;
 
 /// The built-in harnesses: name and file.
-const BUILT_IN: &[(&str, &str)] = &[("claude", claude::SPEC), ("codex", codex::SPEC)];
+const BUILT_IN: &[(&str, &str)] = &[("claude", claude::SPEC), ("codex", codex::SPEC), ("pi", pi::SPEC)];
 
 /// An agent CLI the runner starts, and how.
 #[derive(Debug, Clone, PartialEq)]

@@ -124,6 +124,40 @@ mod tests {
     const ANSWER: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"All done."}],"model":"scripted-model","usage":{"input":100,"output":20,"cacheRead":5,"cacheWrite":0,"cost":{"total":0.001}},"stopReason":"stop"}}"#;
 
     #[test]
+    fn the_command_line_asks_for_json_events_and_resumes_by_session_id() {
+        use super::super::{Harness, Invocation};
+        let pi = Harness::built_in("pi").unwrap();
+        let run = Invocation {
+            prompt: "/work-on-task 1",
+            system_prompt: "be good",
+            agent_args: &[],
+            resume: None,
+            model: Some("anthropic/claude-x"),
+        };
+        let (program, args) = pi.command_line(&run);
+        assert_eq!(program, std::path::PathBuf::from("pi"));
+        assert_eq!(
+            args,
+            [
+                "--mode",
+                "json",
+                "--model",
+                "anthropic/claude-x",
+                "--append-system-prompt",
+                "be good",
+                "/work-on-task 1"
+            ]
+        );
+        let (_, resumed) = pi.command_line(&Invocation { resume: Some("s-1"), model: None, ..run });
+        assert_eq!(
+            resumed,
+            ["--mode", "json", "--session", "s-1", "--append-system-prompt", "be good", "/work-on-task 1"]
+        );
+        assert!(pi.can_resume() && pi.supports_hooks() && pi.can_choose_model());
+        assert_eq!(pi.output(), super::super::StreamFormat::PiJson);
+    }
+
+    #[test]
     fn sums_each_requests_usage_and_takes_the_last_answer() {
         let report = read(&[SESSION, TOOL_CALL, TOOL_START, ANSWER]);
         assert_eq!(report.session_id.as_deref(), Some("01a2222a-83c9"));
@@ -134,7 +168,7 @@ mod tests {
         assert_eq!(report.num_turns, Some(2));
         assert_eq!(report.result.as_deref(), Some("All done."));
         assert!(report.activity && !report.is_error && report.has_usage());
-        assert_eq!(report.tool_loop.in_a_row(), 1);
+        assert!(report.tool_loop.looping(1).is_some() && report.tool_loop.looping(2).is_none());
     }
 
     #[test]
@@ -144,7 +178,10 @@ mod tests {
             r#"{"type":"message_end","message":{"role":"assistant","content":[],"usage":{"input":0,"output":0,"cost":{"total":0}},"stopReason":"error","errorMessage":"401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}"}}"#,
         ]);
         assert!(refused.is_error && !refused.activity);
-        assert!(refused.model_refused.as_deref().unwrap().starts_with("the model answered 401 "), "{refused:?}");
+        assert!(
+            refused.model_refused.as_deref().unwrap().starts_with("the model answered 401 "),
+            "{refused:?}"
+        );
         assert_eq!(refused.input_tokens, None);
 
         let overloaded = read(&[
@@ -159,7 +196,9 @@ mod tests {
         assert_eq!(down.waiting_for_model.as_deref(), Some("retry 1 of 3: Connection error."));
         assert_eq!(down.error_text.as_deref(), Some("Connection error."));
         assert!(down.model_refused.is_none() && !down.activity);
-        let gave_up = read(&[r#"{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"Connection error."}"#]);
+        let gave_up = read(&[
+            r#"{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"Connection error."}"#,
+        ]);
         assert!(gave_up.is_error);
     }
 }

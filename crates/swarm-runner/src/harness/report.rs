@@ -13,6 +13,8 @@ pub enum StreamFormat {
     ClaudeStreamJson,
     /// Codex's `exec --json` events, whose token counts are the thread's so far.
     CodexJsonl,
+    /// pi's `--mode json` events, each model request's usage on its own.
+    PiJson,
     /// opencode's `run --format json` events.
     OpencodeJson,
     /// Plain text: any line printed counts as the agent at work; nothing else is read.
@@ -37,6 +39,7 @@ impl StreamFormat {
         match self {
             StreamFormat::ClaudeStreamJson => super::claude::observe(report, &event),
             StreamFormat::CodexJsonl => super::codex::observe(report, &event),
+            StreamFormat::PiJson => super::pi::observe(report, &event),
             StreamFormat::OpencodeJson => super::opencode::observe(report, &event),
             StreamFormat::Text => report.activity = true,
             StreamFormat::Auto => {

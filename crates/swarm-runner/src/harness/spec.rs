@@ -88,6 +88,9 @@ pub enum McpConfig {
     Claude,
     /// `[mcp_servers.agent-swarm]` in `$CODEX_HOME/config.toml`.
     Codex,
+    /// pi has no MCP client: the extension `swarm connect --harness pi` writes
+    /// (`.pi/extensions/agent-swarm.ts`) registers the hub's tools and runs the hooks.
+    Pi,
     /// The `mcp` section of `opencode.json` in the project.
     Opencode,
     /// Whatever the CLI reads; the runner checks nothing.
