@@ -314,6 +314,12 @@ impl Conversation {
             Api::Anthropic if offered("Bash") => {
                 ("Bash", json!({"command": command, "description": "Run the scripted command"}))
             }
+            // pi's shell tool, over the same API.
+            Api::Anthropic if offered("bash") => ("bash", json!({"command": command})),
+            // opencode's (and pi's) shell tool.
+            Api::Anthropic if offered("bash") => {
+                ("bash", json!({"command": command, "description": "Run the scripted command"}))
+            }
             Api::OpenAi if offered("exec_command") => ("exec_command", json!({"cmd": command})),
             Api::OpenAi if offered("shell_command") => ("shell_command", json!({"command": command})),
             Api::OpenAi if offered("shell") => ("shell", json!({"command": ["bash", "-lc", command]})),
