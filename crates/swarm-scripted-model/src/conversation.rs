@@ -314,8 +314,6 @@ impl Conversation {
             Api::Anthropic if offered("Bash") => {
                 ("Bash", json!({"command": command, "description": "Run the scripted command"}))
             }
-            // pi's shell tool, over the same API.
-            Api::Anthropic if offered("bash") => ("bash", json!({"command": command})),
             // opencode's (and pi's) shell tool.
             Api::Anthropic if offered("bash") => {
                 ("bash", json!({"command": command, "description": "Run the scripted command"}))
