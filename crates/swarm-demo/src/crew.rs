@@ -65,6 +65,8 @@ impl DemoHub {
                 slack_allowed_user_ids: None,
                 slack_allowed_email_domains: None,
                 slack_api_url: String::new(),
+                app_url: None,
+                slack_channel_management: false,
             },
         };
         let hub = Hub::start(&args, HubOptions::default())

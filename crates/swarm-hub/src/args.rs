@@ -282,6 +282,14 @@ pub struct SlackArgs {
     /// Slack Web API base URL (tests point it at a stand-in).
     #[arg(long, env = "SLACK_API_URL", default_value = swarm_slack::DEFAULT_API_URL)]
     pub slack_api_url: String,
+    /// The dashboard's public URL (https://swarm.example.com): the Slack status messages
+    /// link each task's page there; without it they name the task without a link.
+    #[arg(long, env = "APP_URL", value_name = "URL")]
+    pub app_url: Option<String>,
+    /// Let the lead create, invite to and archive Slack channels (slack-create-channel,
+    /// slack-invite-to-channel, slack-archive-channel); off: those tools are refused.
+    #[arg(long, env = "SLACK_CHANNEL_MANAGEMENT")]
+    pub slack_channel_management: bool,
 }
 
 impl SlackArgs {
@@ -304,6 +312,8 @@ impl SlackArgs {
             allowed_user_ids: list(&self.slack_allowed_user_ids),
             allowed_email_domains: list(&self.slack_allowed_email_domains),
             api_url: self.slack_api_url.clone(),
+            app_url: present(&self.app_url),
+            channel_management: self.slack_channel_management,
         })
     }
 }

@@ -30,6 +30,8 @@ mod sessions;
 pub mod settings;
 pub mod slack_api;
 mod slack_files;
+pub mod slack_status;
+pub mod slack_tools;
 mod steering;
 mod tasks;
 pub mod timings;
@@ -164,6 +166,8 @@ pub struct Service {
     lease: LeasePolicy,
     /// Slack's Web API, when the hub has Slack credentials.
     slack: Option<Arc<dyn slack_api::SlackApi>>,
+    /// The lead may create, invite to and archive Slack channels (`SLACK_CHANNEL_MANAGEMENT`).
+    slack_channel_management: bool,
     /// Where schedules read the time: the system clock, or a test's.
     clock: Arc<dyn clock::Clock>,
     /// When this process last recorded each agent's MCP session as a sign of life (Unix
@@ -198,6 +202,7 @@ impl Service {
             published: Arc::default(),
             lease,
             slack: None,
+            slack_channel_management: false,
             clock: Arc::new(clock::SystemClock),
             seen: Arc::default(),
             agent_auth: auth::AgentAuth::Header,

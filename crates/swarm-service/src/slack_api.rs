@@ -78,6 +78,16 @@ pub struct SlackFileView {
     pub shared_in: Vec<(String, String)>,
 }
 
+/// An edit of a message the bot posted (`chat.update`): new fallback text and, when
+/// given, new Block Kit blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlackUpdate {
+    pub channel: String,
+    pub ts: String,
+    pub text: String,
+    pub blocks: Option<serde_json::Value>,
+}
+
 /// Slack refused or could not be reached; the message says which and why.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
@@ -87,6 +97,25 @@ pub struct SlackApiError(pub String);
 pub trait SlackApi: Send + Sync + 'static {
     /// Post; returns the new message's `ts`.
     async fn post_message(&self, post: &SlackPost) -> Result<String, SlackApiError>;
+    /// Post with Block Kit `blocks` (`post.text` is the notification's fallback); returns
+    /// the new message's `ts`.
+    async fn post_blocks(
+        &self,
+        post: &SlackPost,
+        blocks: &serde_json::Value,
+    ) -> Result<String, SlackApiError>;
+    /// Edit a message the bot posted (`chat.update`).
+    async fn update_message(&self, update: &SlackUpdate) -> Result<(), SlackApiError>;
+    /// Delete a message the bot posted (`chat.delete`; Slack refuses anyone else's).
+    async fn delete_message(&self, channel: &str, ts: &str) -> Result<(), SlackApiError>;
+    /// React to a message (`reactions.add`), `name` without colons.
+    async fn add_reaction(&self, channel: &str, ts: &str, name: &str) -> Result<(), SlackApiError>;
+    /// `conversations.create`.
+    async fn create_channel(&self, name: &str, is_private: bool) -> Result<SlackChannelView, SlackApiError>;
+    /// `conversations.invite`: comma-separated user ids.
+    async fn invite_to_channel(&self, channel: &str, users: &str) -> Result<(), SlackApiError>;
+    /// `conversations.archive`.
+    async fn archive_channel(&self, channel: &str) -> Result<(), SlackApiError>;
     /// A thread (`conversations.replies`), oldest first.
     async fn thread_history(
         &self,

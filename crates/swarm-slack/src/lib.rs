@@ -7,6 +7,7 @@
 //! once" are database marks; only the rate limit lives in memory).
 
 mod announce;
+pub mod blocks;
 mod bridge;
 mod events;
 pub mod mrkdwn;
@@ -33,6 +34,11 @@ pub struct SlackConfig {
     pub allowed_user_ids: Vec<String>,
     pub allowed_email_domains: Vec<String>,
     pub api_url: String,
+    /// The dashboard's public URL (the reference's `APP_URL`), for the task links of the
+    /// living messages; none: the messages name the task without a link.
+    pub app_url: Option<String>,
+    /// The lead may create, invite to and archive channels (`SLACK_CHANNEL_MANAGEMENT`).
+    pub channel_management: bool,
 }
 
 impl std::fmt::Debug for SlackConfig {
@@ -44,6 +50,8 @@ impl std::fmt::Debug for SlackConfig {
             .field("allowed_user_ids", &self.allowed_user_ids)
             .field("allowed_email_domains", &self.allowed_email_domains)
             .field("api_url", &self.api_url)
+            .field("app_url", &self.app_url)
+            .field("channel_management", &self.channel_management)
             .finish()
     }
 }
@@ -73,7 +81,8 @@ impl SlackBridge {
 /// token is configured, the announcer always. Returns the service to serve with.
 pub async fn start(service: Service, config: SlackConfig) -> (Service, SlackBridge) {
     let api = Arc::new(WebApi::new(&config.api_url, &config.bot_token));
-    let service = service.with_slack(api.clone());
+    let service =
+        service.with_slack(api.clone()).with_slack_channel_management(config.channel_management);
     let bot_user_id = match api.bot_user_id().await {
         Ok(id) => Some(id),
         Err(error) => {
@@ -82,7 +91,7 @@ pub async fn start(service: Service, config: SlackConfig) -> (Service, SlackBrid
         }
     };
     let bridge = Arc::new(bridge::Bridge::new(service.clone(), api, config.clone(), bot_user_id));
-    let mut tasks = vec![tokio::spawn(announce::run(service.clone()))];
+    let mut tasks = vec![tokio::spawn(announce::run(service.clone(), config.app_url.clone()))];
     if let Some(app_token) = config.app_token.clone() {
         tasks.push(tokio::spawn(socket_mode::run(bridge.clone(), app_token)));
     }

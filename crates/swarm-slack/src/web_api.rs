@@ -5,11 +5,26 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use swarm_service::slack_api::{
-    SlackApi, SlackApiError, SlackChannelView, SlackFileView, SlackMessageView, SlackPost, SlackUpload,
+    SlackApi, SlackApiError, SlackChannelView, SlackFileView, SlackMessageView, SlackPost, SlackUpdate,
+    SlackUpload,
 };
 
 /// Slack's file host: the only place the bot token is sent to besides the API.
 const SLACK_FILE_HOST: &str = "https://files.slack.com";
+/// How many times a call Slack rate-limits (429) is sent again.
+const RATE_LIMITED_ATTEMPTS: u32 = 5;
+/// The longest `Retry-After` honoured as given: a longer one is waited in this much.
+const RETRY_AFTER_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Slack's `Retry-After` (seconds); one second when absent or unreadable.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> std::time::Duration {
+    let seconds = headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .unwrap_or(1);
+    std::time::Duration::from_secs(seconds).min(RETRY_AFTER_MAX)
+}
 
 pub struct WebApi {
     http: reqwest::Client,
@@ -35,46 +50,50 @@ impl WebApi {
         body: &Value,
     ) -> Result<Value, SlackApiError> {
         let url = format!("{}/{method}", self.api_url);
-        let response = self
-            .http
-            .post(&url)
-            .bearer_auth(token)
-            .json(body)
-            .send()
-            .await
-            .map_err(|error| SlackApiError(format!("{method}: cannot reach Slack: {error}")))?;
-        let status = response.status();
-        let answer: Value = response
-            .json()
-            .await
-            .map_err(|error| SlackApiError(format!("{method}: HTTP {status}, unreadable answer: {error}")))?;
-        if answer.get("ok").and_then(Value::as_bool) == Some(true) {
-            return Ok(answer);
-        }
-        Err(refusal(method, &answer))
+        self.send(method, || self.http.post(&url).bearer_auth(token).json(body)).await
     }
 
     /// Call `method` with its arguments as query parameters: the file methods take no
     /// JSON body.
     async fn call_query(&self, method: &str, arguments: &[(&str, String)]) -> Result<Value, SlackApiError> {
         let url = format!("{}/{method}", self.api_url);
-        let response = self
-            .http
-            .post(&url)
-            .bearer_auth(&self.bot_token)
-            .query(arguments)
-            .send()
-            .await
-            .map_err(|error| SlackApiError(format!("{method}: cannot reach Slack: {error}")))?;
-        let status = response.status();
-        let answer: Value = response
-            .json()
-            .await
-            .map_err(|error| SlackApiError(format!("{method}: HTTP {status}, unreadable answer: {error}")))?;
-        if answer.get("ok").and_then(Value::as_bool) == Some(true) {
-            return Ok(answer);
+        self.send(method, || self.http.post(&url).bearer_auth(&self.bot_token).query(arguments)).await
+    }
+
+    /// Send the request `build` makes; when Slack answers 429 (rate limited), wait the
+    /// `Retry-After` it gives and send it again, a few times.
+    async fn send(
+        &self,
+        method: &str,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Value, SlackApiError> {
+        let mut attempt = 0;
+        loop {
+            let response = build()
+                .send()
+                .await
+                .map_err(|error| SlackApiError(format!("{method}: cannot reach Slack: {error}")))?;
+            let status = response.status();
+            if status == reqwest::StatusCode::TOO_MANY_REQUESTS && attempt < RATE_LIMITED_ATTEMPTS {
+                attempt += 1;
+                let wait = retry_after(response.headers());
+                tracing::info!(
+                    method,
+                    ?wait,
+                    attempt,
+                    "Slack rate-limited a call; retrying after Retry-After"
+                );
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let answer: Value = response.json().await.map_err(|error| {
+                SlackApiError(format!("{method}: HTTP {status}, unreadable answer: {error}"))
+            })?;
+            if answer.get("ok").and_then(Value::as_bool) == Some(true) {
+                return Ok(answer);
+            }
+            return Err(refusal(method, &answer));
         }
-        Err(refusal(method, &answer))
     }
 
     /// Whether `url` is on Slack's file host or this API's own host (a proxy, a test's
@@ -188,6 +207,65 @@ impl SlackApi for WebApi {
         }
         let answer = self.call("chat.postMessage", &body).await?;
         Ok(answer.get("ts").and_then(Value::as_str).unwrap_or_default().to_string())
+    }
+
+    async fn post_blocks(&self, post: &SlackPost, blocks: &Value) -> Result<String, SlackApiError> {
+        let mut body = json!({
+            "channel": post.channel, "text": post.text, "blocks": blocks,
+            "unfurl_links": false, "unfurl_media": false,
+        });
+        if let Some(thread) = &post.thread_ts {
+            body["thread_ts"] = json!(thread);
+        }
+        if let Some(persona) = &post.persona {
+            body["username"] = json!(persona.username);
+            body["icon_emoji"] = json!(persona.icon_emoji);
+        }
+        let answer = self.call("chat.postMessage", &body).await?;
+        Ok(answer.get("ts").and_then(Value::as_str).unwrap_or_default().to_string())
+    }
+
+    async fn update_message(&self, update: &SlackUpdate) -> Result<(), SlackApiError> {
+        let mut body = json!({
+            "channel": update.channel, "ts": update.ts, "text": update.text,
+            "unfurl_links": false, "unfurl_media": false,
+        });
+        if let Some(blocks) = &update.blocks {
+            body["blocks"] = blocks.clone();
+        }
+        self.call("chat.update", &body).await.map(drop)
+    }
+
+    async fn delete_message(&self, channel: &str, ts: &str) -> Result<(), SlackApiError> {
+        self.call("chat.delete", &json!({ "channel": channel, "ts": ts })).await.map(drop)
+    }
+
+    async fn add_reaction(&self, channel: &str, ts: &str, name: &str) -> Result<(), SlackApiError> {
+        let body = json!({ "channel": channel, "timestamp": ts, "name": name });
+        match self.call("reactions.add", &body).await {
+            Err(SlackApiError(error)) if error.ends_with("already_reacted") => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    async fn create_channel(&self, name: &str, is_private: bool) -> Result<SlackChannelView, SlackApiError> {
+        let answer =
+            self.call("conversations.create", &json!({ "name": name, "is_private": is_private })).await?;
+        let text = |key: &str| answer.pointer(&format!("/channel/{key}")).and_then(Value::as_str);
+        Ok(SlackChannelView {
+            id: text("id").unwrap_or_default().to_string(),
+            name: text("name").unwrap_or(name).to_string(),
+            is_private,
+            is_member: true,
+        })
+    }
+
+    async fn invite_to_channel(&self, channel: &str, users: &str) -> Result<(), SlackApiError> {
+        self.call("conversations.invite", &json!({ "channel": channel, "users": users })).await.map(drop)
+    }
+
+    async fn archive_channel(&self, channel: &str) -> Result<(), SlackApiError> {
+        self.call("conversations.archive", &json!({ "channel": channel })).await.map(drop)
     }
 
     async fn thread_history(

@@ -42,6 +42,7 @@ mod rows;
 mod runner_records;
 mod services;
 mod sessions;
+mod slack_status;
 mod stats;
 mod steering;
 mod tasks;

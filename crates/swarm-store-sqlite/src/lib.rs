@@ -32,6 +32,7 @@ mod rows;
 mod runner_records;
 mod services;
 mod sessions;
+mod slack_status;
 mod sql;
 mod steering;
 mod tasks;

@@ -14,6 +14,7 @@ pub mod epics;
 pub mod mcp_tasks;
 pub mod runner_records;
 pub mod services;
+pub mod slack_status;
 pub mod sql;
 pub mod steering;
 mod task_filter;
@@ -28,6 +29,7 @@ pub use runner_records::{
     NewWorkerEvent, RecordArea, RunnerRecord, RunnerRecords, WorkerEvent, WorkerEventFilter,
 };
 pub use services::{ServiceFilter, ServiceRegistry};
+pub use slack_status::{SlackStatusMessage, SlackStatusStore};
 pub use steering::{SteeringRecorded, SteeringStore};
 pub use task_filter::TaskFilter;
 pub use values::{
@@ -64,6 +66,7 @@ pub trait Store:
     + McpTaskStore
     + RunnerRecords
     + SteeringStore
+    + SlackStatusStore
     + Send
     + Sync
     + 'static

@@ -30,6 +30,7 @@ pub mod retention;
 pub mod run_claims;
 pub mod runner_records;
 pub mod services;
+pub mod slack_status;
 pub mod steering;
 pub mod tasks;
 pub mod tokens;
@@ -287,6 +288,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_run_claims!($fresh);
             $crate::__store_conformance_runner_records!($fresh);
             $crate::__store_conformance_services!($fresh);
+            $crate::__store_conformance_slack_status!($fresh);
             $crate::__store_conformance_steering!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_tokens!($fresh);

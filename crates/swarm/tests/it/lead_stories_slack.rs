@@ -9,7 +9,7 @@
 
 use std::{path::Path, sync::Arc, time::Duration};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use swarm_hub::HubOptions;
 
 use crate::{
@@ -96,8 +96,8 @@ async fn lead_stories_one_slack_thread_one_delegation_exactly_one_completion_ans
 
     mention_bot(&stand_in, "300.1", "Please do: rebuild the docs site").await;
     stand_in
-        .wait_post("the worker's completion in the thread", |post| {
-            post["thread_ts"] == "300.1" && post["text"].as_str().is_some_and(|t| t.contains("Done"))
+        .wait_message("the worker's completion in the thread", |m| {
+            m.thread_ts.as_deref() == Some("300.1") && m.text.contains("Done")
         })
         .await;
     // The lead hears the task finished and, like an eager model, tries to answer the
@@ -109,9 +109,9 @@ async fn lead_stories_one_slack_thread_one_delegation_exactly_one_completion_ans
     assert!(reviewed["answer"].as_str().unwrap().contains("1 Slack reply(ies) refused"), "{reviewed}");
     hub.slack_sweeps().await;
 
-    let thread: Vec<Value> =
-        stand_in.posts().await.into_iter().filter(|post| post["thread_ts"] == "300.1").collect();
-    let texts: Vec<&str> = thread.iter().filter_map(|post| post["text"].as_str()).collect();
+    // The thread as Slack shows it: the acknowledgement and the task's living message.
+    let thread = stand_in.thread("C1", "300.1").await;
+    let texts: Vec<&str> = thread.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(texts.len(), 2, "the acknowledgement and one answer: {texts:?}");
     assert!(texts[0].starts_with("Got it"), "{texts:?}");
     // The stand-in echoes its task's first line: the task holds the Slack message fenced

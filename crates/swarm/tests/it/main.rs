@@ -41,6 +41,7 @@ mod service_race;
 mod services;
 mod slack;
 mod slack_files;
+mod slack_living;
 mod slack_stand_in;
 mod steering;
 mod stress;

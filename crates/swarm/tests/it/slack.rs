@@ -181,33 +181,29 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert_eq!(status, 200);
     assert_eq!(own["messages"].as_array().unwrap().len(), 2);
 
-    // The worker finishes; its output reaches the thread once, as mrkdwn, as the worker.
+    // The worker finishes; its output reaches the thread once, as mrkdwn, as the worker: in
+    // the task's living message (posted when the task was taken, or with its ending).
     let assigned = poll(&hub, &worker, 10).await;
     assert_eq!(assigned["taskId"], task_id.as_str());
     let finish = json!({"status": "completed", "output": "**Rebuilt** the docs"});
     let (status, _) = hub.post(&format!("/api/tasks/{task_id}/finish"), Some(&worker), finish).await;
     assert_eq!(status, 200);
+    let is_done = |text: &str| text.contains("*Rebuilt* the docs");
     let done = stand_in
-        .wait_post("the worker's completion", |post| {
-            post["thread_ts"] == "200.1"
-                && post["text"].as_str().is_some_and(|t| t.contains("*Rebuilt* the docs"))
+        .wait_message("the worker's completion", |m| {
+            m.thread_ts.as_deref() == Some("200.1") && is_done(&m.text)
         })
         .await;
-    assert_eq!(done["username"], "zeta-worker");
-    assert_eq!(done["icon_emoji"], ":robot_face:");
+    assert_eq!(done.username.as_deref(), Some("zeta-worker"));
 
-    // Once, across a restart: the new hub sweeps too and finds the mark.
+    // Once, across a restart: the new hub sweeps too and finds the ending rendered.
     assert!(hub.terminate(), "the hub stops on SIGTERM");
     let hub = start_hub(&database, &flags);
     stand_in.wait_connected(2).await;
     hub.slack_sweeps().await;
-    let completions: Vec<Value> = stand_in
-        .posts()
-        .await
-        .into_iter()
-        .filter(|post| post["text"].as_str().is_some_and(|t| t.contains("*Rebuilt* the docs")))
-        .collect();
-    assert_eq!(completions.len(), 1, "the completion is posted exactly once: {completions:?}");
+    let thread = stand_in.thread("C1", "200.1").await;
+    let completions: Vec<_> = thread.iter().filter(|m| is_done(&m.text)).collect();
+    assert_eq!(completions.len(), 1, "the completion is shown exactly once: {thread:?}");
 
     // A message naming a worker becomes that worker's task.
     let named = json!({"type": "message", "user": "U2", "channel": "C1", "ts": "300.1",
@@ -220,19 +216,25 @@ async fn slack_socket_mode_inbox_reply_delegate_and_completion_once() {
     assert_eq!(trigger["task"]["slackUserId"], "U2");
 
     // Its progress, reported through another process on the same database (which has no
-    // Slack of its own), reaches the thread once, through this hub's sweep.
+    // Slack of its own), reaches the thread's living message through this hub's sweep.
     let named_task = trigger["task"]["id"].as_str().unwrap().to_string();
     let other = Hub::start(&database, None);
     let note = json!({"progress": "half of the **staging** checks pass"});
     let (status, _) = other.post(&format!("/api/tasks/{named_task}/progress"), Some(&worker), note).await;
     assert_eq!(status, 200);
-    let is_note =
-        |post: &Value| post["text"].as_str().is_some_and(|t| t.contains("half of the *staging* checks"));
-    let posted =
-        stand_in.wait_post("the progress note", |post| post["thread_ts"] == "300.1" && is_note(post)).await;
-    assert_eq!(posted["username"], "zeta-worker");
+    let is_note = |text: &str| text.contains("half of the *staging* checks");
+    let shown = stand_in
+        .wait_message("the progress note", |m| m.thread_ts.as_deref() == Some("300.1") && is_note(&m.text))
+        .await;
+    assert_eq!(shown.username.as_deref(), Some("zeta-worker"));
     hub.slack_sweeps().await;
-    assert_eq!(stand_in.posts().await.iter().filter(|post| is_note(post)).count(), 1, "posted once");
+    let posts_with_note = stand_in
+        .posts()
+        .await
+        .into_iter()
+        .filter(|post| is_note(post["text"].as_str().unwrap_or("")))
+        .count();
+    assert!(posts_with_note <= 1, "a progress note is shown in the living message, not posted again");
     drop(other);
 
     // A user who is not allowed is ignored.

@@ -6,6 +6,9 @@
 //! the bytes are POSTed there, `files.completeUploadExternal` shares them;
 //! `files.info` describes a file and its `url_private_download` serves it only with the
 //! bot token (else Slack's sign-in page). The file methods take query parameters.
+//! Messages as Slack keeps them: `chat.postMessage` stores one, `chat.update` edits and
+//! `chat.delete` removes only the bot's own (`cant_update_message` otherwise, as Slack),
+//! and a test can have the next `chat.update` calls answered 429 with `Retry-After`.
 
 use std::{
     collections::HashMap,
@@ -47,9 +50,28 @@ pub struct StoredFile {
     pub complete: bool,
 }
 
+/// A message in a channel, as Slack holds it now.
+#[derive(Debug, Clone, Default)]
+pub struct StoredMessage {
+    pub channel: String,
+    pub ts: String,
+    pub thread_ts: Option<String>,
+    pub text: String,
+    pub blocks: Value,
+    pub username: Option<String>,
+    /// Posted by the bot (only those may be edited or deleted by it).
+    pub by_bot: bool,
+    pub edits: usize,
+    pub deleted: bool,
+}
+
 #[derive(Default)]
 struct Recorded {
     calls: Vec<(String, Value)>,
+    messages: Vec<StoredMessage>,
+    /// How many of the next `chat.update` calls are answered 429.
+    rate_limit_updates: usize,
+    rate_limited: usize,
     acks: Vec<String>,
     connections: usize,
     files: HashMap<String, StoredFile>,
@@ -62,10 +84,13 @@ pub struct SlackStandIn {
     recorded: Arc<Mutex<Recorded>>,
     changed: Arc<Notify>,
     envelopes: Arc<Mutex<Option<mpsc::UnboundedSender<String>>>>,
+    update_gate: Arc<Mutex<()>>,
 }
 
 #[derive(Clone)]
 struct ApiState {
+    /// Held by a test: `chat.update` calls are recorded as they arrive, answered once released.
+    update_gate: Arc<Mutex<()>>,
     recorded: Arc<Mutex<Recorded>>,
     changed: Arc<Notify>,
     socket_url: String,
@@ -86,7 +111,9 @@ impl SlackStandIn {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let without_file_scopes = Arc::new(AtomicBool::new(false));
+        let update_gate = Arc::new(Mutex::new(()));
         let state = ApiState {
+            update_gate: update_gate.clone(),
             recorded: recorded.clone(),
             changed: changed.clone(),
             socket_url,
@@ -100,7 +127,7 @@ impl SlackStandIn {
             .with_state(state);
         let api_url = format!("{base_url}/api");
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        SlackStandIn { api_url, without_file_scopes, recorded, changed, envelopes }
+        SlackStandIn { api_url, without_file_scopes, recorded, changed, envelopes, update_gate }
     }
 
     /// A file a person shared in a thread, as Slack would hold it.
@@ -156,6 +183,61 @@ impl SlackStandIn {
         self.wait_for("the envelope's acknowledgement", |r| r.acks.contains(&id).then_some(())).await;
     }
 
+    /// A person's message in a channel (the bot may not edit or delete it).
+    pub async fn put_human_message(&self, channel: &str, ts: &str, text: &str) {
+        let message = StoredMessage {
+            channel: channel.into(),
+            ts: ts.into(),
+            text: text.into(),
+            ..StoredMessage::default()
+        };
+        self.recorded.lock().await.messages.push(message);
+    }
+
+    /// Hold the answers to `chat.update` until the guard is dropped (each call is recorded
+    /// as `chat.update (arrived)` when it arrives).
+    pub async fn hold_updates(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        self.update_gate.clone().lock_owned().await
+    }
+
+    /// Answer the next `n` `chat.update` calls with 429 and `Retry-After: 1`.
+    pub async fn rate_limit_next_updates(&self, n: usize) {
+        self.recorded.lock().await.rate_limit_updates = n;
+    }
+
+    /// How many calls were answered 429.
+    pub async fn rate_limited(&self) -> usize {
+        self.recorded.lock().await.rate_limited
+    }
+
+    /// The messages of a thread (its replies, oldest first), as they are now.
+    pub async fn thread(&self, channel: &str, thread_ts: &str) -> Vec<StoredMessage> {
+        let recorded = self.recorded.lock().await;
+        recorded
+            .messages
+            .iter()
+            .filter(|m| m.channel == channel && m.thread_ts.as_deref() == Some(thread_ts) && !m.deleted)
+            .cloned()
+            .collect()
+    }
+
+    /// Every call of `method` so far (its body).
+    pub async fn calls(&self, method: &str) -> Vec<Value> {
+        let recorded = self.recorded.lock().await;
+        recorded.calls.iter().filter(|(m, _)| m == method).map(|(_, body)| body.clone()).collect()
+    }
+
+    /// Wait until a message (as it is now, edits applied) matches `check`.
+    pub async fn wait_message(&self, what: &str, check: impl Fn(&StoredMessage) -> bool) -> StoredMessage {
+        self.wait_for(what, |r| r.messages.iter().find(|m| !m.deleted && check(m)).cloned()).await
+    }
+
+    /// Wait until `method` was called with a body matching `check`.
+    pub async fn wait_call(&self, what: &str, method: &str, check: impl Fn(&Value) -> bool) -> Value {
+        self.wait_for(what, |r| r.calls.iter().find(|(m, b)| m == method && check(b)).map(|(_, b)| b.clone()))
+            .await
+    }
+
     /// Every `chat.postMessage` body so far.
     pub async fn posts(&self) -> Vec<Value> {
         let recorded = self.recorded.lock().await;
@@ -185,7 +267,7 @@ async fn web_api(
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Option<Json<Value>>,
-) -> Json<Value> {
+) -> Response {
     let mut body = body.map(|Json(body)| body).unwrap_or(Value::Null);
     if method.starts_with("files.") {
         body = json!(query);
@@ -199,15 +281,31 @@ async fn web_api(
         };
         state.recorded.lock().await.calls.push((method, body));
         state.changed.notify_waiters();
-        return Json(answer);
+        return Json(answer).into_response();
+    }
+    if method.starts_with("chat.") || method.starts_with("reactions.") {
+        if method == "chat.update" {
+            state.recorded.lock().await.calls.push(("chat.update (arrived)".into(), body.clone()));
+            state.changed.notify_waiters();
+            drop(state.update_gate.lock().await);
+        }
+        let mut recorded = state.recorded.lock().await;
+        if method == "chat.update" && recorded.rate_limit_updates > 0 {
+            recorded.rate_limit_updates -= 1;
+            recorded.rate_limited += 1;
+            recorded.calls.push(("chat.update (429)".into(), body));
+            state.changed.notify_waiters();
+            let answer = Json(json!({ "ok": false, "error": "ratelimited" }));
+            return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")], answer).into_response();
+        }
+        let answer = message_method(&mut recorded, &method, &body);
+        recorded.calls.push((method, body));
+        state.changed.notify_waiters();
+        return Json(answer).into_response();
     }
     let answer = match method.as_str() {
         "auth.test" => json!({ "ok": true, "user_id": BOT_USER, "bot_id": "BBOT" }),
         "apps.connections.open" => json!({ "ok": true, "url": state.socket_url }),
-        "chat.postMessage" => {
-            let n = state.recorded.lock().await.calls.len();
-            json!({ "ok": true, "ts": format!("9000.{n:06}"), "channel": body["channel"] })
-        }
         // A thread with a message from an allowed user (U1), one from a user the tests
         // never allow (U9), the bot's own post and another app's.
         "conversations.replies" => json!({ "ok": true, "messages": [
@@ -222,6 +320,10 @@ async fn web_api(
         "conversations.list" => json!({ "ok": true, "channels": [
             { "id": "C1", "name": "general", "is_private": false, "is_member": true },
         ]}),
+        "conversations.create" => {
+            json!({ "ok": true, "channel": { "id": "CNEW1", "name": body["name"], "is_private": body["is_private"] } })
+        }
+        "conversations.invite" | "conversations.archive" => json!({ "ok": true }),
         "users.info" => {
             json!({ "ok": true, "user": { "id": body["user"], "profile": { "email": "someone@example.com" } } })
         }
@@ -229,7 +331,52 @@ async fn web_api(
     };
     state.recorded.lock().await.calls.push((method, body));
     state.changed.notify_waiters();
-    Json(answer)
+    Json(answer).into_response()
+}
+
+/// `chat.postMessage`, `chat.update`, `chat.delete`, `reactions.add`, as Slack answers them.
+fn message_method(recorded: &mut Recorded, method: &str, body: &Value) -> Value {
+    let text = |key: &str| body[key].as_str().map(str::to_string);
+    if method == "chat.postMessage" {
+        let ts = format!("9000.{:06}", recorded.calls.len());
+        recorded.messages.push(StoredMessage {
+            channel: text("channel").unwrap_or_default(),
+            ts: ts.clone(),
+            thread_ts: text("thread_ts"),
+            text: text("text").unwrap_or_default(),
+            blocks: body["blocks"].clone(),
+            username: text("username"),
+            by_bot: true,
+            ..StoredMessage::default()
+        });
+        return json!({ "ok": true, "ts": ts, "channel": body["channel"] });
+    }
+    let (Some(channel), Some(ts)) = (text("channel"), text("ts").or_else(|| text("timestamp"))) else {
+        return json!({ "ok": false, "error": "invalid_arguments" });
+    };
+    let Some(message) =
+        recorded.messages.iter_mut().find(|m| m.channel == channel && m.ts == ts && !m.deleted)
+    else {
+        return json!({ "ok": false, "error": "message_not_found" });
+    };
+    match method {
+        "chat.update" if !message.by_bot => json!({ "ok": false, "error": "cant_update_message" }),
+        "chat.update" => {
+            message.text = text("text").unwrap_or_default();
+            if !body["blocks"].is_null() {
+                message.blocks = body["blocks"].clone();
+            }
+            message.edits += 1;
+            json!({ "ok": true, "channel": channel, "ts": ts, "text": message.text })
+        }
+        "chat.delete" if !message.by_bot => json!({ "ok": false, "error": "cant_delete_message" }),
+        "chat.delete" => {
+            message.deleted = true;
+            json!({ "ok": true, "channel": channel, "ts": ts })
+        }
+        "reactions.add" => json!({ "ok": true }),
+        _ => json!({ "ok": false, "error": "unknown_method" }),
+    }
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -70,12 +70,11 @@ async fn lead_stories_claude_a_slack_question_delegated_by_the_lead_gets_one_ans
                        "text": format!("<@{}> rebuild the docs site, please", crate::slack_stand_in::BOT_USER)});
     stand_in.push_event("env-500", "Ev500", event).await;
     let done = stand_in
-        .wait_post("the worker's completion in the thread", |post| {
-            post["thread_ts"] == "500.1"
-                && post["text"].as_str().is_some_and(|t| t.contains("scripted output"))
+        .wait_message("the worker's completion in the thread", |m| {
+            m.thread_ts.as_deref() == Some("500.1") && m.text.contains("scripted output")
         })
         .await;
-    assert_eq!(done["username"], format!("worker-{}", &worker_id[..8]), "{done}");
+    assert_eq!(done.username, Some(format!("worker-{}", &worker_id[..8])), "{done:?}");
     // The lead reviewed the finished task (a conversation about it reached the model)
     // and that run is over.
     within("the lead's review of the finished task to end", || async {
@@ -85,9 +84,9 @@ async fn lead_stories_claude_a_slack_question_delegated_by_the_lead_gets_one_ans
     .await;
     world.hub.slack_sweeps().await;
 
-    let thread: Vec<Value> =
-        stand_in.posts().await.into_iter().filter(|post| post["thread_ts"] == "500.1").collect();
-    let texts: Vec<&str> = thread.iter().filter_map(|post| post["text"].as_str()).collect();
+    // The thread as Slack shows it: the acknowledgement and the task's living message.
+    let thread = stand_in.thread("C1", "500.1").await;
+    let texts: Vec<&str> = thread.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(texts.len(), 2, "the acknowledgement and one answer: {texts:?}\n{}", lead.output());
     assert!(texts[0].starts_with("Got it"), "{texts:?}");
 }
