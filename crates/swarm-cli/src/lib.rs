@@ -7,6 +7,7 @@
 mod agent;
 mod mail;
 mod output;
+mod steer;
 mod task;
 mod tokens;
 mod trigger;

@@ -1,4 +1,4 @@
-//! `swarm task create|list|show|finish|cancel|release|reassign`.
+//! `swarm task create|list|show|finish|cancel|release|reassign|steer`.
 
 use std::io::Read;
 
@@ -52,6 +52,15 @@ pub enum TaskCommand {
     /// The task becomes pending for --to. The hub answers 409 while the agent holding
     /// it is online.
     Reassign(ReassignArgs),
+    /// Send words to the agent working a task, while it works
+    ///
+    /// --mode queue (default): the agent sees them when its turn ends and goes on with
+    /// them; --mode steer: at its next tool call. Claude Code takes them through its hooks,
+    /// Codex by resuming its session (docs/running-agents.md#steering). A finished task
+    /// takes no steering: the message becomes a follow-up task for the same agent, or
+    /// with --fail-if-finished the hub refuses (409). The operator, the lead (--agent-id)
+    /// or the task's creator may steer.
+    Steer(crate::steer::SteerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +203,7 @@ pub async fn run_task(command: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Cancel(args) => task_cancel(args).await,
         TaskCommand::Release(args) => task_hand_on(args, None).await,
         TaskCommand::Reassign(args) => task_hand_on(args.task, Some(args.to)).await,
+        TaskCommand::Steer(args) => crate::steer::task_steer(args).await,
     }
 }
 
@@ -371,7 +381,7 @@ fn not_found_tip(status: u16) -> Option<String> {
 }
 
 /// What to do when the hub refuses to finish or cancel a task.
-fn refusal_tip(client: &Client, id: TaskId, status: u16) -> Option<String> {
+pub(crate) fn refusal_tip(client: &Client, id: TaskId, status: u16) -> Option<String> {
     match status {
         403 if client.agent_id().is_none() => Some(format!(
             "act as the agent allowed to do this with --agent-id or AGENT_ID (see `swarm task show {id}`)"

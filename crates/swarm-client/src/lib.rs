@@ -14,6 +14,7 @@ mod flags;
 mod hub_url;
 mod poll;
 mod sessions;
+mod steering;
 mod tasks;
 mod tokens;
 mod triggers;
@@ -27,6 +28,7 @@ pub use poll::{BudgetRefused, Trigger};
 use reqwest::{Method, StatusCode};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 pub use sessions::{SessionCostRequest, SessionLogsRequest, SessionStartRequest};
+pub use steering::{PromotedMessage, SteerRequest, SteeringSettled};
 use swarm_domain::{
     id::{AgentId, RunnerId},
     stats::Stats,

@@ -10,6 +10,7 @@ pub mod poll;
 mod services;
 mod slack;
 mod slack_files;
+mod steering;
 mod tasks;
 mod triggers;
 
@@ -26,6 +27,7 @@ pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
     vec![
         agents::group(),
         tasks::group(),
+        steering::group(),
         poll::group(),
         slack::group(),
         slack_files::group(),

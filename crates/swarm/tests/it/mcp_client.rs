@@ -218,7 +218,7 @@ pub const UNREGISTERED_TOOLS: [&str; 7] = [
     "get-epic-details",
     "list-services",
 ];
-pub const WORKER_TOOLS: [&str; 36] = [
+pub const WORKER_TOOLS: [&str; 37] = [
     "join-swarm",
     "my-agent-info",
     "update-profile",
@@ -229,6 +229,7 @@ pub const WORKER_TOOLS: [&str; 36] = [
     "task-action",
     "store-progress",
     "cancel-task",
+    "steer-task",
     "poll-task",
     "slack-reply",
     "get-inbox-message",
@@ -258,7 +259,7 @@ pub const WORKER_TOOLS: [&str; 36] = [
 ];
 
 pub fn lead_tools() -> Vec<&'static str> {
-    let mut tools: Vec<&str> = WORKER_TOOLS[..10].to_vec();
+    let mut tools: Vec<&str> = WORKER_TOOLS[..11].to_vec();
     // The Slack group, in its order, with the lead's own tools.
     tools.extend([
         "slack-reply",

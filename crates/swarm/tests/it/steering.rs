@@ -235,3 +235,78 @@ async fn a_run_takes_each_message_once_and_leaves_none_behind() {
         .await;
     assert_eq!((again["handled"].as_u64(), again["promoted"].as_array().map(Vec::len)), (Some(0), Some(0)));
 }
+
+#[tokio::test]
+async fn steer_task_over_mcp_is_the_same_call() {
+    use crate::mcp_client::{Revision, connect_http, ok, refused};
+    let crew = crew().await;
+    let task = crew.running_task(None).await;
+    let lead = connect_http(&crew.hub, Some(&crew.lead), Revision::Initialize).await;
+    let answer =
+        ok(&lead, "steer-task", json!({"taskId": task, "message": "Prefer small commits", "mode": "steer"}))
+            .await;
+    assert_eq!(
+        (answer["outcome"].as_str(), answer["effectiveMode"].as_str()),
+        (Some("steered"), Some("steer"))
+    );
+    let listed = crew.messages(&task).await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0]["source"].as_str(), listed[0]["id"].as_str()),
+        (Some("mcp"), answer["steeringMessageId"].as_str())
+    );
+
+    let other = connect_http(&crew.hub, Some(&crew.other), Revision::Initialize).await;
+    let reason = refused(&other, "steer-task", json!({"taskId": task, "message": "Mine now"})).await;
+    assert!(reason.contains("creator"), "{reason}");
+    let reason = refused(&lead, "steer-task", json!({"taskId": task, "message": "x", "mode": "later"})).await;
+    assert!(reason.contains("steer, queue"), "{reason}");
+    assert_eq!(crew.messages(&task).await.len(), 1, "refusals record nothing");
+
+    let own = crew.running_task(Some(&crew.other)).await;
+    let answer = ok(&other, "steer-task", json!({"taskId": own, "message": "Creator's note"})).await;
+    assert_eq!(answer["outcome"], "queued");
+}
+
+fn swarm(hub: &Hub, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::hub::SWARM)
+        .args(args)
+        .env("MCP_BASE_URL", &hub.base_url)
+        .env("API_KEY", KEY)
+        .env_remove("AGENT_ID")
+        .output()
+        .expect("the swarm binary runs")
+}
+
+#[tokio::test]
+async fn swarm_task_steer_records_refuses_and_follows_up() {
+    let crew = crew().await;
+    let task = crew.running_task(None).await;
+    let said = swarm(&crew.hub, &["task", "steer", &task, "Rename the module to parser", "--mode", "steer"]);
+    assert!(said.status.success(), "{}", String::from_utf8_lossy(&said.stderr));
+    let text = String::from_utf8_lossy(&said.stdout);
+    assert!(text.contains("next tool call"), "{text}");
+    let listed = crew.messages(&task).await;
+    assert_eq!(
+        (listed[0]["message"].as_str(), listed[0]["mode"].as_str(), listed[0]["source"].as_str()),
+        (Some("Rename the module to parser"), Some("steer"), Some("cli"))
+    );
+
+    let (status, _) = crew
+        .hub
+        .post(&format!("/api/tasks/{task}/finish"), Some(&crew.worker), json!({"status": "completed"}))
+        .await;
+    assert_eq!(status, 200);
+    let refused = swarm(&crew.hub, &["task", "steer", &task, "One more thing", "--fail-if-finished"]);
+    assert!(!refused.status.success());
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(error.contains("409") || error.contains("finished"), "{error}");
+    assert!(error.contains("--fail-if-finished"), "says what to do next: {error}");
+    let followed = swarm(&crew.hub, &["task", "steer", &task, "One more thing", "--json"]);
+    assert!(followed.status.success(), "{}", String::from_utf8_lossy(&followed.stderr));
+    let answer: Value = serde_json::from_slice(&followed.stdout).unwrap();
+    assert_eq!(answer["outcome"], "promoted", "{answer}");
+    let bad = swarm(&crew.hub, &["task", "steer", &task, "x", "--mode", "soon"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("steer, queue"));
+}
