@@ -68,6 +68,12 @@ impl ToolLoop {
         }
     }
 
+    /// How many times in a row the last call was made (for a parser's tests).
+    #[cfg(test)]
+    pub fn in_a_row(&self) -> u32 {
+        self.in_a_row
+    }
+
     /// The reason to stop the run, once the same call was made `limit` times in a row
     /// (`limit` 0: never).
     pub fn looping(&self, limit: u32) -> Option<String> {
