@@ -109,6 +109,7 @@ impl std::ops::Deref for AppState {
         (name = "inbox", description = "The lead's inbox: Slack messages routed to the lead"),
         (name = "triggers", description = "Cron, interval, once, webhook, github and manual triggers"),
         (name = "sessions", description = "What runners report about agent sessions"),
+        (name = "budgets", description = "Daily spending ceilings, and the polls they refused"),
         (name = "system", description = "Health, stats, the event log, this document"),
     ),
     components(schemas(error::ErrorBody))
@@ -153,6 +154,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::mail::router())
         .merge(routes::triggers::router())
         .merge(routes::sessions::router())
+        .merge(routes::budgets::router())
         .merge(routes::system::router())
         .merge(routes::events::router())
         .merge(routes::inbox::router())

@@ -125,6 +125,10 @@ pub struct Budget {
     pub created_at: i64,
     /// Epoch milliseconds.
     pub last_updated_at: i64,
+    /// Ours: what its scope spent so far today (UTC), from the session costs. Set by the
+    /// hub when it answers; `None` as stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spent_today_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]

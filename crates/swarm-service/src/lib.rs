@@ -7,6 +7,7 @@
 mod activity;
 mod agents;
 pub mod auth;
+mod budgets;
 mod chat;
 mod claims;
 pub mod clock;

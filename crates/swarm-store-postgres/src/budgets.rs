@@ -37,6 +37,7 @@ fn budget_from_row(row: PgRow) -> sqlx::Result<Budget> {
         daily_budget_usd: row.try_get("daily_budget_usd")?,
         created_at: millis(&row, "created_at")?,
         last_updated_at: millis(&row, "last_updated_at")?,
+        spent_today_usd: None,
     })
 }
 

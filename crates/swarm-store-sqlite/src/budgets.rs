@@ -28,6 +28,7 @@ fn budget_from_row(row: &Row<'_>) -> StoreResult<Budget> {
         daily_budget_usd: column.take("daily_budget_usd")?,
         created_at: column.take("created_at")?,
         last_updated_at: column.take("last_updated_at")?,
+        spent_today_usd: None,
     })
 }
 

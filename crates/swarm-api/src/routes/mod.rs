@@ -2,6 +2,7 @@
 //! resource-then-verb (`tasks_create`).
 
 pub mod agents;
+pub mod budgets;
 pub mod channels;
 pub mod epics;
 pub mod events;

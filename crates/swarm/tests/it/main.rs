@@ -2,6 +2,7 @@
 
 mod api_flow;
 mod backup;
+mod budgets;
 mod chat;
 mod cli;
 mod connect;
