@@ -151,10 +151,19 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
     let mut runner = world.runner("worker", &env);
     world.registered(&runner).await;
     let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
+    // Claude Code's words changed: 2.1.197 says "API Error: Unable to connect to API
+    // (ConnectionRefused)", 2.1.332 "API Error: Connection refused — ... (ECONNREFUSED)".
     let said = match cli {
-        Cli::Claude => "Unable to connect to API",
+        Cli::Claude => "API Error:",
         Cli::Codex => "Reconnecting",
     };
     given_back(&world, &mut runner, &id, said).await;
     assert!(world.model.conversations().is_empty(), "the model was never reached");
+    if cli == Cli::Claude {
+        let progress = world.task(&id).await["progress"].as_str().unwrap_or_default().to_string();
+        assert!(
+            progress.contains("ConnectionRefused") || progress.contains("ECONNREFUSED"),
+            "in the CLI's words, the connection refused: {progress}"
+        );
+    }
 }

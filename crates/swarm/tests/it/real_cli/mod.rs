@@ -15,6 +15,7 @@ mod prompts;
 mod sessions;
 mod stalls;
 mod tasks;
+mod versions;
 
 use std::{
     io::{BufRead, BufReader},
@@ -142,6 +143,7 @@ impl World {
         // keep the rest.
         std::fs::write(codex_home.join("config.toml"), clis::codex_config(codex_base_url)).unwrap();
         let world = World { cli, dir, hub, model, home, project, codex_home };
+        eprintln!("{}", versions::under_test(cli));
         world.connect();
         world
     }
@@ -180,11 +182,10 @@ impl World {
     }
 
     /// The environment every runner of this world gets, and so its CLIs: nothing of the
-    /// machine's but `PATH` (after the pinned CLIs; Codex's launcher needs `node`).
+    /// machine's but `PATH` (after `SWARM_TEST_NODE_DIR` and the CLI's folder; Codex's
+    /// launcher needs `node`).
     pub fn runner_env(&self) -> Vec<(&'static str, String)> {
-        let mut path = self.cli.bin_dir().into_os_string();
-        path.push(":");
-        path.push(std::env::var_os("PATH").unwrap_or_default());
+        let path = versions::search_path(&self.cli.bin_dir());
         let mut env = vec![
             ("PATH", path.to_string_lossy().into_owned()),
             ("HOME", self.home.display().to_string()),
@@ -255,7 +256,14 @@ impl World {
     pub async fn task_in(&self, id: &str, statuses: &[&str], runner: &RunnerProcess) -> Value {
         let what = format!("task {id} to be {statuses:?}");
         let last = std::sync::Mutex::new(Value::Null);
-        let show = || format!("last seen: {}\n{}", last.lock().unwrap(), runner.output());
+        let show = || {
+            format!(
+                "last seen: {}\n{}\n{}",
+                last.lock().unwrap(),
+                runner.output(),
+                versions::under_test(self.cli)
+            )
+        };
         crate::support::eventually_showing(LIMIT, &what, show, || async {
             let seen = self.task(id).await;
             let done = statuses.contains(&seen["status"].as_str().unwrap());

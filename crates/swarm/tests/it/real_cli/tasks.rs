@@ -136,8 +136,10 @@ async fn two_slots_run_each_of_six_tasks_exactly_once(cli: Cli) {
 /// within seconds, and the task stays cancelled.
 async fn a_task_cancelled_mid_run_stops_the_cli_process_tree(cli: Cli) {
     // Twice: Codex's shell tool hands a long command back to the model after a while, still
-    // running; the run must still be under way when the test cancels it.
-    let script = Script::new().shell("sleep 300").shell("sleep 300").reply("Slept.");
+    // running; the run must still be under way when the test cancels it. Not a bare
+    // `sleep 300`: Claude Code 2.1.3xx refuses "standalone sleep" (and `sleep 300; ...`).
+    let long_job = "echo working && sleep 300";
+    let script = Script::new().shell(long_job).shell(long_job).reply("Slept.");
     let world = World::new(cli, script).await;
     let runner = world.runner("worker", &[]);
     world.registered(&runner).await;
