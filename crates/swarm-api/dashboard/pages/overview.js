@@ -1,4 +1,5 @@
-// Overview: who is up and what each is doing, tasks by status, the latest events.
+// Overview: who is up and what each is doing, tasks by status, the daily budgets and
+// what was spent against each today, the latest events.
 // Four small requests, none of which grows with the number of tasks in the hub, and the
 // last hour's points (a minute each, kept by the hub) drawn as three small charts. The
 // events name their tasks by title: those not in progress are read once each (at most
@@ -15,6 +16,29 @@ const CHARTS = [
   { key: 'runsFinished', id: 'chart-runs', title: 'Runs per minute', unit: '' },
 ];
 const SVG = 'http://www.w3.org/2000/svg';
+
+const usd = (amount) => `$${Number(amount).toFixed(2)}`;
+
+/** The daily budgets (issue 40), each with what its scope spent today (UTC): a budget
+ *  reached refuses new work to its scope until it is raised or the day ends. */
+function budgetsTable(budgets, byId) {
+  return table([
+    ['Scope', (budget) => (budget.scope === 'global' ? 'everyone (global)' : agentLink(budget.scopeId, byId))],
+    ['Spent today', (budget) => usd(budget.spentTodayUsd ?? 0)],
+    ['Daily budget', (budget) => usd(budget.dailyBudgetUsd)],
+    ['', (budget) => {
+      const spent = budget.spentTodayUsd ?? 0;
+      const reached = spent >= budget.dailyBudgetUsd;
+      return [
+        h('meter', { min: 0, max: Math.max(budget.dailyBudgetUsd, spent, 0.01), value: spent, high: budget.dailyBudgetUsd * 0.8, optimum: 0 }),
+        reached ? h('span', { class: 'badge status-failed', title: 'new work of this scope is refused until the budget is raised or the UTC day ends' }, ' reached') : '',
+      ];
+    }],
+  ], budgets, {
+    empty: 'No daily budget is set (PUT /api/budgets/global/_global or /api/budgets/agent/<id>).',
+    rowAttributes: (budget) => ({ dataset: { budgetScope: budget.scope, budgetScopeId: budget.scopeId, reached: String((budget.spentTodayUsd ?? 0) >= budget.dailyBudgetUsd) } }),
+  });
+}
 
 /** Tasks waiting to be taken up: in the pool, offered, or assigned and not started. The
  *  hub's `queueDepth` points (`/api/stats/history`) count the same, once a minute. */
@@ -51,12 +75,15 @@ export function mount(root) {
   const counts = h('div', { class: 'counts', id: 'task-counts' });
   const charts = h('div', { class: 'charts', id: 'overview-charts' });
   const agents = h('div', { id: 'overview-agents' });
+  const budgets = h('div', { id: 'overview-budgets' });
+  let budgetsShown = false;
   const events = h('div', { id: 'overview-events' });
   fill(root,
     h('h1', {}, 'Overview'),
     h('h2', {}, 'Tasks'), counts,
     h('h2', {}, 'The last hour'), charts,
     h('h2', {}, 'Agents'), agents,
+    h('h2', {}, 'Budgets today'), budgets,
     h('h2', {}, 'Recent events'), events);
 
   // Task titles by id, for the events; a task gone (retention) keeps its short id.
@@ -79,12 +106,13 @@ export function mount(root) {
 
   async function load() {
     try {
-      const [stats, agentList, working, logs, history] = await Promise.all([
+      const [stats, agentList, working, logs, history, budgetList] = await Promise.all([
         api('/api/stats'),
         api('/api/agents'),
         api(`/api/tasks?status=in_progress&limit=${WORKING_LIMIT}`),
         api(`/api/logs?limit=${EVENTS_LIMIT}`),
         api('/api/stats/history'),
+        api('/api/budgets'),
       ]);
       await readTitles(logs.logs, working.tasks);
       fill(charts, CHARTS.map((spec) => {
@@ -111,6 +139,8 @@ export function mount(root) {
         ['Working on', (agent) => (current.get(agent.id) || []).map((task) => h('div', {}, taskLink(task.id, clip(task.task, 80))))],
         ['Last seen', (agent) => ago(agent.lastUpdatedAt)],
       ], agentList.agents, { empty: 'No agent has joined yet. Start one with swarm worker.', rowAttributes: (agent) => ({ dataset: { agentId: agent.id } }) }));
+      budgetsShown = budgetList.budgets.length > 0;
+      fill(budgets, budgetsTable(budgetList.budgets, byId));
       fill(events, table([
         ['When', (event) => ago(event.createdAt)],
         ['Event', (event) => event.eventType],
@@ -125,10 +155,11 @@ export function mount(root) {
 
   load();
   // Every change writes the event log, so any change is worth a re-read here, but for
-  // session output (log lines, costs), which the overview does not show.
+  // session output (log lines, costs), which the overview shows only as budgets' spend.
   return {
     onChange(changes) {
-      if (changes.some((change) => change.kind !== 'sessionOutput')) load();
+      // Costs (session output) move the budgets' spend: worth a read while one is set.
+      if (changes.some((change) => change.kind !== 'sessionOutput' || budgetsShown)) load();
     },
   };
 }

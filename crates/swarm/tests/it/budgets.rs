@@ -209,3 +209,39 @@ async fn a_runner_waits_on_budget_refused_and_starts_the_task_once_raised() {
     let doubling = ["2.0s", "4.0s", "8.0s", "16.0s", "32.0s", "1m00s"];
     assert!(!waits.is_empty() && doubling.starts_with(&waits), "{waits:?}\n{output}");
 }
+
+/// The dashboard's overview shows each budget with today's spend against it, and which
+/// are reached.
+#[tokio::test]
+async fn the_overview_shows_spend_against_each_budget() {
+    let browser = crate::webdriver::Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let spender = hub.register_agent("spender", false).await;
+    spend(&hub, &spender, 1.5).await;
+    for (path, usd) in
+        [(format!("/api/budgets/agent/{spender}"), 1.0), ("/api/budgets/global/_global".into(), 20.0)]
+    {
+        let (status, answer) = put(&hub, &path, None, json!({"dailyBudgetUsd": usd})).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    browser.goto(&hub.url(&format!("/#key={KEY}"))).await;
+    let rows = browser
+        .wait_for(
+            "the budgets with today's spend",
+            "const rows = [...document.querySelectorAll('#overview-budgets tr[data-budget-scope]')];
+             return rows.length === 2
+               ? rows.map((row) => [row.dataset.budgetScope, row.dataset.reached,
+                                    [...row.querySelectorAll('td')].slice(0, 3).map((cell) => cell.textContent)])
+               : null",
+        )
+        .await;
+    assert_eq!(
+        rows,
+        json!([
+            ["agent", "true", ["spender", "$1.50", "$1.00"]],
+            ["global", "false", ["everyone (global)", "$1.50", "$20.00"]],
+        ])
+    );
+    browser.close().await;
+}
