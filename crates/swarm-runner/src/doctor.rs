@@ -230,10 +230,33 @@ pub fn mcp_check(harness: &Harness, agent_args: &[String], env: &Environment) ->
                 )
             })
         }
+        McpConfig::Gemini => Some(gemini_mcp_check(env)),
         McpConfig::Opencode => Some(opencode_mcp_check(env)),
         McpConfig::Pi => Some(pi_extension_check(env)),
         McpConfig::None => None,
     }
+}
+
+/// The Gemini CLI reads `mcpServers` from the project's `.gemini/settings.json` (what `swarm
+/// connect --harness gemini` writes; the runner trusts the project with `--skip-trust`) or
+/// from `~/.gemini/settings.json`.
+fn gemini_mcp_check(env: &Environment) -> Check {
+    let name = "MCP config";
+    let project = env.cwd.join(".gemini/settings.json");
+    let user = env.home.as_ref().map(|home| home.join(".gemini/settings.json"));
+    for file in std::iter::once(&project).chain(user.as_ref()) {
+        if has_server(read_json(file).as_ref().and_then(|json| json.get("mcpServers"))) {
+            return Check::pass(name, format!("{} names {MCP_SERVER_NAME}", file.display()));
+        }
+    }
+    Check::fail(
+        name,
+        format!("no {MCP_SERVER_NAME} server in the mcpServers of {}", project.display()),
+        format!(
+            "run `swarm connect --harness gemini` in {}, so the Gemini CLI reaches the hub",
+            env.cwd.display()
+        ),
+    )
 }
 
 /// pi has no MCP client: the hub's tools come from the extension `swarm connect --harness pi`
@@ -276,11 +299,15 @@ fn opencode_mcp_check(env: &Environment) -> Check {
     )
 }
 
-/// Claude Code's hooks, which deliver mail and stop tools of a cancelled task.
-pub fn hooks_check(env: &Environment) -> Check {
+/// The CLI's hooks (Claude Code's, the Gemini CLI's), which deliver mail and stop tools of a
+/// cancelled task.
+pub fn hooks_check(harness: &Harness, env: &Environment) -> Check {
     let name = "hooks";
-    let dir = env.cwd.join(".claude");
-    for file in ["settings.json", "settings.local.json"] {
+    let (dir, files): (_, &[&str]) = match harness.mcp() {
+        McpConfig::Gemini => (env.cwd.join(".gemini"), &["settings.json"]),
+        _ => (env.cwd.join(".claude"), &["settings.json", "settings.local.json"]),
+    };
+    for file in files {
         let path = dir.join(file);
         if std::fs::read_to_string(&path).is_ok_and(|text| text.contains("swarm hook")) {
             return Check::pass(name, format!("{} calls `swarm hook`", path.display()));
@@ -289,7 +316,7 @@ pub fn hooks_check(env: &Environment) -> Check {
     Check::fail(
         name,
         format!("no `swarm hook` in {}/settings.json", dir.display()),
-        format!("run `swarm connect` in {}", env.cwd.display()),
+        format!("run `swarm connect --harness {}` in {}", harness.name(), env.cwd.display()),
     )
 }
 
@@ -522,5 +549,19 @@ mod tests {
         .unwrap();
         assert!(mcp_check(&Harness::codex(), &[], &env).unwrap().passed);
         assert_eq!(mcp_check(&Harness::from_command_line("agent").unwrap(), &[], &env), None);
+
+        let gemini = Harness::built_in("gemini").unwrap();
+        let missing = mcp_check(&gemini, &[], &env).unwrap();
+        assert!(!missing.passed && missing.fix.as_deref().unwrap().contains("--harness gemini"), "{missing}");
+        assert!(!hooks_check(&gemini, &env).passed);
+        std::fs::create_dir_all(env.cwd.join(".gemini")).unwrap();
+        std::fs::write(
+            env.cwd.join(".gemini/settings.json"),
+            r#"{"mcpServers":{"agent-swarm":{"httpUrl":"http://hub/mcp"}},"hooks":{"BeforeAgent":[{"hooks":[{"type":"command","command":"swarm hook user-prompt-submit"}]}]}}"#,
+        )
+        .unwrap();
+        assert!(mcp_check(&gemini, &[], &env).unwrap().passed);
+        assert!(hooks_check(&gemini, &env).passed);
+        assert!(!hooks_check(&Harness::claude(), &env).passed, "Claude Code reads .claude, not .gemini");
     }
 }

@@ -48,6 +48,7 @@ const CONNECT_FILES: &[&str] = &[
     ".claude/settings.local.json",
     ".codex/config.toml",
     ".pi/extensions/agent-swarm.ts",
+    ".gemini/settings.json",
 ];
 const CONNECT_DIRS: &[&str] = &[".claude/commands", ".pi/prompts"];
 /// Slug words kept from the task's text for the branch name.

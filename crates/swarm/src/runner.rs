@@ -199,7 +199,7 @@ pub async fn doctor(mut args: DoctorArgs) -> anyhow::Result<()> {
     let mut checks = doctor::hub_checks(&config, agent_id_given).await;
     checks.extend(doctor::preflight(&config, &env).await);
     if config.harness.supports_hooks() {
-        checks.push(doctor::hooks_check(&env));
+        checks.push(doctor::hooks_check(&config.harness, &env));
     }
     let swarm_on_path = doctor::cli_check(&Harness::from_command_line("swarm")?, &env).await;
     let fix = (!swarm_on_path.passed).then(|| {

@@ -117,6 +117,40 @@ mod tests {
     }
 
     #[test]
+    fn the_command_line_puts_the_system_prompt_first_and_resumes_by_session_id() {
+        use super::super::{Harness, Invocation, McpConfig, StreamFormat};
+        let gemini = Harness::built_in("gemini").unwrap();
+        let run = Invocation {
+            prompt: "/work-on-task 0190a1b2-0000-7000-8000-000000000001",
+            system_prompt: "be good",
+            agent_args: &[],
+            resume: None,
+            model: Some("gemini-2.5-pro"),
+        };
+        let (program, args) = gemini.command_line(&run);
+        assert_eq!(program, std::path::PathBuf::from("gemini"));
+        assert_eq!(
+            args[..6],
+            ["--output-format", "stream-json", "--yolo", "--skip-trust", "--model", "gemini-2.5-pro"]
+        );
+        // No slash commands: the command's instructions in full, after the system prompt.
+        let prompt = args[6].strip_prefix("--prompt=be good\n\n").expect("the system prompt first");
+        assert!(
+            prompt.contains("0190a1b2-0000-7000-8000-000000000001") && !prompt.starts_with('/'),
+            "{prompt}"
+        );
+        let (_, resumed) = gemini.command_line(&Invocation { resume: Some("s-1"), model: None, ..run });
+        assert_eq!(
+            resumed[..5],
+            ["--output-format", "stream-json", "--yolo", "--skip-trust", "--resume=s-1"]
+        );
+        assert!(resumed[5].starts_with("--prompt=") && !resumed[5].contains("be good"), "{resumed:?}");
+        assert!(gemini.can_resume() && gemini.supports_hooks() && gemini.can_choose_model());
+        assert_eq!((gemini.output(), gemini.mcp()), (StreamFormat::GeminiStreamJson, McpConfig::Gemini));
+        assert!(!gemini.root_needs_sandbox());
+    }
+
+    #[test]
     fn a_refused_key_is_the_clis_own_failure_not_the_model_at_work() {
         for code in [401, 403] {
             let result = format!(

@@ -9,6 +9,7 @@
 
 pub(crate) mod claude;
 pub(crate) mod codex;
+pub(crate) mod gemini;
 pub(crate) mod opencode;
 pub(crate) mod pi;
 mod report;
@@ -31,7 +32,8 @@ pub(crate) use self::{
 use crate::RunnerError;
 
 /// The built-in harnesses: name and file.
-const BUILT_IN: &[(&str, &str)] = &[("claude", claude::SPEC), ("codex", codex::SPEC), ("pi", pi::SPEC)];
+const BUILT_IN: &[(&str, &str)] =
+    &[("claude", claude::SPEC), ("codex", codex::SPEC), ("pi", pi::SPEC), ("gemini", gemini::SPEC)];
 
 /// An agent CLI the runner starts, and how.
 #[derive(Debug, Clone, PartialEq)]

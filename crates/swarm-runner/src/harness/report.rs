@@ -15,6 +15,8 @@ pub enum StreamFormat {
     CodexJsonl,
     /// pi's `--mode json` events, each model request's usage on its own.
     PiJson,
+    /// The Gemini CLI's `--output-format stream-json`.
+    GeminiStreamJson,
     /// opencode's `run --format json` events.
     OpencodeJson,
     /// Plain text: any line printed counts as the agent at work; nothing else is read.
@@ -40,6 +42,7 @@ impl StreamFormat {
             StreamFormat::ClaudeStreamJson => super::claude::observe(report, &event),
             StreamFormat::CodexJsonl => super::codex::observe(report, &event),
             StreamFormat::PiJson => super::pi::observe(report, &event),
+            StreamFormat::GeminiStreamJson => super::gemini::observe(report, &event),
             StreamFormat::OpencodeJson => super::opencode::observe(report, &event),
             StreamFormat::Text => report.activity = true,
             StreamFormat::Auto => {

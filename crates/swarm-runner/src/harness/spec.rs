@@ -91,6 +91,8 @@ pub enum McpConfig {
     /// pi has no MCP client: the extension `swarm connect --harness pi` writes
     /// (`.pi/extensions/agent-swarm.ts`) registers the hub's tools and runs the hooks.
     Pi,
+    /// `mcpServers.agent-swarm` in the project's `.gemini/settings.json`.
+    Gemini,
     /// The `mcp` section of `opencode.json` in the project.
     Opencode,
     /// Whatever the CLI reads; the runner checks nothing.
