@@ -275,7 +275,10 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     if let Some(worktree) = worktree {
         worktree::leave(&context.run_place(), worktree, &work, &key, &label).await;
     }
-    let quick = started.elapsed() < config.quick_exit;
+    // A CLI that gave up on a model it could not reach (opencode retries for about 70 s
+    // itself) failed for the environment's sake, however long it tried.
+    let gave_up_on_model = supervised.report.waiting_for_model.is_some();
+    let quick = started.elapsed() < config.quick_exit || gave_up_on_model;
     let unreachable = supervised.unreachable.as_ref().map(|said| {
         format!(
             "the agent CLI could not reach the model for {}, and the runner stopped it: {said}",
@@ -302,7 +305,8 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
                     (None, "") => "(nothing on stderr)".into(),
                     (None, tail) => tail.to_string(),
                 };
-                format!("the agent CLI ended with {exit} at once, without doing anything: {said}")
+                let when = if gave_up_on_model { "unable to reach the model" } else { "at once" };
+                format!("the agent CLI ended with {exit} {when}, without doing anything: {said}")
             })
     });
     let outcome = if supervised.stopped {

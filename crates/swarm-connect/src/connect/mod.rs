@@ -14,6 +14,7 @@ mod claude;
 mod codex;
 mod gemini;
 mod git;
+mod opencode;
 mod pi;
 
 use std::{
@@ -59,6 +60,10 @@ pi (--harness pi), which has no MCP client:
                                   at pi's events, as Claude Code's hooks do
   .pi/prompts/*.md                the runner's commands as pi prompt templates
 
+opencode (--harness opencode): opencode.json in the project, the `agent-swarm` MCP server
+(a remote server: URL, headers with {env:API_KEY} and {env:AGENT_ID}). It has no hooks: the
+runner puts unread mail into the prompt, as for Codex.
+
 Values come from the environment when the agent CLI starts, so one set of files serves a
 person and every runner: .mcp.json holds ${MCP_BASE_URL:-<url>}, ${API_KEY:-} and
 ${AGENT_ID:-<agent id>}, which Claude Code expands. The API key is never written unless you
@@ -79,6 +84,8 @@ pub(crate) enum Harness {
     Pi,
     /// The Gemini CLI: .gemini/settings.json
     Gemini,
+    /// opencode: opencode.json
+    Opencode,
     /// All of them
     All,
 }
@@ -305,6 +312,9 @@ pub async fn run(args: ConnectArgs) -> anyhow::Result<()> {
         }
         merge(&mut plan, gemini::plan(dir, &endpoint, hook_program)?);
     }
+    if matches!(args.harness, Harness::Opencode | Harness::All) {
+        merge(&mut plan, opencode::plan(dir, &endpoint)?);
+    }
     let hooks_installed =
         matches!(args.harness, Harness::Claude | Harness::Pi | Harness::Gemini | Harness::All);
     if hooks_installed && args.hook_command.trim() == "swarm" && !program_on_path("swarm") {
@@ -373,6 +383,7 @@ fn auth_notes(endpoint: &Endpoint, harness: Harness) -> Vec<String> {
         let who = match harness {
             Harness::Pi => "the pi extension",
             Harness::Gemini => "the Gemini CLI",
+            Harness::Opencode => "opencode",
             _ => "Claude Code",
         };
         notes.push(format!(

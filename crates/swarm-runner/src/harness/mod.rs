@@ -32,8 +32,13 @@ pub(crate) use self::{
 use crate::RunnerError;
 
 /// The built-in harnesses: name and file.
-const BUILT_IN: &[(&str, &str)] =
-    &[("claude", claude::SPEC), ("codex", codex::SPEC), ("pi", pi::SPEC), ("gemini", gemini::SPEC)];
+const BUILT_IN: &[(&str, &str)] = &[
+    ("claude", claude::SPEC),
+    ("codex", codex::SPEC),
+    ("pi", pi::SPEC),
+    ("gemini", gemini::SPEC),
+    ("opencode", opencode::SPEC),
+];
 
 /// An agent CLI the runner starts, and how.
 #[derive(Debug, Clone, PartialEq)]
