@@ -148,6 +148,9 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
     if cli == Cli::Claude {
         env.push(("ANTHROPIC_BASE_URL", closed.clone()));
     }
+    if cli == Cli::Pi {
+        world.point_pi_at(&closed);
+    }
     let mut runner = world.runner("worker", &env);
     world.registered(&runner).await;
     let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
@@ -156,6 +159,8 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
     let said = match cli {
         Cli::Claude => "API Error:",
         Cli::Codex => "Reconnecting",
+        // pi gives up at once (no retries in the test's settings) and exits 0.
+        Cli::Pi => "Connection error",
     };
     given_back(&world, &mut runner, &id, said).await;
     assert!(world.model.conversations().is_empty(), "the model was never reached");

@@ -44,6 +44,7 @@ pub const LIMIT: Duration = Duration::from_secs(120);
 pub enum Cli {
     Claude,
     Codex,
+    Pi,
 }
 
 impl Cli {
@@ -51,6 +52,7 @@ impl Cli {
         match self {
             Cli::Claude => "claude",
             Cli::Codex => "codex",
+            Cli::Pi => "pi",
         }
     }
 
@@ -59,6 +61,7 @@ impl Cli {
         let bin = match self {
             Cli::Claude => clis::claude_bin(),
             Cli::Codex => clis::codex_bin(),
+            Cli::Pi => clis::pi_bin(),
         };
         let bin = bin.unwrap_or_else(|message| panic!("{message}"));
         bin.parent().unwrap().to_path_buf()
@@ -72,6 +75,7 @@ macro_rules! every_cli {
     ($($name:ident),* $(,)?) => {
         $crate::real_cli::cli_tests!(claude: Claude; $($name),*);
         $crate::real_cli::cli_tests!(codex: Codex; $($name),*);
+        $crate::real_cli::cli_tests!(pi: Pi; $($name),*);
     };
 }
 pub(crate) use every_cli;
@@ -142,6 +146,12 @@ impl World {
         // The provider first; `swarm connect` adds its MCP server to the same file and must
         // keep the rest.
         std::fs::write(codex_home.join("config.toml"), clis::codex_config(codex_base_url)).unwrap();
+        // pi's provider and settings (no MCP: `swarm connect` writes its extension).
+        let pi_dir = home.join(".pi/agent");
+        std::fs::create_dir_all(&pi_dir).unwrap();
+        std::fs::write(pi_dir.join("models.json"), clis::pi_models_json(&model.anthropic_base_url()))
+            .unwrap();
+        std::fs::write(pi_dir.join("settings.json"), clis::pi_settings_json()).unwrap();
         let world = World { cli, dir, hub, model, home, project, codex_home };
         eprintln!("{}", versions::under_test(cli));
         world.connect();
@@ -196,8 +206,14 @@ impl World {
         match self.cli {
             Cli::Claude => env.extend(clis::claude_env(&self.model)),
             Cli::Codex => env.push((CODEX_KEY_ENV, "sk-scripted".to_owned())),
+            Cli::Pi => env.extend(clis::pi_env()),
         }
         env
+    }
+
+    /// pi's provider at `base_url` instead of the scripted model (a model that is down).
+    pub fn point_pi_at(&self, base_url: &str) {
+        std::fs::write(self.home.join(".pi/agent/models.json"), clis::pi_models_json(base_url)).unwrap();
     }
 
     /// Starts `swarm <role> --harness <cli>` in the project.

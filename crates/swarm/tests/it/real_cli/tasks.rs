@@ -44,8 +44,12 @@ async fn a_worker_completes_an_assigned_task(cli: Cli) {
     let logs = within("the CLI's output at the hub", || async {
         let (_, body) = world.hub.get(&format!("/api/tasks/{id}/session-logs"), None).await;
         let logs = body["logs"].as_array().cloned().unwrap_or_default();
-        // Claude's last line is its `result`, Codex's its `turn.completed`.
-        let last = if cli == Cli::Claude { "\"type\":\"result\"" } else { "turn.completed" };
+        // The CLI's last line: Claude's `result`, Codex's `turn.completed`, pi's answer (`stopReason: stop`).
+        let last = match cli {
+            Cli::Claude => "\"type\":\"result\"",
+            Cli::Codex => "turn.completed",
+            Cli::Pi => "\"stopReason\":\"stop\"",
+        };
         logs.iter().any(|log| log["content"].as_str().is_some_and(|line| line.contains(last))).then_some(logs)
     })
     .await;
@@ -67,6 +71,12 @@ async fn a_worker_completes_an_assigned_task(cli: Cli) {
         Cli::Claude => assert!(cost["totalCostUsd"].as_f64().is_some_and(|usd| usd > 0.0), "{cost}"),
         // Codex reports no money: the runner records none.
         Cli::Codex => assert_eq!(cost["totalCostUsd"].as_f64(), Some(0.0), "{cost}"),
+        // pi prices each request from its model table (the test's models.json: $5/M in, $25/M out).
+        Cli::Pi => {
+            let usd = (1000.0 * 5.0 + 50.0 * 25.0) / 1e6 * requests as f64;
+            let reported = cost["totalCostUsd"].as_f64().unwrap_or_default();
+            assert!((reported - usd).abs() < 1e-9, "{cost}: {usd} expected");
+        }
     }
 }
 
