@@ -201,8 +201,16 @@ export default async function (pi: any) {
     return { content: [...(event.content ?? []), { type: "text", text: answer.context }] };
   });
 
-  pi.on("agent_end", async (_event: any, ctx: any) => {
-    const answer = await runHook(target, "stop", common(ctx));
-    if (answer.context) console.error(`agent-swarm: ${answer.context}`);
+  // Not awaited here: pi prints its own `agent_end` event only once every handler is done, and
+  // its print mode exits as soon as the prompt is, so a slow handler loses that line. pi awaits
+  // `session_shutdown` before it exits: the hook ends there.
+  let stopping: Promise<void> = Promise.resolve();
+  pi.on("agent_end", (_event: any, ctx: any) => {
+    stopping = runHook(target, "stop", common(ctx)).then((answer) => {
+      if (answer.context) console.error(`agent-swarm: ${answer.context}`);
+    });
+  });
+  pi.on("session_shutdown", async () => {
+    await stopping;
   });
 }
