@@ -163,6 +163,12 @@ impl Client {
         self.task_action(id, "release").await
     }
 
+    /// `pending`/`in_progress` → `unassigned`: give the caller's task back to the pool,
+    /// saying why; the lead is told.
+    pub async fn give_back_task(&self, id: TaskId, reason: &str) -> Result<ActionResponse, ClientError> {
+        self.post_json(&format!("/api/tasks/{id}/give-back"), &serde_json::json!({ "reason": reason })).await
+    }
+
     /// As the operator or the lead: give a gone agent's task (or a pool or backlog
     /// task) to `agent`, as `pending`.
     pub async fn reassign_task(&self, id: TaskId, agent: AgentId) -> Result<ActionResponse, ClientError> {

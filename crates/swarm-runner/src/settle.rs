@@ -26,9 +26,9 @@ const SETTLE_DEADLINE: Duration = Duration::from_secs(60);
 /// (the lease hands the task back anyway).
 const PAUSE_DEADLINE: Duration = Duration::from_secs(10);
 
-/// Hands the work of a run that could not work back to the queue, saying why on the
-/// task: a task goes back to the pool (`release`), for this runner after its backoff
-/// or another one; an offer under review returns to `offered` through its lease. A task
+/// Hands the work of a run that could not work (or went nowhere) back to the queue, saying
+/// why on the task and to the lead: a task goes back to the pool (`give-back`), for this
+/// runner after its backoff or another one; an offer under review returns to `offered` through its lease. A task
 /// the agent did report on is settled as reported.
 pub(crate) async fn give_back(context: &Context, work: &Work, reason: &str) -> Outcome {
     let task_id = match work {
@@ -40,7 +40,8 @@ pub(crate) async fn give_back(context: &Context, work: &Work, reason: &str) -> O
     if let Err(err) = context.client.store_progress(task_id, &note).await {
         context.view.warn("progress_failed", &format!("cannot note why on the task: {err}"), &[]);
     }
-    let release = || context.client.release_task(task_id);
+    // With the reason, so that the lead hears of it (`tasks_handed_back`).
+    let release = || context.client.give_back_task(task_id, &note);
     match hub_call(context, "giving the task back", SETTLE_DEADLINE, release).await {
         Ok(_) => Outcome::Released,
         Err(reason) => match context.client.get_task(task_id).await {

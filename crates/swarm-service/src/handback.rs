@@ -6,14 +6,49 @@
 use swarm_domain::{
     agent::AgentStatus,
     handback::{self, HandBackBy, HandBackTo},
-    id::AgentId,
-    task::{Refusal, Task, TaskChange, TaskStatus},
+    id::{AgentId, TaskId},
+    poll::Wake,
+    task::{Refusal, Task, TaskAction, TaskChange, TaskStatus, parse_note},
 };
 use swarm_store::Applied;
 
 use crate::{Caller, Service, ServiceError, ServiceResult, tasks::ActionOutcome};
 
 impl Service {
+    /// An agent gives back a task it holds (`pending` or `in_progress`), saying why: its
+    /// runner stopped a run going nowhere, or the agent CLI could not work (issue 40). The
+    /// task returns to the pool, the reason is logged on it, and the lead is told
+    /// (`tasks_handed_back`), as of work the rescuer hands on.
+    pub async fn task_give_back(
+        &self,
+        caller: Caller,
+        id: TaskId,
+        reason: Option<String>,
+    ) -> ServiceResult<ActionOutcome> {
+        let agent = caller.require_agent()?;
+        let reason =
+            parse_note("reason", reason)?.filter(|reason| !reason.trim().is_empty()).ok_or_else(|| {
+                ServiceError::Invalid("reason must not be empty: say why the task is given back".into())
+            })?;
+        let now = self.clock.now();
+        let change = TaskAction::Release { agent }.change();
+        match self.store.task_give_back(id, &change, agent, &reason, now).await? {
+            Applied::Changed { before, after } => {
+                self.task_changed_with(&after, before.agent_id, None).await;
+                self.wake(&[Wake::Leads]).await;
+                Ok(ActionOutcome { task: after, already_finished: false })
+            }
+            Applied::NotFound => Err(crate::tasks::unknown_task(id)),
+            Applied::Refused { current } if current.agent_id != Some(agent) => Err(ServiceError::Forbidden(
+                "cannot give back task: it is not yours (only its assignee gives it back)".into(),
+            )),
+            Applied::Refused { current } => Err(ServiceError::Conflict(format!(
+                "cannot give back task: it is {}; only a pending or in_progress task can be given back",
+                current.status
+            ))),
+        }
+    }
+
     /// Hand `task` on to `to` (the pool, or an agent). The task must be held by, or
     /// offered to, an agent that is offline; a task nobody holds (pool, backlog) may be
     /// reassigned too. `caller` is already known to be the operator or the lead.

@@ -10,7 +10,7 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     lease::LeasePolicy,
     poll::Trigger,
-    task::TaskStatus,
+    task::{Task, TaskChange, TaskStatus},
     time::Timestamp,
 };
 use swarm_store::{Applied, StoreResult};
@@ -71,23 +71,58 @@ pub(crate) async fn hand_back(
             tx.rollback().await.map_err(db)?;
             continue;
         };
-        sqlx::query(
-            "INSERT INTO task_handoffs (task_id, from_agent_id, from_status, to_status, reason, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(task_id.as_uuid())
-        .bind(holder.as_uuid())
-        .bind(from.as_str())
-        .bind(after.status.as_str())
-        .bind(&reason)
-        .bind(now.datetime())
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
+        record(&mut tx, task_id, holder, from, after.status, &reason, now).await?;
         tx.commit().await.map_err(db)?;
         moved.push(HandedBack { task_id, holder, from, to: after.status });
     }
     Ok(moved)
+}
+
+/// An agent gives back its own task with a reason: the change and, when it applies, the
+/// move for the lead (`Store::task_give_back`).
+pub(crate) async fn give_back(
+    pool: &PgPool,
+    task_id: TaskId,
+    change: &TaskChange,
+    agent: AgentId,
+    reason: &str,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let (applied, _) = apply::apply_in(&mut tx, task_id, change, Some(agent), now).await?;
+    let Applied::Changed { before, after } = &applied else {
+        tx.rollback().await.map_err(db)?;
+        return Ok(applied);
+    };
+    record(&mut tx, task_id, agent, before.status, after.status, reason, now).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(applied)
+}
+
+/// One move, for the lead's next `tasks_handed_back`.
+async fn record(
+    tx: &mut PgConnection,
+    task_id: TaskId,
+    holder: AgentId,
+    from: TaskStatus,
+    to: TaskStatus,
+    reason: &str,
+    now: Timestamp,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO task_handoffs (task_id, from_agent_id, from_status, to_status, reason, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(task_id.as_uuid())
+    .bind(holder.as_uuid())
+    .bind(from.as_str())
+    .bind(to.as_str())
+    .bind(reason)
+    .bind(now.datetime())
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    Ok(())
 }
 
 type HandoffRow = (Uuid, Uuid, String, String, String, chrono::DateTime<chrono::Utc>);

@@ -312,6 +312,17 @@ impl Store for PgStore {
         self.wrote(apply::apply_with_waiters(&self.pool, id, change, actor, now).await)
     }
 
+    async fn task_give_back(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        agent: AgentId,
+        reason: &str,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        self.wrote(handback::give_back(&self.pool, id, change, agent, reason, now).await)
+    }
+
     async fn task_edit_text(
         &self,
         id: TaskId,

@@ -9,7 +9,7 @@ use swarm_domain::{
     id::{AgentId, TaskId},
     lease::LeasePolicy,
     poll::Trigger,
-    task::TaskStatus,
+    task::{Task, TaskChange, TaskStatus},
     time::Timestamp,
 };
 use swarm_store::{Applied, StoreResult};
@@ -80,22 +80,53 @@ pub(crate) fn hand_back(
         let Applied::Changed { after, .. } = apply::apply(tx, task_id, &change, None, now)? else {
             continue;
         };
-        sql::execute(
-            tx,
-            "INSERT INTO task_handoffs (task_id, from_agent_id, from_status, to_status, reason, created_at)
-             VALUES (?, ?, ?, ?, ?, ?)",
-            params![
-                task_id.to_string(),
-                holder.to_string(),
-                from.as_str(),
-                after.status.as_str(),
-                reason,
-                now.unix_millis()
-            ],
-        )?;
+        record(tx, task_id, holder, from, after.status, &reason, now)?;
         moved.push(HandedBack { task_id, holder, from, to: after.status });
     }
     Ok(moved)
+}
+
+/// An agent gives back its own task with a reason: the change and, when it applies, the
+/// move for the lead (`Store::task_give_back`).
+pub(crate) fn give_back(
+    tx: &Connection,
+    task_id: TaskId,
+    change: &TaskChange,
+    agent: AgentId,
+    reason: &str,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let applied = apply::apply(tx, task_id, change, Some(agent), now)?;
+    if let Applied::Changed { before, after } = &applied {
+        record(tx, task_id, agent, before.status, after.status, reason, now)?;
+    }
+    Ok(applied)
+}
+
+/// One move, for the lead's next `tasks_handed_back`.
+fn record(
+    tx: &Connection,
+    task_id: TaskId,
+    holder: AgentId,
+    from: TaskStatus,
+    to: TaskStatus,
+    reason: &str,
+    now: Timestamp,
+) -> StoreResult<()> {
+    sql::execute(
+        tx,
+        "INSERT INTO task_handoffs (task_id, from_agent_id, from_status, to_status, reason, created_at)
+         VALUES (?, ?, ?, ?, ?, ?)",
+        params![
+            task_id.to_string(),
+            holder.to_string(),
+            from.as_str(),
+            to.as_str(),
+            reason,
+            now.unix_millis()
+        ],
+    )?;
+    Ok(())
 }
 
 type HandoffRow = (i64, TaskId, AgentId, String, String, String, i64);

@@ -320,6 +320,18 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn task_give_back(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        agent: AgentId,
+        reason: &str,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        let (change, reason) = (change.clone(), reason.to_string());
+        self.database.write(move |tx| handback::give_back(tx, id, &change, agent, &reason, now)).await
+    }
+
     async fn task_edit_text(
         &self,
         id: TaskId,

@@ -197,6 +197,19 @@ pub trait Store:
         now: Timestamp,
     ) -> StoreResult<(Applied<Task>, Option<TaskWaiters>)>;
 
+    /// An agent gives back a task it holds, saying why (its runner stopped a run going
+    /// nowhere, issue 40): [`Store::task_apply`] of `change` by `agent` and, when it applies,
+    /// the move recorded for the lead's `tasks_handed_back` trigger, in one transaction. A
+    /// refused guard records nothing.
+    async fn task_give_back(
+        &self,
+        id: TaskId,
+        change: &TaskChange,
+        agent: AgentId,
+        reason: &str,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>>;
+
     /// Replace the task's text, guarded by its status being one of
     /// [`TaskStatus::EDITABLE`] (nobody has taken it up). Logs `task_edited`.
     async fn task_edit_text(

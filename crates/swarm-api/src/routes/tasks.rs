@@ -28,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(tasks_cancel))
         .routes(routes!(tasks_claim))
         .routes(routes!(tasks_release))
+        .routes(routes!(tasks_give_back))
         .routes(routes!(tasks_reassign))
         .routes(routes!(tasks_accept))
         .routes(routes!(tasks_reject))
@@ -312,6 +313,31 @@ async fn tasks_release(
     Path(id): Path<String>,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
     act(&state, caller, &id, TaskRequest::Release).await
+}
+
+/// The task's body for `give-back`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GiveBackBody {
+    /// Why the task is given back: logged on it and told to the lead.
+    #[schema(min_length = 1, max_length = 100000, pattern = r"^[^\u0000]*[^\s\u0000][^\u0000]*$")]
+    reason: String,
+}
+
+/// Ours: give an own pending or started task back to the pool, saying why (a runner that
+/// stopped a run going nowhere does): the lead is told (`tasks_handed_back`).
+#[utoipa::path(post, path = "/api/tasks/{id}/give-back", tag = "tasks", request_body = GiveBackBody,
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = TaskActionResponse), ErrorResponses))]
+async fn tasks_give_back(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<GiveBackBody>,
+) -> Result<Json<TaskActionResponse>, ApiError> {
+    let outcome =
+        Box::pin(state.service.task_give_back(caller, TaskId::parse(&id)?, Some(body.reason))).await?;
+    Ok(Json(outcome.into()))
 }
 
 /// Operator or lead (ours): give a gone (offline) agent's pending, started, paused or

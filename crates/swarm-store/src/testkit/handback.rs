@@ -34,6 +34,7 @@ macro_rules! __store_conformance_handback {
                 rescue_hands_on_the_work_of_gone_agents,
                 an_agent_back_in_time_keeps_its_work,
                 the_operators_hand_back_is_guarded,
+                an_agent_giving_back_its_task_tells_the_lead,
             ],
             multi_thread: []
         );
@@ -178,4 +179,39 @@ pub async fn the_operators_hand_back_is_guarded(store: Arc<dyn Store>) {
         fx.store.task_apply(task.id, &release(now), None, now).await.unwrap(),
         Applied::Refused { .. }
     ));
+}
+
+/// A runner that stopped a run going nowhere gives its task back with the reason (issue
+/// 40): the task returns to the pool, and the lead hears of it once, reason and all. A
+/// give-back the guard refuses (not the agent's task) tells nobody anything.
+pub async fn an_agent_giving_back_its_task_tells_the_lead(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let holder = fx.worker("holder").await;
+    let other = fx.worker("other").await;
+    let lead = fx.register("lead", true, 1).await.id;
+    let task = fx.started_task("stalled work", holder).await;
+    let give_back = |agent| TaskAction::Release { agent }.change();
+    let reason = "the run stalled: no output for 11m";
+
+    let now = fx.now();
+    let refused = fx.store.task_give_back(task.id, &give_back(other), other, reason, now).await.unwrap();
+    assert!(matches!(refused, Applied::Refused { .. }), "{refused:?}");
+    assert_eq!(lead_claims(&fx, lead, now).await, None, "a refused give-back tells nobody");
+
+    let now = fx.now();
+    let Applied::Changed { after, .. } =
+        fx.store.task_give_back(task.id, &give_back(holder), holder, reason, now).await.unwrap()
+    else {
+        panic!("given back");
+    };
+    assert_eq!((after.status, after.agent_id), (TaskStatus::Unassigned, None));
+    let Some(Trigger::TasksHandedBack { count: 1, handoffs }) = lead_claims(&fx, lead, now).await else {
+        panic!("the lead gets tasks_handed_back");
+    };
+    let told = &handoffs[0];
+    assert_eq!((told.task.id, told.from_agent_id), (task.id, holder));
+    assert_eq!((told.from_status, told.to_status), (TaskStatus::InProgress, TaskStatus::Unassigned));
+    assert_eq!(told.reason, reason);
+    assert_eq!(lead_claims(&fx, lead, now).await, None, "told once");
+    fx.must_change(task.id, TaskAction::Claim { agent: other }).await;
 }

@@ -225,3 +225,43 @@ async fn the_operator_reassigns_a_gone_agents_task() {
     let (status, body) = act(&hub, &id, "finish", Some(&worker), json!({ "status": "completed" })).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// A runner that stopped a run going nowhere gives its task back, saying why (issue 40):
+/// the task returns to the pool and the lead hears why, once. A give-back without a
+/// reason, or of another agent's task, is refused and changes nothing.
+#[tokio::test]
+async fn an_agent_gives_back_its_task_and_the_lead_hears_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hub, _clock) = clocked_hub(&sqlite_file(dir.path()), dir.path());
+    let lead = hub.register_agent("lead", true).await;
+    let worker = hub.register_agent("worker", false).await;
+    let other = hub.register_agent("other", false).await;
+    let id = hub.create_task(json!({ "task": "stalls in its run", "agentId": worker })).await;
+    assert_eq!(act(&hub, &id, "start", Some(&worker), json!({})).await.0, 200);
+
+    let before = task(&hub, &id).await;
+    for (agent, body, refused) in [
+        (&worker, json!({}), 400),
+        (&worker, json!({ "reason": " " }), 400),
+        (&other, json!({ "reason": "not mine" }), 403),
+    ] {
+        let (status, answer) = act(&hub, &id, "give-back", Some(agent), body).await;
+        assert_eq!(status, refused, "{answer}");
+        assert!(answer["error"].is_string(), "{answer}");
+    }
+    assert_eq!(task(&hub, &id).await["logs"], before["logs"], "a refusal changes nothing");
+
+    let reason = "the run stalled: no output from the agent CLI for 11m";
+    let (status, body) = act(&hub, &id, "give-back", Some(&worker), json!({ "reason": reason })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["task"]["status"].as_str(), &body["task"]["agentId"]),
+        (Some("unassigned"), &Value::Null)
+    );
+    let told = trigger_of(&hub, &lead, "tasks_handed_back").await;
+    assert_eq!(told["handoffs"][0]["task"]["id"], id.as_str(), "{told}");
+    assert_eq!(told["handoffs"][0]["fromAgentId"], worker.as_str(), "{told}");
+    assert_eq!(told["handoffs"][0]["reason"], reason, "{told}");
+    let (status, _) = act(&hub, &id, "give-back", Some(&worker), json!({ "reason": reason })).await;
+    assert_eq!(status, 403, "no longer the worker's");
+}

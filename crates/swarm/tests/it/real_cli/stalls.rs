@@ -38,6 +38,10 @@ async fn reason_on_the_agent(world: &World, runner: &mut RunnerProcess, said: &s
 async fn a_silent_run_is_stopped_and_its_task_handed_back(cli: Cli) {
     let world = World::new(cli, Script::new().call_tool("store-progress", complete).reply("Reported.")).await;
     world.model.set_failure(Some(Failure::Hang));
+    let lead = uuid::Uuid::new_v4().to_string();
+    let (status, body) =
+        world.hub.post("/api/agents", Some(&lead), json!({"name": "lead", "isLead": true})).await;
+    assert_eq!(status, 201, "{body}");
     // Two runs going nowhere stop the runner: it is alive after the first, whose
     // processes the runner itself must have stopped.
     let env = [
@@ -55,6 +59,15 @@ async fn a_silent_run_is_stopped_and_its_task_handed_back(cli: Cli) {
     assert!(!run.is_empty(), "the run is under way:\n{}", runner.output());
 
     handed_back(&world, &runner, &id, "the run stalled").await;
+    let told = within("the lead to be told", || async {
+        let (status, body) = world.hub.poll_as_runner(&lead, 1).await;
+        assert_eq!(status, 200, "{body}");
+        (body["trigger"]["type"] == "tasks_handed_back").then_some(body["trigger"].clone())
+    })
+    .await;
+    let handoff = &told["handoffs"][0];
+    assert_eq!((&handoff["task"]["id"], &handoff["fromAgentId"]), (&json!(id), &json!(runner.agent_id)));
+    assert!(handoff["reason"].as_str().unwrap().contains("the run stalled"), "{told}");
     let left = within("the stalled run's processes to be gone", || async {
         let now = processes_in(&world.project, runner.pid());
         let left: Vec<_> = run.iter().filter(|process| now.contains(process)).cloned().collect();
