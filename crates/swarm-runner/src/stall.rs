@@ -191,6 +191,7 @@ mod tests {
         }
         assert_eq!(calls.looping(3), None);
         calls.called("Bash", &same);
+        assert_eq!(calls.in_a_row(), 3);
         let reason = calls.looping(3).expect("three in a row");
         assert!(reason.contains("3 times in a row") && reason.contains("git status"), "{reason}");
 
