@@ -17,6 +17,9 @@ use crate::{
 };
 
 pub const STEERING_TEXT_MAX_CHARS: usize = 20_000;
+/// Set to `hooks` by the runner for a CLI whose hooks pass steering on to the agent: only
+/// then does `swarm hook` take a task's steering messages.
+pub const STEERING_ENV: &str = "SWARM_STEERING";
 /// The task type of the follow-up task an undeliverable message becomes.
 pub const FOLLOW_UP_TASK_TYPE: &str = "follow-up";
 

@@ -255,9 +255,15 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     }
     if !exit.success() && !supervised.stopped && !supervised.cancelled {
         let message = format!("the agent ended with {exit}");
-        if let Err(err) =
-            append_error(&context.session_dir, iteration, Some(exit), work.kind(), metadata.task_id, &message)
-                .await
+        if let Err(err) = append_error(
+            &context.session_dir,
+            iteration,
+            Some(exit),
+            work.kind(),
+            metadata.task_id.clone(),
+            &message,
+        )
+        .await
         {
             context.view.warn("log_failed", &format!("cannot write errors.jsonl: {err:#}"), &[]);
         }
@@ -270,6 +276,12 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     if supervised.report.has_usage() {
         context.shipper.cost(cost_request(&context, task_id, &supervised.report));
     }
+
+    // A CLI without hooks takes waiting steering by resuming its session, before settling.
+    let place =
+        crate::steering::ResumePlace { key: &key, stop: &stop, metadata: &metadata, cwd: cwd.as_deref() };
+    let supervised = crate::steering::resume_for_steering(&context, &work, &place, supervised).await;
+    let exit = supervised.exit;
 
     // Before settling: the task may still take a note of what its worktree holds.
     if let Some(worktree) = worktree {
@@ -325,6 +337,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     } else {
         settle(&context, &work, exit, &supervised).await
     };
+    crate::steering::settle_after_run(&context, &work, &label).await;
     let end = match (supervised.stopped, supervised.cancelled) {
         (_, true) => RunEnd::Cancelled(exit),
         (true, false) => RunEnd::Stopped(exit),
@@ -335,7 +348,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     result(end, outcome, env_failure)
 }
 
-fn spawn_agent(
+pub(crate) fn spawn_agent(
     context: &Context,
     work: &Work,
     prompt: &str,
@@ -362,6 +375,11 @@ fn spawn_agent(
         None => command.env_remove("TASK_ID"),
     };
     command.env("SWARM_TRIGGER", work.kind());
+    // Its hooks take the task's steering only where they pass it on to the agent.
+    match config.harness.steering() {
+        crate::harness::SteeringDelivery::Hooks => command.env(swarm_domain::steering::STEERING_ENV, "hooks"),
+        _ => command.env_remove(swarm_domain::steering::STEERING_ENV),
+    };
     if let Some(cwd) = cwd {
         // Inherited from a git hook, these would point the agent's git at the main tree.
         command
@@ -385,7 +403,11 @@ fn spawn_agent(
     })
 }
 
-fn cost_request(context: &Context, task_id: Option<TaskId>, report: &RunReport) -> SessionCostRequest {
+pub(crate) fn cost_request(
+    context: &Context,
+    task_id: Option<TaskId>,
+    report: &RunReport,
+) -> SessionCostRequest {
     SessionCostRequest {
         session_id: context.config.session_id.clone(),
         agent_id: context.config.agent_id,

@@ -30,6 +30,7 @@ mod runner;
 mod settle;
 mod shipper;
 mod stall;
+mod steering;
 mod supervise;
 mod view;
 mod work;

@@ -134,8 +134,10 @@ impl Service {
     }
 
     /// When a run of the task ended (its assignee's runner, the lead or the operator): what
-    /// it showed the agent is `handled`, what it never showed becomes a follow-up task for
-    /// the task's agent, each message at most once however often this is called.
+    /// it showed the agent is `handled`. When the task is finished, what no run showed
+    /// becomes a follow-up task for the task's agent, each message at most once however
+    /// often this is called; a task that goes on (paused, handed back) keeps it `pending`
+    /// for its next run.
     pub async fn steering_settle(&self, caller: Caller, task_id: TaskId) -> ServiceResult<SteeringSettled> {
         let caller_agent = self.caller_agent(caller).await?;
         let task = self.task_get(task_id).await?;
@@ -150,7 +152,10 @@ impl Service {
             handled: self.store.steering_mark_handled(task_id, now).await?,
             ..Default::default()
         };
-        let pending = self.store.steering_list(task_id).await?;
+        let pending = match task.status.is_finished() {
+            true => self.store.steering_list(task_id).await?,
+            false => Vec::new(),
+        };
         for message in pending.iter().filter(|message| message.status == SteeringStatus::Pending) {
             let new = NewSteeringMessage {
                 id: message.id,

@@ -39,6 +39,7 @@ use swarm_domain::{
 use crate::connect::{SERVER_NAME, expand_env_placeholders};
 
 mod mail;
+mod steering;
 mod trace;
 
 /// The most a hook spends talking to the hub: Claude Code waits for hooks, and a
@@ -74,7 +75,10 @@ AGENT_ID, TASK_ID (or the taskId of the JSON file TASK_FILE names) from the envi
   user-prompt-submit   adds what waits for the agent (offers, mentions) and delivers its
                        unread mail, urgent first (low-priority mail waits for read-mail)
   pre-tool-use         blocks the tool call (exit 2) when the task TASK_ID (or TASK_FILE's) was cancelled
-  post-tool-use        heartbeat; refreshes the mail counts and says when urgent mail came
+  post-tool-use        heartbeat; refreshes the mail counts and says when urgent mail came;
+                       gives the agent its task's `steer` steering messages (SWARM_STEERING=hooks)
+  stop                 with steering messages left for the task (SWARM_STEERING=hooks): keeps
+                       the agent going with them (a Stop block decision)
   stop, subagent-stop  heartbeat; when the agent stops waiting on mail it sent (awaiting a
                        response, or urgent and unread) or with mail it must see unread, the
                        hub mails the agent that delegated its work, and a systemMessage says so
@@ -148,6 +152,8 @@ enum Answer {
     Line(String),
     /// Block the tool call or prompt, with the reason.
     Block(String),
+    /// Keep the agent going at `Stop`, with its next instruction (steering).
+    Continue(String),
 }
 
 /// The hub connection and the agent's identity, however they were found.
@@ -248,6 +254,9 @@ pub async fn run(args: HookArgs) -> anyhow::Result<()> {
             eprintln!("{reason}");
             std::process::exit(BLOCK_EXIT_CODE);
         }
+        Answer::Continue(reason) => {
+            print_stdout(&format!("{}\n", json!({"decision": "block", "reason": reason})));
+        }
     }
     Ok(())
 }
@@ -275,9 +284,21 @@ async fn answer(event: HookEvent, settings: &HookSettings) -> Answer {
         }
         HookEvent::PostToolUse => {
             heartbeat(&client, settings).await;
-            mail::refresh_counts(&client, settings).await.map_or(Answer::Nothing, Answer::Context)
+            let steering = steering::at_tool_use(&client, settings).await;
+            let mail = mail::refresh_counts(&client, settings).await;
+            let parts: Vec<String> = [steering, mail].into_iter().flatten().collect();
+            if parts.is_empty() { Answer::Nothing } else { Answer::Context(parts.join("\n\n")) }
         }
-        HookEvent::Stop | HookEvent::SubagentStop => {
+        HookEvent::Stop => {
+            heartbeat(&client, settings).await;
+            if let Some(steering) = steering::at_turn_end(&client, settings).await {
+                return Answer::Continue(steering);
+            }
+            mail::tell_coordinator(&client, settings, event.cli_name()).await;
+            let alert = mail::stop_alert(&client, settings, event.cli_name()).await;
+            alert.map_or(Answer::Nothing, Answer::SystemMessage)
+        }
+        HookEvent::SubagentStop => {
             heartbeat(&client, settings).await;
             // The systemMessage reaches only this session; the hub tells the coordinator.
             mail::tell_coordinator(&client, settings, event.cli_name()).await;

@@ -23,7 +23,7 @@ use std::{
 use self::spec::HarnessSpec;
 pub use self::{
     report::StreamFormat,
-    spec::{MailDelivery, McpConfig, Prompts},
+    spec::{MailDelivery, McpConfig, Prompts, SteeringDelivery},
 };
 pub(crate) use self::{
     report::{RunReport, TokenCounts},
@@ -109,6 +109,8 @@ impl Harness {
             prompts: Prompts::Slash,
             mail: MailDelivery::None,
             hooks: false,
+            // Resuming would start the program again with the messages as its prompt.
+            steering: Some(SteeringDelivery::None),
             mcp: McpConfig::None,
             install: None,
             check_version: false,
@@ -203,6 +205,16 @@ impl Harness {
     /// Whether the CLI runs `swarm hook` on its own events (mail, cancel, steering).
     pub fn supports_hooks(&self) -> bool {
         self.spec.hooks
+    }
+
+    /// How steering reaches its running agent (the file's `steering`, else `resume` when
+    /// it resumes sessions, else `none`).
+    pub fn steering(&self) -> SteeringDelivery {
+        self.spec.steering.unwrap_or(if self.can_resume() {
+            SteeringDelivery::Resume
+        } else {
+            SteeringDelivery::None
+        })
     }
 
     /// Whether it can continue an earlier session (a trigger's conversation).

@@ -47,6 +47,13 @@ pub(crate) struct HarnessSpec {
     /// steering): Claude Code's hooks.
     #[serde(default)]
     pub hooks: bool,
+    /// How a task's steering messages reach the running agent (docs/running-agents.md,
+    /// "Steering"): `hooks` (its hooks run `swarm hook post-tool-use` and `stop` and pass on
+    /// what they print), `resume` (the runner resumes its session with them when a turn
+    /// ends), `none` (they become a follow-up task when the run ends). Default: `resume`
+    /// when the CLI resumes sessions, else `none`; `hooks` only when said.
+    #[serde(default)]
+    pub steering: Option<SteeringDelivery>,
     /// Which MCP configuration `swarm connect --harness <mcp>` writes for it, and `swarm
     /// doctor` looks for.
     #[serde(default)]
@@ -77,6 +84,18 @@ pub enum MailDelivery {
     Hooks,
     #[default]
     Prompt,
+    None,
+}
+
+/// How steering reaches a running agent of this CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SteeringDelivery {
+    /// Its hooks: `steer` at the next tool call, the rest when its turn ends.
+    Hooks,
+    /// The runner resumes its session with the messages after each turn.
+    Resume,
+    /// None during the run: a follow-up task when the run ends.
     None,
 }
 

@@ -214,12 +214,18 @@ async fn a_run_takes_each_message_once_and_leaves_none_behind() {
     let (_, at_end) = deliver(crew.worker.clone(), json!(["steer", "queue"])).await;
     assert_eq!(texts(&at_end), vec!["At the end", "Never shown"]);
     crew.steer(&task, None, json!({"message": "Too late for this run"})).await;
-    let (status, settled) = crew
-        .hub
-        .post(&format!("/api/tasks/{task}/steering-messages/settle"), Some(&crew.worker), json!({}))
-        .await;
+    let settle_path = format!("/api/tasks/{task}/steering-messages/settle");
+    let (status, settled) = crew.hub.post(&settle_path, Some(&crew.worker), json!({})).await;
     assert_eq!(status, 200, "{settled}");
     assert_eq!(settled["handled"], 2, "{settled}");
+    assert_eq!(settled["promoted"], json!([]), "the task goes on: its next run takes it");
+    let (status, _) = crew
+        .hub
+        .post(&format!("/api/tasks/{task}/finish"), Some(&crew.worker), json!({"status": "completed"}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, settled) = crew.hub.post(&settle_path, Some(&crew.worker), json!({})).await;
+    assert_eq!(settled["handled"], 0, "{settled}");
     let promoted = settled["promoted"].as_array().unwrap();
     assert_eq!(promoted.len(), 1, "{settled}");
     let follow_up = promoted[0]["taskId"].as_str().unwrap();

@@ -13,6 +13,7 @@ mod lead_stories;
 mod mail;
 mod prompts;
 mod sessions;
+mod steering;
 mod stalls;
 mod tasks;
 mod versions;
