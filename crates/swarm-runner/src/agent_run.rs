@@ -302,7 +302,8 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     let env_failure = unreachable.or_else(|| supervised.nowhere.clone()).or_else(|| {
         (!supervised.stopped
             && !supervised.cancelled
-            && !exit.success()
+            // pi exits 0 when the model fails it, and says so in its output.
+            && (!exit.success() || supervised.report.is_error)
             && quick
             && !supervised.report.activity)
             .then(|| {
