@@ -94,6 +94,32 @@ impl BudgetKey {
     }
 }
 
+impl BudgetKey {
+    /// The event log's record of setting (`Some` new ceiling) or removing (`None`) this
+    /// budget, whose ceiling was `before`.
+    pub fn change_event(&self, before: Option<f64>, after: Option<f64>) -> crate::event::NewEvent {
+        let event_type = if after.is_some() {
+            crate::event::EventType::BudgetSet
+        } else {
+            crate::event::EventType::BudgetRemoved
+        };
+        let agent = match self {
+            BudgetKey::Global => None,
+            BudgetKey::Agent(agent) => Some(*agent),
+        };
+        crate::event::NewEvent {
+            metadata: Some(serde_json::json!({"scope": self.scope().as_str()})),
+            ..crate::event::NewEvent::change(
+                event_type,
+                agent,
+                None,
+                before.map(|usd| usd.to_string()).as_deref(),
+                after.map(|usd| usd.to_string()).as_deref(),
+            )
+        }
+    }
+}
+
 /// A daily ceiling: finite, not negative, at most [`DAILY_BUDGET_MAX_USD`]. Zero stops all
 /// new work of its scope.
 #[derive(Debug, Clone, Copy, PartialEq)]

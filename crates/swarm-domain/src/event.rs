@@ -35,10 +35,14 @@ pub enum EventType {
     ServiceUnregistered,
     /// A service's status changed (old → new).
     ServiceStatusChange,
+    /// Ours: a daily budget was set (old → new ceiling in USD; `metadata.scope`).
+    BudgetSet,
+    /// Ours: a daily budget was removed (its ceiling as the old value).
+    BudgetRemoved,
 }
 
 impl EventType {
-    pub const ALL: [EventType; 20] = [
+    pub const ALL: [EventType; 22] = [
         EventType::AgentJoined,
         EventType::AgentStatusChange,
         EventType::AgentLeft,
@@ -59,6 +63,8 @@ impl EventType {
         EventType::ServiceRegistered,
         EventType::ServiceUnregistered,
         EventType::ServiceStatusChange,
+        EventType::BudgetSet,
+        EventType::BudgetRemoved,
     ];
 
     pub fn as_str(&self) -> &'static str {
@@ -83,6 +89,8 @@ impl EventType {
             EventType::ServiceRegistered => "service_registered",
             EventType::ServiceUnregistered => "service_unregistered",
             EventType::ServiceStatusChange => "service_status_change",
+            EventType::BudgetSet => "budget_set",
+            EventType::BudgetRemoved => "budget_removed",
         }
     }
 

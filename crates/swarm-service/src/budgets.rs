@@ -62,7 +62,7 @@ impl Service {
     /// Removes a ceiling: its scope is unlimited from the next poll on.
     pub async fn budget_delete(&self, caller: Caller, key: BudgetKey) -> ServiceResult<()> {
         require_operator(caller, "remove")?;
-        if self.store.budget_delete(key).await? { Ok(()) } else { Err(not_configured(key)) }
+        if self.store.budget_delete(key, self.clock.now()).await? { Ok(()) } else { Err(not_configured(key)) }
     }
 
     /// Every budget the caller may read, by scope then id, each with today's spend.

@@ -154,7 +154,17 @@ pub(crate) async fn refuse_if_spent(
 #[async_trait]
 impl BudgetStore for PgStore {
     async fn budget_put(&self, key: BudgetKey, daily_budget_usd: f64, now: Timestamp) -> StoreResult<Budget> {
-        sqlx::query(concat!(
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        // Locks the row (when there is one): the old ceiling logged is the one replaced.
+        let before: Option<f64> = sqlx::query_scalar(
+            "SELECT daily_budget_usd FROM budgets WHERE scope = $1 AND scope_id = $2 FOR UPDATE",
+        )
+        .bind(key.scope().as_str())
+        .bind(key.scope_id())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        let budget = sqlx::query(concat!(
             "INSERT INTO budgets (",
             budget_columns!(),
             ") VALUES ($1, $2, $3, $4, $4)
@@ -168,9 +178,12 @@ impl BudgetStore for PgStore {
         .bind(daily_budget_usd)
         .bind(now.datetime())
         .try_map(budget_from_row)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *tx)
         .await
-        .map_err(db)
+        .map_err(db)?;
+        crate::events::insert(&mut tx, &key.change_event(before, Some(daily_budget_usd)), now).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(budget)
     }
 
     async fn budget_get(&self, key: BudgetKey) -> StoreResult<Option<Budget>> {
@@ -183,14 +196,22 @@ impl BudgetStore for PgStore {
             .map_err(db)
     }
 
-    async fn budget_delete(&self, key: BudgetKey) -> StoreResult<bool> {
-        let removed = sqlx::query("DELETE FROM budgets WHERE scope = $1 AND scope_id = $2")
-            .bind(key.scope().as_str())
-            .bind(key.scope_id())
-            .execute(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(removed.rows_affected() > 0)
+    async fn budget_delete(&self, key: BudgetKey, now: Timestamp) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await.map_err(db)?;
+        let removed: Option<f64> = sqlx::query_scalar(
+            "DELETE FROM budgets WHERE scope = $1 AND scope_id = $2 RETURNING daily_budget_usd",
+        )
+        .bind(key.scope().as_str())
+        .bind(key.scope_id())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        let Some(ceiling) = removed else {
+            return Ok(false);
+        };
+        crate::events::insert(&mut tx, &key.change_event(Some(ceiling), None), now).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(true)
     }
 
     async fn budget_list(&self) -> StoreResult<Vec<Budget>> {

@@ -57,6 +57,8 @@ fn get(connection: &Connection, key: BudgetKey) -> StoreResult<Option<Budget>> {
 }
 
 fn put(tx: &Connection, key: BudgetKey, daily_budget_usd: f64, now: Timestamp) -> StoreResult<Budget> {
+    let before = get(tx, key)?.map(|budget| budget.daily_budget_usd);
+    crate::events::insert(tx, &key.change_event(before, Some(daily_budget_usd)), now)?;
     let stored = sql::optional(
         tx,
         concat!(
@@ -197,15 +199,20 @@ impl BudgetStore for SqliteStore {
         self.database.read(|connection| get(connection, key))
     }
 
-    async fn budget_delete(&self, key: BudgetKey) -> StoreResult<bool> {
+    async fn budget_delete(&self, key: BudgetKey, now: Timestamp) -> StoreResult<bool> {
         self.database
             .write(move |tx| {
-                let removed = sql::execute(
+                let removed = sql::optional(
                     tx,
-                    "DELETE FROM budgets WHERE scope = ?1 AND scope_id = ?2",
+                    "DELETE FROM budgets WHERE scope = ?1 AND scope_id = ?2 RETURNING daily_budget_usd",
                     params![key.scope().as_str(), key.scope_id()],
+                    |row| row.get::<_, f64>(0).map_err(crate::error::db),
                 )?;
-                Ok(removed > 0)
+                let Some(ceiling) = removed else {
+                    return Ok(false);
+                };
+                crate::events::insert(tx, &key.change_event(Some(ceiling), None), now)?;
+                Ok(true)
             })
             .await
     }

@@ -14,11 +14,13 @@ use swarm_domain::time::Timestamp;
 
 #[async_trait]
 pub trait BudgetStore: Send + Sync {
-    /// Creates the budget or replaces its ceiling (`created_at` kept), in one statement.
+    /// Creates the budget or replaces its ceiling (`created_at` kept), logging
+    /// `budget_set` (old → new ceiling), in one transaction.
     async fn budget_put(&self, key: BudgetKey, daily_budget_usd: f64, now: Timestamp) -> StoreResult<Budget>;
     async fn budget_get(&self, key: BudgetKey) -> StoreResult<Option<Budget>>;
-    /// `false` when there was none.
-    async fn budget_delete(&self, key: BudgetKey) -> StoreResult<bool>;
+    /// Removes it, logging `budget_removed`, in one transaction; `false` (and nothing
+    /// logged) when there was none.
+    async fn budget_delete(&self, key: BudgetKey, now: Timestamp) -> StoreResult<bool>;
     /// Ordered by scope, then id.
     async fn budget_list(&self) -> StoreResult<Vec<Budget>>;
     /// Newest first, at most `limit`.

@@ -6,6 +6,7 @@ use std::{collections::HashSet, sync::Arc};
 use crate::Store;
 use swarm_domain::{
     budget::{BudgetKey, BudgetScope, RefusalCause, Usd, UtcDay},
+    event::EventType,
     id::{AgentId, TaskId},
     poll::{PoolMode, Trigger, TriggerKind},
     session::NewSessionCost,
@@ -108,9 +109,34 @@ pub async fn budgets_are_kept_replaced_listed_and_deleted(store: Arc<dyn Store>)
         "by scope, then id"
     );
 
-    assert!(fx.store.budget_delete(BudgetKey::Agent(worker)).await.unwrap());
-    assert!(!fx.store.budget_delete(BudgetKey::Agent(worker)).await.unwrap(), "deleting twice finds nothing");
+    assert!(fx.store.budget_delete(BudgetKey::Agent(worker), fx.now()).await.unwrap());
+    assert!(
+        !fx.store.budget_delete(BudgetKey::Agent(worker), fx.now()).await.unwrap(),
+        "deleting twice finds nothing"
+    );
     assert_eq!(fx.store.budget_list().await.unwrap(), vec![raised]);
+
+    // Each change is in the event log, newest first, with its old and new ceiling.
+    let all = crate::EventFilter { limit: 100, ..crate::EventFilter::default() };
+    let logged: Vec<_> = fx
+        .store
+        .event_list(&all)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|event| matches!(event.event_type, EventType::BudgetSet | EventType::BudgetRemoved))
+        .map(|event| (event.event_type, event.agent_id, event.old_value, event.new_value, event.metadata))
+        .collect();
+    let scope = |scope: &str| Some(serde_json::json!({"scope": scope}));
+    assert_eq!(
+        logged,
+        vec![
+            (EventType::BudgetRemoved, Some(worker), Some("0".into()), None, scope("agent")),
+            (EventType::BudgetSet, Some(worker), None, Some("0".into()), scope("agent")),
+            (EventType::BudgetSet, None, Some("10".into()), Some("12.5".into()), scope("global")),
+            (EventType::BudgetSet, None, None, Some("10".into()), scope("global")),
+        ]
+    );
 }
 
 pub async fn spend_counts_the_utc_day_s_costs(store: Arc<dyn Store>) {
@@ -172,7 +198,7 @@ pub async fn a_reached_budget_refuses_assigned_and_pool_work_until_raised(store:
     fx.store.budget_put(BudgetKey::Global, 0.0, fx.now()).await.unwrap();
     fx.store.task_apply(pooled.id, &super::complete(other).change(), Some(other), fx.now()).await.unwrap();
     refused(claim(&fx, other).await);
-    assert!(fx.store.budget_delete(BudgetKey::Global).await.unwrap());
+    assert!(fx.store.budget_delete(BudgetKey::Global, fx.now()).await.unwrap());
     assert_eq!(assigned(claim(&fx, other).await), again.id);
 }
 
