@@ -341,6 +341,8 @@ pub struct RunnerProcess {
     child: Child,
     pub agent_id: String,
     lines: Arc<Mutex<Vec<String>>>,
+    /// The thread reading its stderr into `lines`, finished once the pipe closes.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl RunnerProcess {
@@ -354,13 +356,13 @@ impl RunnerProcess {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
         let sink = Arc::clone(&lines);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 eprintln!("[runner] {line}");
                 sink.lock().unwrap().push(line);
             }
         });
-        RunnerProcess { child, agent_id, lines }
+        RunnerProcess { child, agent_id, lines, reader }
     }
 
     pub fn pid(&self) -> u32 {
@@ -371,16 +373,24 @@ impl RunnerProcess {
         self.lines.lock().unwrap().join("\n")
     }
 
-    /// Waits for the runner to end by itself.
+    /// Waits for the runner to end by itself, and for its last words: its stderr read to the
+    /// end (the reading thread may lag behind the exit).
     pub async fn exited(&mut self) -> ExitStatus {
         let lines = Arc::clone(&self.lines);
         let show = move || lines.lock().unwrap().join("\n");
         let child = &mut self.child;
-        crate::support::eventually_showing(LIMIT, "the runner to end", show, || {
+        let status = crate::support::eventually_showing(LIMIT, "the runner to end", show, || {
             let status = child.try_wait().unwrap();
             async move { status }
         })
-        .await
+        .await;
+        let reader = &self.reader;
+        within("the runner's stderr to be read to its end", || {
+            let done = reader.is_finished();
+            async move { done.then_some(()) }
+        })
+        .await;
+        status
     }
 }
 
