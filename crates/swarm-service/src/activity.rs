@@ -18,7 +18,7 @@ use crate::timings::{Histogram, HistogramSnapshot, STORE_CALLS};
 
 /// Every trigger type a poll can hand out, as `Trigger::type_name` spells it: a fixed
 /// list, so that metrics show a zero for a kind never handed out instead of no series.
-pub const TRIGGER_TYPES: [&str; 8] = [
+pub const TRIGGER_TYPES: [&str; 9] = [
     "task_offered",
     "task_assigned",
     "urgent_mail",
@@ -27,6 +27,8 @@ pub const TRIGGER_TYPES: [&str; 8] = [
     "tasks_finished",
     "task_result",
     "pool_tasks_available",
+    // Not work handed over but a poll refused by a daily budget: how often runners hear it.
+    "budget_refused",
 ];
 
 /// Where work comes in from outside, and what became of each delivery.
@@ -278,13 +280,21 @@ mod tests {
             Trigger::UnreadMentions { mentions_count: 0, claimed_channels: Vec::new(), messages: Vec::new() },
             Trigger::TasksFinished { count: 0, tasks: Vec::new() },
             Trigger::PoolTasksAvailable { count: 1 },
+            Trigger::BudgetRefused(swarm_domain::budget::BudgetRefused {
+                cause: swarm_domain::budget::RefusalCause::Global,
+                agent_spend: None,
+                agent_budget: None,
+                global_spend: None,
+                global_budget: None,
+                reset_at: String::new(),
+            }),
         ];
         for trigger in &triggers {
             activity.poll_answered(Some(trigger), Timestamp::now());
         }
         activity.poll_answered(None, Timestamp::now());
         let snapshot = activity.snapshot();
-        assert_eq!(snapshot.polls_answered, 6);
+        assert_eq!(snapshot.polls_answered, 7);
         for trigger in &triggers {
             assert_eq!(snapshot.triggers_handed(trigger.type_name()), 1, "{}", trigger.type_name());
         }
