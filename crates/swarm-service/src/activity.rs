@@ -31,9 +31,10 @@ pub const TRIGGER_TYPES: [&str; 9] = [
     "budget_refused",
 ];
 
-/// Where work comes in from outside, and what became of each delivery.
+/// Where work comes in from outside, and what became of each delivery (`ignored`: from a
+/// Slack user who is not allowed).
 pub const INBOUND_SOURCES: [&str; 2] = ["slack", "webhook"];
-pub const INBOUND_OUTCOMES: [&str; 3] = ["received", "rejected", "duplicate"];
+pub const INBOUND_OUTCOMES: [&str; 4] = ["received", "rejected", "duplicate", "ignored"];
 
 /// What agents and runners report at the end of a run: a task finished (`completed`,
 /// `failed`) or a session's cost (a run of the agent CLI ended, with or without an error).

@@ -1,6 +1,7 @@
 //! One Slack event, from either transport, into the swarm: deduplicated by event id
 //! (durably), filtered (bots, allowed users, rate limit), routed, turned into an inbox
-//! message (the lead) or a task (a worker), and acknowledged in its thread.
+//! message (the lead) or a task (a worker), and acknowledged in its thread. A reply in the
+//! thread of a Slack task goes to that task instead (`thread_replies.rs`).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -12,16 +13,17 @@ use serde_json::Value;
 use swarm_domain::{
     agent::AgentStatus,
     inbox::{SlackContext, SlackMark},
-    task::{TaskDraft, TaskOrigin, TaskStatus},
+    task::{TaskDraft, TaskOrigin},
 };
 use swarm_service::{
-    Caller, Service, TaskListQuery,
+    Caller, Service,
     slack_api::{SlackApi, SlackPost},
 };
 
 use crate::{
     SlackConfig,
     routing::{self, Candidate, Target},
+    thread_replies,
     web_api::WebApi,
 };
 
@@ -90,6 +92,7 @@ impl Bridge {
             return Ok(());
         }
         if !self.user_allowed(user).await {
+            self.service.note_inbound("slack", "ignored");
             tracing::info!(user, "Slack message from a user who is not allowed; ignored");
             return Ok(());
         }
@@ -99,12 +102,27 @@ impl Bridge {
             Some(mention) => text.replace(mention.as_str(), "").trim().to_string(),
             None => text.trim().to_string(),
         };
+        // A reply in the thread of a Slack task is for that task (`thread_replies.rs`).
+        if let Some(thread) = thread_ts
+            && !clean_text.is_empty()
+            && !thread_replies::names_a_target(&clean_text)
+            && let Some(task) = self.thread_task(channel, thread).await?
+        {
+            if !self.within_rate_limit(user) {
+                self.acknowledge(
+                    channel,
+                    &reply_ts,
+                    "Too many requests: at most 10 a minute. Please wait a moment.",
+                )
+                .await;
+                return Ok(());
+            }
+            let reply = thread_replies::Reply { channel, thread_ts: thread, ts, user, text: &clean_text };
+            return self.thread_reply(task, &reply).await;
+        }
         let candidates = self.candidates().await?;
-        let thread_agent = match thread_ts {
-            Some(thread) => self.thread_agent(channel, thread).await?,
-            None => None,
-        };
-        let message = routing::Message { text: &clean_text, mentions_bot, direct_message, thread_agent };
+        let message =
+            routing::Message { text: &clean_text, mentions_bot, direct_message, thread_agent: None };
         let targets = routing::route(&message, &candidates);
         if targets.is_empty() {
             if mentions_bot || direct_message {
@@ -189,34 +207,12 @@ impl Bridge {
             .collect())
     }
 
-    /// The agent working on a task that came from this thread.
-    async fn thread_agent(
+    pub(crate) async fn thread_history(
         &self,
         channel: &str,
         thread: &str,
-    ) -> Result<Option<swarm_domain::id::AgentId>, String> {
-        let query = TaskListQuery {
-            source: Some("slack".into()),
-            statuses: vec![
-                TaskStatus::Pending,
-                TaskStatus::InProgress,
-                TaskStatus::Paused,
-                TaskStatus::Reviewing,
-            ],
-            limit: Some(100),
-            ..TaskListQuery::default()
-        };
-        let (tasks, _) = self.service.task_list(query).await.map_err(|e| e.to_string())?;
-        Ok(tasks
-            .into_iter()
-            .find(|task| {
-                task.origin.slack_channel_id.as_deref() == Some(channel)
-                    && task.origin.slack_thread_ts.as_deref() == Some(thread)
-            })
-            .and_then(|task| task.agent_id.or(task.offered_to)))
-    }
-
-    async fn thread_history(&self, channel: &str, thread: &str, current_ts: &str) -> Option<String> {
+        current_ts: &str,
+    ) -> Option<String> {
         let messages = match self.api.thread_history(channel, thread, THREAD_HISTORY_LIMIT).await {
             Ok(messages) => messages,
             Err(error) => {
@@ -264,7 +260,7 @@ impl Bridge {
         verdict
     }
 
-    async fn user_allowed(&self, user: &str) -> bool {
+    pub(crate) async fn user_allowed(&self, user: &str) -> bool {
         if !self.config.allowed_user_ids.is_empty() {
             return self.config.allowed_user_ids.iter().any(|allowed| allowed == user);
         }
@@ -284,7 +280,7 @@ impl Bridge {
         }
     }
 
-    fn within_rate_limit(&self, user: &str) -> bool {
+    pub(crate) fn within_rate_limit(&self, user: &str) -> bool {
         let now = Instant::now();
         let mut recent = self.recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let times = recent.entry(user.to_string()).or_default();
@@ -298,7 +294,7 @@ impl Bridge {
         true
     }
 
-    async fn acknowledge(&self, channel: &str, thread_ts: &str, text: &str) {
+    pub(crate) async fn acknowledge(&self, channel: &str, thread_ts: &str, text: &str) {
         let post = SlackPost {
             channel: channel.to_string(),
             thread_ts: Some(thread_ts.to_string()),

@@ -10,10 +10,12 @@ mod announce;
 pub mod blocks;
 mod bridge;
 mod events;
+mod interactions;
 pub mod mrkdwn;
 mod routing;
 pub mod signature;
 mod socket_mode;
+mod thread_replies;
 mod web_api;
 
 use std::sync::Arc;
@@ -71,7 +73,7 @@ impl Drop for SlackBridge {
 }
 
 impl SlackBridge {
-    /// `POST /slack/events`, to merge into the hub's router.
+    /// `POST /slack/events` and `POST /slack/interactivity`, to merge into the hub's router.
     pub fn router<S: Clone + Send + Sync + 'static>(&self) -> axum::Router<S> {
         events::router(self.bridge.clone())
     }
@@ -81,8 +83,7 @@ impl SlackBridge {
 /// token is configured, the announcer always. Returns the service to serve with.
 pub async fn start(service: Service, config: SlackConfig) -> (Service, SlackBridge) {
     let api = Arc::new(WebApi::new(&config.api_url, &config.bot_token));
-    let service =
-        service.with_slack(api.clone()).with_slack_channel_management(config.channel_management);
+    let service = service.with_slack(api.clone()).with_slack_channel_management(config.channel_management);
     let bot_user_id = match api.bot_user_id().await {
         Ok(id) => Some(id),
         Err(error) => {

@@ -69,6 +69,12 @@ async fn connect_once(bridge: &Arc<Bridge>, app_token: &str) -> Result<(), Strin
                     tokio::spawn(async move { bridge.handle_callback(&payload).await });
                 }
             }
+            Some("interactive") => {
+                if let Some(payload) = envelope.get("payload").cloned() {
+                    let bridge = bridge.clone();
+                    tokio::spawn(async move { bridge.handle_interaction(&payload).await });
+                }
+            }
             Some("disconnect") => return Ok(()),
             _ => {}
         }

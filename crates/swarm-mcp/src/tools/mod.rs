@@ -10,6 +10,7 @@ pub mod poll;
 mod services;
 mod slack;
 mod slack_files;
+mod slack_lead;
 mod steering;
 mod tasks;
 mod triggers;
@@ -30,6 +31,7 @@ pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
         steering::group(),
         poll::group(),
         slack::group(),
+        slack_lead::group(),
         slack_files::group(),
         chat::group(),
         mail::group(),
