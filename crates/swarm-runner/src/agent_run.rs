@@ -149,7 +149,8 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
             );
             None
         }),
-        (_, None) => None,
+        // A task whose run was cut short goes on in its session.
+        (_, None) => crate::resume::session_to_resume(&context, &work).await,
     };
     // Codex counts a resumed thread's tokens from its start: what it had counted before.
     let resumed_from = resume.clone();
@@ -338,7 +339,7 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     } else {
         settle(&context, &work, exit, &supervised).await
     };
-    crate::steering::settle_after_run(&context, &work, &label).await;
+    crate::steering::settle_after_run(&context, &work, &outcome, &label).await;
     let end = match (supervised.stopped, supervised.cancelled) {
         (_, true) => RunEnd::Cancelled(exit),
         (true, false) => RunEnd::Stopped(exit),

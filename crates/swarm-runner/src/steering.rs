@@ -13,7 +13,7 @@ use crate::{
     agent_run::{cost_request, spawn_agent},
     harness::SteeringDelivery,
     logs::{RunLog, RunMetadata},
-    run::Context,
+    run::{Context, Outcome},
     shipper::RunKey,
     supervise::{Supervised, supervise},
     work::Work,
@@ -111,10 +111,16 @@ pub(crate) async fn resume_for_steering(
     supervised
 }
 
-/// When a task's run ended: the hub marks what the run showed handled, and, for a finished
-/// task, turns what no run showed into follow-up tasks for the same agent.
-pub(crate) async fn settle_after_run(context: &Context, work: &Work, label: &str) {
-    let Some(task_id) = work.task_id() else { return };
+/// When a task's run ended with the task finished: the hub marks what the run showed
+/// handled, and turns what no run showed into follow-up tasks for the same agent. A task that
+/// goes on (paused, handed back) keeps its messages for its next run, which takes them.
+pub(crate) async fn settle_after_run(context: &Context, work: &Work, outcome: &Outcome, label: &str) {
+    let finished = match outcome {
+        Outcome::Finished { .. } | Outcome::FailedByRunner(_) => true,
+        Outcome::Left(status) => status.is_finished(),
+        _ => false,
+    };
+    let Some(task_id) = work.task_id().filter(|_| finished) else { return };
     match context.client.steering_settle(task_id).await {
         Ok(settled) => {
             for promoted in &settled.promoted {
@@ -133,5 +139,28 @@ pub(crate) async fn settle_after_run(context: &Context, work: &Work, label: &str
             &format!("{label}: cannot settle its steering messages: {err}"),
             &[],
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::harness::{Harness, SteeringDelivery};
+
+    #[test]
+    fn each_harness_says_how_steering_reaches_its_agent() {
+        assert_eq!(Harness::claude().steering(), SteeringDelivery::Hooks);
+        assert_eq!(Harness::codex().steering(), SteeringDelivery::Resume);
+        // A CLI that resumes sessions and says nothing: resumed with the messages.
+        for name in Harness::built_in_names().filter(|name| !["claude", "codex"].contains(name)) {
+            let harness = Harness::built_in(name).unwrap();
+            let expected =
+                if harness.can_resume() { SteeringDelivery::Resume } else { SteeringDelivery::None };
+            assert_eq!(harness.steering(), expected, "{name}");
+        }
+        assert_eq!(Harness::from_command_line("my-agent --fast").unwrap().steering(), SteeringDelivery::None);
+        let said = "program = \"x\"\nargs = [\"{prompt}\"]\nresume_args = [\"{session}\", \"{prompt}\"]\nsteering = \"none\"\n";
+        assert_eq!(Harness::from_toml(said, "x").unwrap().steering(), SteeringDelivery::None);
+        let unknown = "program = \"x\"\nargs = [\"{prompt}\"]\nsteering = \"telepathy\"\n";
+        assert!(Harness::from_toml(unknown, "x").is_err());
     }
 }

@@ -1,4 +1,4 @@
-// One task: its fields, output, history, cost and session log.
+// One task: its fields, output, steering, history, cost and session log.
 
 import { api } from '../api.js';
 import { agentLink, agentsById, ago, badge, errorBox, FINISHED, fill, form, h, shortId, table } from '../ui.js';
@@ -11,18 +11,23 @@ export function mountTask(root, id) {
   const cost = h('div', { id: 'task-cost' });
   const history = h('div', { id: 'task-history' });
   const log = h('div', { id: 'session-log' });
-  fill(root, header, outcome, actions, h('h2', {}, 'Cost'), cost, h('h2', {}, 'Session log'), log, h('h2', {}, 'History'), history);
+  const steerBox = h('div');
+  const steering = h('div', { id: 'task-steering' });
+  fill(root, header, outcome, actions, h('h2', {}, 'Steering'), steerBox, steering,
+    h('h2', {}, 'Cost'), cost, h('h2', {}, 'Session log'), log, h('h2', {}, 'History'), history);
   let shownStatus = null;
+  let shownFinished = null;
   let shownLines = -1;
 
   async function load() {
     try {
       const path = `/api/tasks/${encodeURIComponent(id)}`;
-      const [task, sessionLogs, costs, agents] = await Promise.all([
+      const [task, sessionLogs, costs, agents, steered] = await Promise.all([
         api(path),
         api(`${path}/session-logs`),
         api(`/api/session-costs?taskId=${encodeURIComponent(id)}`),
         api('/api/agents'),
+        api(`${path}/steering-messages`),
       ]);
       const byId = agentsById(agents.agents);
       fill(header,
@@ -54,6 +59,21 @@ export function mountTask(root, id) {
         shownStatus = shown;
         fill(actions, FINISHED.includes(task.status) ? '' : [handOnForm(id, task, holder, agents.agents, load), cancelForm(id, load)]);
       }
+      // The box keeps what is being typed: rebuilt only when the task finishes.
+      const finished = FINISHED.includes(task.status);
+      if (shownFinished !== finished) {
+        shownFinished = finished;
+        fill(steerBox, steerForm(id, finished, load));
+      }
+      fill(steering, table([
+        ['When', (message) => ago(message.createdAt)],
+        ['Mode', (message) => message.mode],
+        ['Status', (message) => (message.promotedTaskId
+          ? ['follow-up ', h('a', { href: `#/tasks/${message.promotedTaskId}` }, shortId(message.promotedTaskId))]
+          : message.status)],
+        ['From', (message) => (message.createdByAgentId ? agentLink(message.createdByAgentId, byId) : 'the operator')],
+        ['Message', (message) => message.message],
+      ], steered.messages, { empty: 'No steering sent.' }));
       fill(cost, costSummary(costs.costs));
       // Re-render the log only when it grew: keeps open <details> open while live.
       if (sessionLogs.logs.length !== shownLines) {
@@ -111,6 +131,25 @@ function cancelForm(id, reload) {
   ], async (data) => {
     const reason = String(data.get('reason') || '').trim();
     await api(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST', body: reason ? { reason } : {} });
+    await reload();
+  });
+}
+
+// Words for the agent working the task (POST /api/tasks/:id/steer): at its next tool call
+// or when its turn ends; for a finished task, a follow-up task for the same agent.
+function steerForm(id, finished, reload) {
+  return form({ class: 'inline', id: 'steer-task' }, [
+    h('textarea', { name: 'message', rows: 2, cols: 60, required: true,
+      placeholder: finished ? 'the task is finished: this becomes a follow-up task for its agent' : 'words for the agent working this task' }),
+    finished ? '' : h('select', { name: 'mode' },
+      h('option', { value: 'queue' }, 'when its turn ends'),
+      h('option', { value: 'steer' }, 'at its next tool call')),
+    h('button', { type: 'submit' }, finished ? 'Send as follow-up' : 'Steer'),
+  ], async (data, element) => {
+    const message = String(data.get('message') || '').trim();
+    const mode = String(data.get('mode') || 'queue');
+    await api(`/api/tasks/${encodeURIComponent(id)}/steer`, { method: 'POST', body: { message, mode, source: 'ui' } });
+    element.reset();
     await reload();
   });
 }

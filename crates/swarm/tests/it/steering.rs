@@ -316,3 +316,54 @@ async fn swarm_task_steer_records_refuses_and_follows_up() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("steer, queue"));
 }
+
+/// The box under a task on the dashboard: typed, sent, listed with its status, through the
+/// same REST call (`source: ui`); a finished task's box sends a follow-up task.
+#[tokio::test]
+async fn the_dashboard_steers_a_task_from_its_page() {
+    let browser = crate::webdriver::Browser::start().await;
+    let crew = crew().await;
+    let task = crew.running_task(None).await;
+    browser.goto(&crew.hub.url(&format!("/#key={KEY}"))).await;
+    browser.goto(&crew.hub.url(&format!("/#/tasks/{task}"))).await;
+    browser.type_into("#steer-task textarea", "Check the edge cases first").await;
+    browser.script("document.querySelector('#steer-task select').value = 'steer'; return true").await;
+    browser.click("#steer-task button[type=submit]").await;
+    let shown = browser
+        .wait_for(
+            "the message in the steering list",
+            "const t = document.getElementById('task-steering')?.textContent || ''; \
+             return t.includes('Check the edge cases first') && t",
+        )
+        .await;
+    assert!(shown.as_str().unwrap().contains("pending"), "{shown}");
+    let listed = crew.messages(&task).await;
+    assert_eq!(
+        (listed[0]["mode"].as_str(), listed[0]["source"].as_str()),
+        (Some("steer"), Some("ui")),
+        "{listed:?}"
+    );
+
+    let (status, _) = crew
+        .hub
+        .post(&format!("/api/tasks/{task}/finish"), Some(&crew.worker), json!({"status": "completed"}))
+        .await;
+    assert_eq!(status, 200);
+    browser
+        .wait_for(
+            "the box of a finished task",
+            "return document.querySelector('#steer-task button')?.textContent === 'Send as follow-up'",
+        )
+        .await;
+    browser.type_into("#steer-task textarea", "Now the docs").await;
+    browser.click("#steer-task button[type=submit]").await;
+    browser
+        .wait_for(
+            "the follow-up in the list",
+            "return (document.getElementById('task-steering')?.textContent || '').includes('follow-up')",
+        )
+        .await;
+    let listed = crew.messages(&task).await;
+    assert_eq!(listed[1]["status"], "promoted", "{listed:?}");
+    browser.close().await;
+}
