@@ -1,7 +1,9 @@
 //! The hub's MCP prompts reach the real Claude Code: in a project `swarm connect` set up, its
 //! stream-json `init` message lists the `agent-swarm` server connected and each prompt as the
 //! slash command `/mcp__agent-swarm__<prompt>`, beside the command files `swarm connect` wrote.
-//! (Codex has no MCP prompts; it gets the same texts from the runner.)
+//! (Codex has no MCP prompts; it gets the same texts from the runner.) pi has no MCP client:
+//! its commands are the prompt templates `swarm connect` writes (`.pi/prompts/*.md`), which pi
+//! expands itself, and the hub's tools come from the extension `swarm connect` writes.
 
 use std::process::Command;
 
@@ -55,4 +57,42 @@ async fn claude_lists_the_hubs_prompts_as_slash_commands() {
         let name = format!("mcp__agent-swarm__{prompt}");
         assert!(commands.contains(&name.as_str()), "{name} is not among {commands:?}");
     }
+}
+
+/// pi: `/work-on-task <id>` reaches the model as the command's text, with the hub's tools
+/// offered as Claude Code names them. The hub's MCP prompts do not reach pi (the extension
+/// registers tools only); the lead's inbox prompt comes from the runner as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pi_expands_the_runners_commands_and_offers_the_hubs_tools() {
+    let world = World::new(Cli::Pi, Script::new().reply("Hello.")).await;
+    let program = clis::pi_bin().unwrap_or_else(|message| panic!("{message}"));
+    let mut command = Command::new(program);
+    command.env_clear().current_dir(&world.project).envs(world.runner_env());
+    let agent = uuid::Uuid::new_v4().to_string();
+    command.env("AGENT_ID", &agent);
+    // A registered worker: the hub offers an unknown agent its public tools only.
+    let token = world.hub.register_for_token(&agent, "prompt-reader", false, 1);
+    if token.is_none() {
+        let (status, body) =
+            world.hub.post("/api/agents", Some(&agent), serde_json::json!({"name": "prompt-reader"})).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    if let Some(bearer) = token.or(world.hub.api_key.clone()) {
+        command.env("API_KEY", bearer);
+    }
+    let task = uuid::Uuid::new_v4().to_string();
+    command.args(["--mode", "json", &format!("/work-on-task {task}")]);
+    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("pi runs");
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let conversation =
+        world.model.conversations().into_iter().next().unwrap_or_else(|| panic!("no request:\n{said}"));
+    let prompt = conversation.prompt();
+    assert!(prompt.starts_with(&format!("# Work on swarm task {task}")), "{prompt}");
+    let tools = conversation.tool_names();
+    for tool in ["store-progress", "get-task-details", "task-action", "send-mail", "read-mail", "poll-task"] {
+        let name = format!("mcp__agent-swarm__{tool}");
+        assert!(tools.contains(&name), "{name} is not among {tools:?}");
+    }
+    assert!(!tools.iter().any(|tool| tool.contains("slack-inbox")), "{tools:?}");
 }
