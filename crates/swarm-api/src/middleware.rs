@@ -22,14 +22,19 @@ use crate::{
 /// key before it fetches the API description) and the dashboard's static files (which
 /// ask for it before they fetch data); `/metrics` when the operator made it public
 /// (`--metrics-public`, for a Prometheus that holds no key); and Slack's signed
-/// webhook, which carries its own signature instead (Slack's signing secret), as do
-/// triggers' webhooks.
+/// events and interactions, which carry their own signature instead (Slack's signing
+/// secret), as do triggers' webhooks.
 fn is_public(state: &AppState, method: &Method, path: &str) -> bool {
     (*method == Method::GET
         && (matches!(path, "/health" | "/docs" | "/docs/script.js" | "/docs/style.css")
             || crate::dashboard::is_public_path(path)
             || (path == crate::metrics::METRICS_PATH && state.metrics.is_public())))
-        || (*method == Method::POST && (path == "/slack/events" || path.starts_with("/api/webhooks/")))
+        || (*method == Method::POST && (is_slack_path(path) || path.starts_with("/api/webhooks/")))
+}
+
+/// Where Slack posts, signed with its signing secret.
+fn is_slack_path(path: &str) -> bool {
+    matches!(path, "/slack/events" | "/slack/interactivity")
 }
 
 /// What every request goes through, as one layer: each layer of its own costs every
@@ -150,7 +155,7 @@ fn budget_public_post(state: &AppState, request: &mut Request) -> Option<Respons
     let webhook = path.starts_with("/api/webhooks/");
     let limit = if webhook {
         crate::WEBHOOK_BODY_LIMIT_BYTES
-    } else if path == "/slack/events" {
+    } else if is_slack_path(path) {
         crate::SLACK_BODY_LIMIT_BYTES
     } else {
         return None;

@@ -69,7 +69,10 @@ fn ignored(hub: &Hub) -> u64 {
 async fn slack_buttons_pause_resume_ask_the_lead_and_cancel() {
     let stand_in = SlackStandIn::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let hub = start_hub(&sqlite_file(dir.path()), &living_flags(&stand_in));
+    // A hub with an operator key: Slack's presses carry no key, only Slack's signature.
+    let flags = living_flags(&stand_in);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let hub = Hub::start_with(&sqlite_file(dir.path()), Some("slack-buttons-operator-key"), &flags);
     stand_in.wait_connected(1).await;
     let lead = hub.register_agent("lead-one", true).await;
     let worker = hub.register_agent("zeta-worker", false).await;
