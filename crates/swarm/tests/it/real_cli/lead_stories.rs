@@ -1,11 +1,13 @@
-//! Issue #20's end-to-end stories with the real Claude Code on the scripted model (Codex
-//! is left out: these stories are about the hub and the runner, which `tasks.rs` and
+//! Issue #20's end-to-end stories with the real Claude Code and pi on the scripted model
+//! (Codex is left out: these stories are about the hub and the runner, which `tasks.rs` and
 //! `sessions.rs` already show drive Codex the same way):
 //! - a Slack question to a runner-driven lead that delegates it to a worker: exactly one
 //!   answer in the thread (the bridge's), the lead's review adds none;
 //! - the Inbox-MCP cron story: a cron trigger's session files a task with `task_create`
 //!   over the stdio `swarm mcp` of its `.mcp.json`, a worker does it, and the same Claude
-//!   session is resumed with the result.
+//!   session is resumed with the result. pi has no MCP client, so no stdio server of its
+//!   own: its session files the task with the hub's `send-task` (the extension sends the
+//!   session's `X-Task-ID`), and is resumed with the result the same way.
 
 use std::{sync::Arc, time::Duration};
 
@@ -13,7 +15,7 @@ use serde_json::{Value, json};
 use swarm_hub::HubOptions;
 use swarm_scripted_model::{Conversation, Script, ScriptedModel};
 
-use super::{Cli, World, complete, task_id_in, within};
+use super::{Cli, World, cli_tests, complete, task_id_in, within};
 use crate::{hub::SWARM, slack_stand_in::SlackStandIn};
 
 /// The id after `inboxMessageId: ` in the run's prompt.
@@ -23,8 +25,10 @@ fn inbox_message_id(conversation: &Conversation) -> String {
     rest.split(';').next().unwrap_or_default().trim().to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lead_stories_claude_a_slack_question_delegated_by_the_lead_gets_one_answer() {
+cli_tests!(claude: Claude; a_slack_question_delegated_by_the_lead_gets_one_answer);
+cli_tests!(pi: Pi; a_slack_question_delegated_by_the_lead_gets_one_answer, a_cron_session_files_a_task_with_send_task_and_is_resumed_with_its_result);
+
+async fn a_slack_question_delegated_by_the_lead_gets_one_answer(cli: Cli) {
     let worker_id = uuid::Uuid::new_v4().to_string();
     let delegate_to = worker_id.clone();
     // One script for both CLIs' runs, told apart by their prompts: the lead delegates its
@@ -59,7 +63,7 @@ async fn lead_stories_claude_a_slack_question_delegated_by_the_lead_gets_one_ans
     ];
     let model = ScriptedModel::start(script).await;
     let base_url = model.openai_base_url();
-    let world = World::with_hub(Cli::Claude, model, &base_url, &flags, HubOptions::default()).await;
+    let world = World::with_hub(cli, model, &base_url, &flags, HubOptions::default()).await;
     stand_in.wait_connected(1).await;
     let worker = world.runner_as("worker", &worker_id, &[]);
     let lead = world.runner("lead", &[]);
@@ -174,5 +178,87 @@ async fn lead_stories_claude_a_cron_session_files_a_task_and_is_resumed_with_its
         .filter(|task| task["tags"].to_string().contains("trigger:nightly-digest"))
         .collect();
     assert_eq!(filed.len(), 1, "one task filed with task_create: {tasks}");
+    assert_eq!(filed[0]["agentId"], worker.agent_id.as_str(), "{}", filed[0]);
+}
+
+/// pi's cron story: the session files its task with `send-task` (the hub's tool through the
+/// extension, which names the session in `X-Task-ID`), and is resumed with the result.
+async fn a_cron_session_files_a_task_with_send_task_and_is_resumed_with_its_result(cli: Cli) {
+    let worker_id = uuid::Uuid::new_v4().to_string();
+    let delegate_to = worker_id.clone();
+    let script = Script::new()
+        .call_tool_with(move |c| {
+            if c.contains("Write the digest") {
+                (
+                    "send-task".into(),
+                    json!({"agentId": delegate_to, "task": "Collect yesterday's build results"}),
+                )
+            } else if c.contains("task(s) finished") {
+                ("get-tasks".into(), json!({}))
+            } else {
+                (
+                    "store-progress".into(),
+                    json!({"taskId": task_id_in(c).unwrap_or_default(),
+                    "status": "completed", "output": "RESULT-7: 12 builds, 1 red"}),
+                )
+            }
+        })
+        .call_tool_with(|c| {
+            if c.contains("Write the digest") {
+                ("store-progress".into(), complete(c))
+            } else {
+                ("get-tasks".into(), json!({}))
+            }
+        })
+        .reply("Filed.")
+        .reply_with(|c| format!("RELAYED: {}", c.latest_prompt()));
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    std::fs::write(&clock, "2026-05-04T08:59:00Z").unwrap();
+    let options = HubOptions {
+        scheduler_tick: Duration::from_millis(50),
+        clock: Some(Arc::new(swarm_service::clock::FileClock::new(clock.clone()))),
+        ..HubOptions::default()
+    };
+    let model = ScriptedModel::start(script).await;
+    let base_url = model.openai_base_url();
+    let world = World::with_hub(cli, model, &base_url, &[], options).await;
+    let worker = world.runner_as("worker", &worker_id, &[]);
+    let lead = world.runner("lead", &[]);
+    world.registered(&worker).await;
+    world.registered(&lead).await;
+    let (status, created) = world
+        .hub
+        .post(
+            "/api/triggers",
+            None,
+            json!({"name": "nightly-digest", "type": "cron", "schedule": "0 9 * * *", "timezone": "UTC",
+                   "target": "lead", "prompt": "Write the digest of yesterday's builds"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let partial = clock.with_extension("tmp");
+    std::fs::write(&partial, "2026-05-04T09:00:00.200Z").unwrap();
+    std::fs::rename(&partial, &clock).unwrap();
+
+    let resumed = within("the cron session resumed with the result", || async {
+        world.model.conversations().into_iter().find(|c| {
+            c.contains("Write the digest")
+                && c.final_replies().iter().any(|r| r == "Filed.")
+                && c.latest_prompt().contains("RESULT-7")
+        })
+    })
+    .await;
+    let relayed = resumed.latest_prompt();
+    assert!(relayed.starts_with("# The result of swarm task"), "{relayed}\n{}", lead.output());
+    assert!(relayed.contains("RESULT-7"), "{relayed}");
+    let (_, tasks) = world.hub.get("/api/tasks?limit=20", None).await;
+    let filed: Vec<&Value> = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|task| task["task"] == "Collect yesterday's build results")
+        .collect();
+    assert_eq!(filed.len(), 1, "one task filed with send-task: {tasks}");
     assert_eq!(filed[0]["agentId"], worker.agent_id.as_str(), "{}", filed[0]);
 }
