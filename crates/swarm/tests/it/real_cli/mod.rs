@@ -13,6 +13,7 @@ mod lead_stories;
 mod mail;
 mod prompts;
 mod sessions;
+mod slack_steering;
 mod steering;
 mod stalls;
 mod tasks;
