@@ -44,6 +44,7 @@ mod slack;
 mod slack_actions;
 mod slack_files;
 mod slack_living;
+mod slack_preview;
 mod slack_threads;
 mod slack_stand_in;
 mod steering;

@@ -203,6 +203,21 @@ impl Browser {
         path
     }
 
+    /// Save a PNG of the first element matching `css`, cropped to it, as `<dir>/<name>.png`.
+    pub async fn screenshot_of(&self, css: &str, dir: &Path, name: &str) -> PathBuf {
+        let found = self
+            .command(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css})))
+            .await;
+        let element = found[ELEMENT_KEY].as_str().expect("an element").to_string();
+        let encoded =
+            self.command(reqwest::Method::GET, &format!("/element/{element}/screenshot"), None).await;
+        let png = STANDARD.decode(encoded.as_str().expect("a screenshot")).expect("a base64 screenshot");
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+
     pub async fn close(mut self) {
         let _ = self.http.delete(&self.base).send().await;
         let _ = self.driver.kill();
