@@ -51,10 +51,10 @@ pub struct RunnerArgs {
     /// it wait for work itself through the poll-task tool
     #[arg(long, env = "AI_LOOP", value_parser = clap::builder::BoolishValueParser::new())]
     ai_loop: bool,
-    /// Agent CLI to start: claude, codex (built in), `cmd` (the program of --harness-cmd), or
-    /// the name of a harness file <NAME>.toml in ~/.config/swarm/harnesses/ (or
-    /// $XDG_CONFIG_HOME/swarm/harnesses/), which wins over a built-in of the same name
-    /// [default: claude]
+    /// Agent CLI to start: claude, codex, gemini, opencode, pi (built in), `cmd` (the program
+    /// of --harness-cmd), or the name of a harness file <NAME>.toml in
+    /// ~/.config/swarm/harnesses/ (or $XDG_CONFIG_HOME/swarm/harnesses/), which wins over a
+    /// built-in of the same name [default: claude]
     #[arg(long, env = "HARNESS", value_name = "NAME")]
     harness: Option<String>,
     /// The command line for --harness cmd (implies it when given alone), split into words as
