@@ -125,8 +125,9 @@ pub async fn cli_check(harness: &Harness, env: &Environment) -> Check {
         .kill_on_drop(true);
     match tokio::time::timeout(VERSION_TIMEOUT, command.output()).await {
         Ok(Ok(output)) if output.status.success() => {
-            let version =
-                String::from_utf8_lossy(&output.stdout).lines().next().unwrap_or("").trim().to_string();
+            // pi prints its version on stderr.
+            let said = if output.stdout.is_empty() { &output.stderr } else { &output.stdout };
+            let version = String::from_utf8_lossy(said).lines().next().unwrap_or("").trim().to_string();
             Check::pass(name, format!("{} {version}", found.display()))
         }
         Ok(Ok(output)) => Check::fail(
@@ -305,6 +306,8 @@ pub fn hooks_check(harness: &Harness, env: &Environment) -> Check {
     let name = "hooks";
     let (dir, files): (_, &[&str]) = match harness.mcp() {
         McpConfig::Gemini => (env.cwd.join(".gemini"), &["settings.json"]),
+        // pi's hooks are the extension's.
+        McpConfig::Pi => (env.cwd.join(".pi/extensions"), &["agent-swarm.ts"]),
         _ => (env.cwd.join(".claude"), &["settings.json", "settings.local.json"]),
     };
     for file in files {
@@ -315,7 +318,7 @@ pub fn hooks_check(harness: &Harness, env: &Environment) -> Check {
     }
     Check::fail(
         name,
-        format!("no `swarm hook` in {}/settings.json", dir.display()),
+        format!("no `swarm hook` in {}/{}", dir.display(), files[0]),
         format!("run `swarm connect --harness {}` in {}", harness.name(), env.cwd.display()),
     )
 }
@@ -549,6 +552,18 @@ mod tests {
         .unwrap();
         assert!(mcp_check(&Harness::codex(), &[], &env).unwrap().passed);
         assert_eq!(mcp_check(&Harness::from_command_line("agent").unwrap(), &[], &env), None);
+
+        let pi = Harness::built_in("pi").unwrap();
+        let missing = mcp_check(&pi, &[], &env).unwrap();
+        assert!(!missing.passed && missing.fix.as_deref().unwrap().contains("--harness pi"), "{missing}");
+        assert!(!hooks_check(&pi, &env).passed);
+        std::fs::create_dir_all(env.cwd.join(".pi/extensions")).unwrap();
+        std::fs::write(
+            env.cwd.join(".pi/extensions/agent-swarm.ts"),
+            "// `swarm hook <event>`\nawait rpc(target, \"tools/list\", {});\n",
+        )
+        .unwrap();
+        assert!(mcp_check(&pi, &[], &env).unwrap().passed && hooks_check(&pi, &env).passed);
 
         let gemini = Harness::built_in("gemini").unwrap();
         let missing = mcp_check(&gemini, &[], &env).unwrap();
