@@ -262,6 +262,14 @@ async fn get_next_task(call: ToolCall, _: NoArguments) -> Outcome<NextTask> {
         Some(Trigger::TaskAssigned { task, .. }) => {
             (format!("task {} is yours and started", task.id), Some(task))
         }
+        Some(Trigger::BudgetRefused(refused)) => (
+            format!(
+                "no task was started: the {} daily budget is reached (it resets at {}); ask again later",
+                refused.cause.as_str(),
+                refused.reset_at
+            ),
+            None,
+        ),
         Some(other) => (format!("{} for you", other.type_name()), None),
     };
     if n_active > 0 {

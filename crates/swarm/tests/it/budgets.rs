@@ -245,3 +245,32 @@ async fn the_overview_shows_spend_against_each_budget() {
     );
     browser.close().await;
 }
+
+/// Inbox-MCP's `get_next_task` takes work through the same claim: past a budget it starts
+/// nothing and says why.
+#[tokio::test]
+async fn get_next_task_starts_nothing_past_a_budget_and_says_why() {
+    use crate::mcp_client::{connect_stdio, ok};
+    let dir = tempfile::tempdir().unwrap();
+    let database = sqlite_file(dir.path());
+    let hub = Hub::start(&database, None);
+    let worker = hub.register_agent("inbox-worker", false).await;
+    spend(&hub, &worker, 0.75).await;
+    let (status, _) =
+        put(&hub, &format!("/api/budgets/agent/{worker}"), None, json!({"dailyBudgetUsd": 0.5})).await;
+    assert_eq!(status, 200);
+    let id = hub.create_task(json!({"task": "Answer the ticket", "agentId": worker})).await;
+
+    let client = connect_stdio(&database, Some(&worker), &[]).await;
+    let answer = ok(&client, "get_next_task", json!({})).await;
+    assert!(answer["next_task"].is_null(), "{answer}");
+    assert_eq!(answer["trigger"]["type"], "budget_refused", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("the agent daily budget is reached"), "{answer}");
+    assert_eq!(task(&hub, &id).await["status"], "pending");
+
+    let (status, _) =
+        put(&hub, &format!("/api/budgets/agent/{worker}"), None, json!({"dailyBudgetUsd": 2})).await;
+    assert_eq!(status, 200);
+    let answer = ok(&client, "get_next_task", json!({})).await;
+    assert_eq!(answer["next_task"]["id"], id.as_str(), "{answer}");
+}
