@@ -165,11 +165,14 @@ pub fn gemini_env(model: &ScriptedModel) -> Vec<(&'static str, String)> {
 }
 
 /// `$HOME/.gemini/settings.json` for a scripted run: authentication by API key (see
-/// [`gemini_env`]), one attempt per model request (by default it makes ten, backing off up to
-/// 30 seconds, on a 5xx or 429), no update checks and no usage statistics.
+/// [`gemini_env`]), the model [`crate::MODEL_NAME`] (without one Gemini routes each turn through
+/// a classifier request to a small model first, `gemini-3.5-flash-lite:generateContent`), one
+/// attempt per model request (by default it makes ten, backing off up to 30 seconds, on a 5xx
+/// or 429), no update checks and no usage statistics.
 pub fn gemini_settings_json() -> String {
     serde_json::json!({
         "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "model": {"name": crate::MODEL_NAME},
         "general": {"maxAttempts": 1, "enableAutoUpdate": false, "enableAutoUpdateNotification": false},
         "privacy": {"usageStatisticsEnabled": false},
     })

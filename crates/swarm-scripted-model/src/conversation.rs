@@ -321,10 +321,9 @@ impl Conversation {
             Api::OpenAi if offered("exec_command") => ("exec_command", json!({"cmd": command})),
             Api::OpenAi if offered("shell_command") => ("shell_command", json!({"command": command})),
             Api::OpenAi if offered("shell") => ("shell", json!({"command": ["bash", "-lc", command]})),
-            Api::Gemini if offered("run_shell_command") => (
-                "run_shell_command",
-                json!({"command": command, "description": "Run the scripted command"}),
-            ),
+            Api::Gemini if offered("run_shell_command") => {
+                ("run_shell_command", json!({"command": command, "description": "Run the scripted command"}))
+            }
             _ => return None,
         };
         Some(Action::Tool { namespace: None, name: name.to_owned(), input })

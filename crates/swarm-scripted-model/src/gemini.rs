@@ -95,8 +95,15 @@ pub(crate) fn error(status: u16) -> Value {
 /// Reading a Gemini conversation: `contents` of `{role: user|model, parts}`, where a part is
 /// `text` (a `thought` when so marked), `functionCall` or `functionResponse`.
 impl Conversation {
+    /// The user's texts, without the context blocks the CLI puts before a prompt in the
+    /// prompt's own part (see `without_cli_context`); [`Conversation::contains`] still sees them.
     pub(crate) fn gemini_user_texts(&self) -> Vec<String> {
-        self.gemini_parts("user").filter_map(|part| part["text"].as_str().map(str::to_owned)).collect()
+        self.gemini_parts("user")
+            .filter_map(|part| part["text"].as_str())
+            .map(without_cli_context)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned)
+            .collect()
     }
 
     pub(crate) fn gemini_tool_results(&self) -> Vec<String> {
@@ -150,6 +157,21 @@ impl Conversation {
     }
 }
 
+/// `text` without the blocks the CLI puts before a prompt: `<session_context>` (what it tells
+/// the model of the machine; a resumed session's history has it in the first prompt's own
+/// text) and `<hook_context>`, with the blank lines after them.
+fn without_cli_context(mut text: &str) -> &str {
+    for tag in ["session_context", "hook_context"] {
+        let close = format!("</{tag}>");
+        if text.starts_with(&format!("<{tag}>"))
+            && let Some(end) = text.find(&close)
+        {
+            text = text[end + close.len()..].trim_start();
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,21 +184,23 @@ mod tests {
             "tools": [{"functionDeclarations": [{"name": "run_shell_command"}, {"name": "mcp_agent-swarm_store-progress"}]}],
             "contents": [
                 {"role": "user", "parts": [{"text": "<session_context>\nx\n</session_context>"}, {"text": "do it"}]},
+                {"role": "user", "parts": [{"text": "<session_context>\ny\n</session_context>\n<hook_context>z</hook_context>\n\nand this"}]},
                 {"role": "model", "parts": [{"text": "thinking", "thought": true}, {"functionCall": {"name": "run_shell_command", "args": {}}}]},
                 {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command", "response": {"output": "ok"}}}]},
                 {"role": "model", "parts": [{"text": "done"}]},
-                {"role": "user", "parts": [{"text": "again"}]}
+                {"role": "user", "parts": [{"text": "<hook_context>You have mail (MAIL-1).</hook_context>\n\nagain"}]}
             ]
         });
         let conversation = Conversation::new(Api::Gemini, body);
         assert_eq!(conversation.prompt(), "do it");
+        assert_eq!(conversation.prompts()[1], "and this");
         assert_eq!(conversation.latest_prompt(), "again");
         assert_eq!(conversation.system_text(), "You are Gemini CLI");
         assert_eq!(conversation.tool_results(), ["ok"]);
         assert_eq!(conversation.final_replies(), ["done"]);
         assert_eq!(conversation.steps_done(), 2);
         assert_eq!(conversation.find_tool("store-progress").unwrap().name, "mcp_agent-swarm_store-progress");
-        assert!(conversation.contains("again"));
+        assert!(conversation.contains("again") && conversation.contains("MAIL-1"));
     }
 
     #[test]

@@ -65,6 +65,11 @@ pub(crate) fn observe(report: &mut RunReport, event: &Value) {
                 if crate::stall::refusal_in(said) || said.contains("UNAUTHENTICATED") {
                     report.model_refused = Some(said.to_string());
                 }
+                // It retries a model it cannot reach (`general.maxAttempts`, ten by default,
+                // backing off up to 30 s) without a word, then gives up with this.
+                if said.contains("fetch failed") {
+                    report.waiting_for_model = Some(said.to_string());
+                }
             }
         }
         _ => {}
@@ -166,5 +171,12 @@ mod tests {
         ]);
         assert!(overloaded.is_error && overloaded.model_refused.is_none(), "{overloaded:?}");
         assert!(overloaded.error_text.as_deref().is_some_and(|said| said.contains("500")));
+
+        let down = read(&[
+            INIT,
+            r#"{"type":"result","status":"error","error":{"type":"unknown","message":"[API Error: exception TypeError: fetch failed sending request]"},"stats":{}}"#,
+        ]);
+        assert!(down.is_error && !down.activity && down.model_refused.is_none(), "{down:?}");
+        assert!(down.waiting_for_model.as_deref().is_some_and(|said| said.contains("fetch failed")));
     }
 }

@@ -151,6 +151,9 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
     if cli == Cli::Pi {
         world.point_pi_at(&closed);
     }
+    if cli == Cli::Gemini {
+        env.push(("GOOGLE_GEMINI_BASE_URL", closed.clone()));
+    }
     let mut runner = world.runner("worker", &env);
     world.registered(&runner).await;
     let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
@@ -161,6 +164,8 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
         Cli::Codex => "Reconnecting",
         // pi gives up at once (no retries in the test's settings) and exits 0.
         Cli::Pi => "Connection error",
+        // One attempt in the test's settings (ten by default, over minutes), then exit 1.
+        Cli::Gemini => "fetch failed",
     };
     given_back(&world, &mut runner, &id, said).await;
     assert!(world.model.conversations().is_empty(), "the model was never reached");

@@ -47,6 +47,7 @@ pub enum Cli {
     Claude,
     Codex,
     Pi,
+    Gemini,
 }
 
 impl Cli {
@@ -55,6 +56,7 @@ impl Cli {
             Cli::Claude => "claude",
             Cli::Codex => "codex",
             Cli::Pi => "pi",
+            Cli::Gemini => "gemini",
         }
     }
 
@@ -64,6 +66,7 @@ impl Cli {
             Cli::Claude => clis::claude_bin(),
             Cli::Codex => clis::codex_bin(),
             Cli::Pi => clis::pi_bin(),
+            Cli::Gemini => clis::gemini_bin(),
         };
         let bin = bin.unwrap_or_else(|message| panic!("{message}"));
         bin.parent().unwrap().to_path_buf()
@@ -78,6 +81,7 @@ macro_rules! every_cli {
         $crate::real_cli::cli_tests!(claude: Claude; $($name),*);
         $crate::real_cli::cli_tests!(codex: Codex; $($name),*);
         $crate::real_cli::cli_tests!(pi: Pi; $($name),*);
+        $crate::real_cli::cli_tests!(gemini: Gemini; $($name),*);
     };
 }
 pub(crate) use every_cli;
@@ -154,6 +158,10 @@ impl World {
         std::fs::write(pi_dir.join("models.json"), clis::pi_models_json(&model.anthropic_base_url()))
             .unwrap();
         std::fs::write(pi_dir.join("settings.json"), clis::pi_settings_json()).unwrap();
+        // The Gemini CLI's user settings: the key for the scripted model, one attempt per
+        // request; `swarm connect` writes the project's.
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::write(home.join(".gemini/settings.json"), clis::gemini_settings_json()).unwrap();
         let world = World { cli, dir, hub, model, home, project, codex_home };
         eprintln!("{}", versions::under_test(cli));
         world.connect();
@@ -209,6 +217,7 @@ impl World {
             Cli::Claude => env.extend(clis::claude_env(&self.model)),
             Cli::Codex => env.push((CODEX_KEY_ENV, "sk-scripted".to_owned())),
             Cli::Pi => env.extend(clis::pi_env()),
+            Cli::Gemini => env.extend(clis::gemini_env(&self.model)),
         }
         env
     }
@@ -311,9 +320,13 @@ impl World {
 
 /// The first request of a CLI run: the model has not said anything in it yet.
 pub fn first_request(conversation: &Conversation) -> bool {
-    let items = conversation.body["messages"].as_array().or(conversation.body["input"].as_array());
+    let items = conversation.body["messages"]
+        .as_array()
+        .or(conversation.body["input"].as_array())
+        .or(conversation.body["contents"].as_array());
     !items.into_iter().flatten().any(|item| {
-        item["role"] == "assistant" || item["type"].as_str().is_some_and(|kind| kind.ends_with("_call"))
+        matches!(item["role"].as_str(), Some("assistant" | "model"))
+            || item["type"].as_str().is_some_and(|kind| kind.ends_with("_call"))
     })
 }
 

@@ -90,7 +90,14 @@ async fn a_persistent_session_is_resumed_with_the_result_of_its_task(cli: Cli) {
     } else {
         assert!(relayed.starts_with("# The result of swarm task"), "{relayed}");
     }
-    assert_eq!(task_id_in(&resumed).as_deref(), Some(first.as_str()), "the history is the first run's");
+    if cli == Cli::Gemini {
+        // The Gemini CLI resends a resumed session without the first run's prompt, which its
+        // BeforeAgent hook had added to (docs/real-agent-clis.md, "Gemini CLI"): the history
+        // is the first run's by its calls, store-progress on the first task among them.
+        assert!(resumed.contains(&format!("scripted output for {first}")), "{:?}", resumed.body);
+    } else {
+        assert_eq!(task_id_in(&resumed).as_deref(), Some(first.as_str()), "the history is the first run's");
+    }
 
     let (_, after) = world.hub.get("/api/triggers/inbox/session?key=thread-1", None).await;
     assert_eq!(after["session"]["sessionId"], session.as_str(), "the same session, resumed");
