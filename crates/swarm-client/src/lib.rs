@@ -253,6 +253,16 @@ impl Client {
         self.decode(Method::POST, path, &answer)
     }
 
+    /// `PUT <path>` with a JSON body, the answer decoded as `T`.
+    pub async fn put_json<B: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        let answer = self.send(Method::PUT, path, &[], Some(body)).await?;
+        self.decode(Method::PUT, path, &answer)
+    }
+
     /// Send one request; a 2xx answer's body is returned, anything else is an error.
     async fn send<B: Serialize + ?Sized>(
         &self,

@@ -25,6 +25,7 @@ mod isolation;
 mod logs;
 mod presence;
 mod process;
+mod resume;
 mod run;
 mod runner;
 mod settle;

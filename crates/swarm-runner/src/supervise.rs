@@ -19,6 +19,7 @@ use crate::{
     logs::RunLog,
     process::{ChildExit, descendants, signal_tree},
     run::{Context, clip_chars},
+    resume,
     shipper::RunKey,
     stall,
     view::human_duration,
@@ -76,6 +77,7 @@ pub(crate) async fn supervise(
     let stall = context.config.stall;
     let mut last_sign = Instant::now();
     let mut nowhere: Option<String> = None;
+    let mut recorded_session: Option<String> = None;
     let (task_changed, mut task_changes) = tokio::sync::watch::channel(None);
     let _task_watch = key.task_id.filter(|_| !stall.is_zero()).map(|task_id| {
         let every = stall::task_check_every(stall);
@@ -113,6 +115,15 @@ pub(crate) async fn supervise(
                     log_failed |= log.write_line(&line).await.is_err();
                     context.config.harness.output().observe(&mut report, &line);
                     last_sign = Instant::now();
+                    // Recorded at once: a runner killed mid-run leaves it for the next one.
+                    if let (Some(task_id), Some(session)) = (key.task_id, &report.session_id)
+                        && recorded_session.as_ref() != Some(session)
+                    {
+                        recorded_session = Some(session.clone());
+                        let cli = context.config.harness.name().to_string();
+                        let (client, view) = (context.client.clone(), context.view.clone());
+                        tokio::spawn(resume::record_session(client, view, task_id, session.clone(), cli));
+                    }
                     let still_going = nowhere.is_none() && !stopped && !cancelled && exit.is_none();
                     let going_nowhere = report.model_refused.as_deref().map(stall::refused_reason)
                         .or_else(|| report.tool_loop.looping(context.config.tool_loop_limit));
