@@ -1,6 +1,7 @@
 //! Steering reaches the real CLIs mid-run (issue 40), and the scripted model does what it
-//! says: Claude Code through its hooks (`steer` in `PostToolUse`'s context after the tool
-//! call it is in, `queue` as the `Stop` hook's reason to go on), Codex and pi by the runner
+//! says: Claude Code and the Gemini CLI through their hooks (`steer` in the context of
+//! `PostToolUse`/`AfterTool` after the tool call it is in, `queue` as the `Stop`/`AfterAgent`
+//! hook's reason to go on), Codex and pi by the runner
 //! resuming their session with the message once their turn ends. The model's first step
 //! waits at a gate (a shell command) until the test has sent the steer, so the message
 //! always arrives while the CLI works. A message the run could not take (the task was finished) becomes a
@@ -87,6 +88,38 @@ mod pi {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_steer_the_run_cannot_take_becomes_a_follow_up_task() {
         too_late_becomes_a_follow_up(Cli::Pi).await;
+    }
+}
+
+mod gemini {
+    use super::*;
+
+    // The Gemini CLI's hooks as Claude Code's: `steer` in AfterTool's context, `queue` as
+    // AfterAgent's block decision, whose reason goes on as the next prompt.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_steer_reaches_the_agent_at_its_next_tool_call() {
+        let gate = Gate::new();
+        let script = Script::new()
+            .shell(&gate.command())
+            .call_tool("store-progress", report_what_was_seen)
+            .reply("Reported.");
+        steer_mid_run(Cli::Gemini, script, &gate, "steer").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_queued_steer_keeps_the_agent_going_at_the_end_of_its_turn() {
+        let gate = Gate::new();
+        let script = Script::new()
+            .shell(&gate.command())
+            .reply("The first part is done.")
+            .call_tool("store-progress", report_what_was_seen)
+            .reply("Reported.");
+        steer_mid_run(Cli::Gemini, script, &gate, "queue").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_steer_the_run_cannot_take_becomes_a_follow_up_task() {
+        too_late_becomes_a_follow_up(Cli::Gemini).await;
     }
 }
 
