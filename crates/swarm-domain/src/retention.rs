@@ -18,7 +18,8 @@ pub enum Expiring {
     Events,
     /// Trigger hand-outs that are over: task results delivered to their awaiting
     /// session, handed-back tasks the lead was told about, expired webhook delivery marks,
-    /// Slack's once-only marks (events handled, outcomes posted).
+    /// Slack's once-only marks (events handled, outcomes posted), and the records of polls
+    /// a daily budget refused.
     DeliveredTriggers,
     /// Agent mail that was read (and answered, when its sender awaited an answer), and
     /// inbox messages the lead read, answered or delegated.

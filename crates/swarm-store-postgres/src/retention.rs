@@ -59,6 +59,9 @@ pub(crate) async fn remove(
             // announces outcomes of tasks finished within a day.
             "DELETE FROM slack_marks WHERE ctid IN (
                  SELECT ctid FROM slack_marks WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
+            // The polls daily budgets refused (kept once per agent, task and day).
+            "DELETE FROM budget_refusals WHERE ctid IN (
+                 SELECT ctid FROM budget_refusals WHERE created_at < $1 ORDER BY created_at LIMIT $2)",
         ],
         Expiring::ReadMail => &[
             // A read message that a kept reply points at stays until the reply goes.

@@ -66,7 +66,14 @@ pub(crate) fn remove(tx: &Connection, kind: Expiring, older_than: Timestamp, lim
                      SELECT rowid FROM slack_marks WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
                 params![cutoff, limit],
             )?;
-            results + handoffs + marks + slack
+            // The polls daily budgets refused (kept once per agent, task and day).
+            let refusals = sql::execute(
+                tx,
+                "DELETE FROM budget_refusals WHERE rowid IN (
+                     SELECT rowid FROM budget_refusals WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)",
+                params![cutoff, limit],
+            )?;
+            results + handoffs + marks + slack + refusals
         }
         Expiring::ReadMail => {
             // A read message that a kept reply points at stays until the reply goes.

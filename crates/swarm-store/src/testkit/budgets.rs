@@ -9,6 +9,7 @@ use swarm_domain::{
     event::EventType,
     id::{AgentId, TaskId},
     poll::{PoolMode, Trigger, TriggerKind},
+    retention::Expiring,
     session::NewSessionCost,
     task::TaskStatus,
     time::Timestamp,
@@ -30,6 +31,7 @@ macro_rules! __store_conformance_budgets {
                 spend_counts_the_utc_day_s_costs,
                 a_reached_budget_refuses_assigned_and_pool_work_until_raised,
                 a_refused_poll_still_gets_what_starts_no_work,
+                refusals_expire_with_the_delivered_triggers,
             ],
             multi_thread: [racing_polls_past_a_budget_claim_nothing_and_record_each_refusal_once]
         );
@@ -221,6 +223,25 @@ pub async fn a_refused_poll_still_gets_what_starts_no_work(store: Arc<dyn Store>
     fx.store.task_apply(pending.id, &super::cancel().change(), None, fx.now()).await.unwrap();
     assert_eq!(claim(&fx, idle).await, None);
     assert!(fx.store.budget_refusals(50).await.unwrap().iter().all(|refusal| refusal.agent_id != idle));
+}
+
+pub async fn refusals_expire_with_the_delivered_triggers(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let worker = fx.worker("w").await;
+    fx.assigned_task("waits", worker).await;
+    fx.store.budget_put(BudgetKey::Agent(worker), 0.0, fx.now()).await.unwrap();
+    let refused_at = fx.now();
+    refused(claim_at(&fx.store, worker, refused_at).await);
+    let kept = fx.store.retention_remove(Expiring::DeliveredTriggers, refused_at, 100).await.unwrap();
+    assert_eq!(
+        (kept, fx.store.budget_refusals(50).await.unwrap().len()),
+        (0, 1),
+        "not older than the cutoff"
+    );
+    let removed =
+        fx.store.retention_remove(Expiring::DeliveredTriggers, refused_at.plus_millis(1), 100).await.unwrap();
+    assert_eq!((removed, fx.store.budget_refusals(50).await.unwrap().len()), (1, 0));
+    assert!(fx.store.budget_get(BudgetKey::Agent(worker)).await.unwrap().is_some(), "the budget stays");
 }
 
 const N_WORKERS: usize = 8;
