@@ -397,12 +397,21 @@ pub(crate) fn spawn_agent(
         None => command.env_remove("SWARM_SESSION_TASK_ID"),
     };
     let (program, _) = config.harness.command_line(&invocation);
-    command.spawn().map_err(|err| {
+    let mut child = command.spawn().map_err(|err| {
         format!(
             "cannot start the agent CLI {}: {err}; install it, or choose another with --harness / --harness-cmd",
             program.display()
         )
-    })
+    })?;
+    if let (Some(text), Some(mut stdin)) = (config.harness.input(&invocation), child.stdin.take()) {
+        // Written beside the run: a CLI that fails before reading it all must not hold it up.
+        // Closed once written, so the CLI's read ends.
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt as _;
+            let _ = stdin.write_all(text.as_bytes()).await;
+        });
+    }
+    Ok(child)
 }
 
 pub(crate) fn cost_request(

@@ -178,3 +178,59 @@ pub fn gemini_settings_json() -> String {
     })
     .to_string()
 }
+
+/// opencode (`opencode-ai`): `SWARM_OPENCODE_BIN`, else
+/// `tools/agent-clis/node_modules/.bin/opencode`. The error says how to install it.
+pub fn opencode_bin() -> Result<PathBuf, String> {
+    find_bin("opencode", "SWARM_OPENCODE_BIN")
+}
+
+/// The environment variable opencode's scripted provider reads its key from (`{env:...}` in
+/// [`opencode_config_json`]).
+pub const OPENCODE_KEY_ENV: &str = "SCRIPTED_MODEL_API_KEY";
+
+/// The opencode provider [`opencode_config_json`] writes; opencode's `--model` takes
+/// `<provider>/<model>`.
+pub const OPENCODE_PROVIDER: &str = "scripted";
+
+/// `$HOME/.config/opencode/opencode.json`: a provider named [`OPENCODE_PROVIDER`] speaking the
+/// Anthropic Messages API (opencode's bundled `@ai-sdk/anthropic`) at `base_url` (see
+/// [`ScriptedModel::anthropic_base_url`]), with one model, [`crate::MODEL_NAME`], priced like
+/// Claude Code's opus so that opencode reports a cost, as the default. No title requests
+/// (opencode asks its model for a session title beside the first prompt), no sharing, no
+/// updates. The project's `opencode.json` (`swarm connect`) adds the MCP server.
+pub fn opencode_config_json(base_url: &str) -> String {
+    serde_json::json!({
+        "$schema": "https://opencode.ai/config.json",
+        "model": format!("{OPENCODE_PROVIDER}/{}", crate::MODEL_NAME),
+        "provider": {
+            OPENCODE_PROVIDER: {
+                "npm": "@ai-sdk/anthropic",
+                "name": "Scripted model",
+                "options": {"baseURL": format!("{base_url}/v1"), "apiKey": format!("{{env:{OPENCODE_KEY_ENV}}}")},
+                "models": {
+                    crate::MODEL_NAME: {
+                        "name": "Scripted model",
+                        "cost": {"input": 5, "output": 25, "cache_read": 0.5, "cache_write": 6.25}
+                    }
+                }
+            }
+        },
+        "agent": {"title": {"disable": true}},
+        "share": "disabled",
+        "autoupdate": false
+    })
+    .to_string()
+}
+
+/// The environment that keeps opencode off the network besides the model (no models.dev
+/// catalogue, no default plugins, no language servers) and gives it the scripted provider's
+/// key; with `HOME` holding [`opencode_config_json`] in `.config/opencode/`.
+pub fn opencode_env() -> Vec<(&'static str, String)> {
+    vec![
+        (OPENCODE_KEY_ENV, "sk-scripted".to_owned()),
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_owned()),
+        ("OPENCODE_DISABLE_DEFAULT_PLUGINS", "1".to_owned()),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1".to_owned()),
+    ]
+}

@@ -104,6 +104,8 @@ impl Harness {
             args: template,
             resume_args: None,
             model_args: Vec::new(),
+            stdin: None,
+            resume_stdin: None,
             env: env.into_iter().map(|(name, value)| (name.to_string(), value.to_string())).collect(),
             output: StreamFormat::Auto,
             prompts: Prompts::Slash,
@@ -243,15 +245,20 @@ impl Harness {
 
     /// The program to start and its arguments.
     pub(crate) fn command_line(&self, run: &Invocation<'_>) -> (PathBuf, Vec<String>) {
-        let prompt = match self.spec.prompts {
+        let prompt = self.prompt(run);
+        let args = self.spec.arguments(&self.values(run, &prompt));
+        (self.program_path(), args)
+    }
+
+    /// The prompt as this CLI gets it.
+    fn prompt(&self, run: &Invocation<'_>) -> String {
+        match self.spec.prompts {
             Prompts::Slash => run.prompt.to_string(),
             // No slash commands: the command's instructions, in full.
             Prompts::Expanded => {
                 swarm_domain::prompts::expand(run.prompt).unwrap_or_else(|| run.prompt.to_string())
             }
-        };
-        let args = self.spec.arguments(&self.values(run, &prompt));
-        (self.program_path(), args)
+        }
     }
 
     fn values<'a>(&self, run: &Invocation<'a>, prompt: &'a str) -> Values<'a> {
@@ -264,16 +271,19 @@ impl Harness {
         }
     }
 
-    /// A ready-to-spawn command: own process group, pipes for stdout and stderr, no stdin.
+    /// What the runner writes to the CLI's standard input (then closes it), if anything.
+    pub(crate) fn input(&self, run: &Invocation<'_>) -> Option<String> {
+        let prompt = self.prompt(run);
+        self.spec.input(&self.values(run, &prompt))
+    }
+
+    /// A ready-to-spawn command: own process group, pipes for stdout and stderr, a pipe for
+    /// stdin when the harness writes to it ([`Harness::input`]), else none.
     pub(crate) fn command(&self, run: &Invocation<'_>) -> tokio::process::Command {
         let (program, args) = self.command_line(run);
         let mut command = tokio::process::Command::new(program);
-        command
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+        let stdin = if self.spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() };
+        command.args(args).stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         for (name, value) in self.spec.environment(&self.values(run, run.prompt)) {
             match value {
                 Some(value) => command.env(name, value),

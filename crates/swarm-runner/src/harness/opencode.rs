@@ -1,5 +1,5 @@
-//! opencode: its harness file (`opencode.toml`) and what the runner reads of `opencode run
-//! --format json` (docs/real-agent-clis.md, "opencode").
+//! opencode: its harness file (`opencode.toml`; the prompt goes on standard input) and what
+//! the runner reads of `opencode run --format json` (docs/real-agent-clis.md, "opencode").
 //!
 //! Every event carries the session (`sessionID`). A model request is a step: `step_start`,
 //! then `text` and `tool_use` parts (a tool's only when it has finished), then `step_finish`
@@ -107,11 +107,14 @@ mod tests {
         };
         let (program, args) = opencode.command_line(&run);
         assert_eq!(program, std::path::PathBuf::from("opencode"));
-        assert_eq!(args[..6], ["run", "--format", "json", "--auto", "--model", "scripted/m"]);
-        assert!(args[6].starts_with("be good\n\n# Work on swarm task 1\n"), "{args:?}");
-        let (_, resumed) = opencode.command_line(&Invocation { resume: Some("ses_9"), model: None, ..run });
-        assert_eq!(resumed[..6], ["run", "--format", "json", "--auto", "--session", "ses_9"]);
-        assert!(resumed[6].starts_with("# Work on swarm task 1\n"), "{resumed:?}");
+        assert_eq!(args, ["run", "--format", "json", "--auto", "--model", "scripted/m"]);
+        let input = opencode.input(&run).unwrap();
+        assert!(input.starts_with("be good\n\n# Work on swarm task 1\n"), "{input}");
+        let resumed = Invocation { resume: Some("ses_9"), model: None, ..run };
+        let (_, args) = opencode.command_line(&resumed);
+        assert_eq!(args, ["run", "--format", "json", "--auto", "--session", "ses_9"]);
+        assert!(opencode.input(&resumed).unwrap().starts_with("# Work on swarm task 1\n"));
+        assert_eq!(Harness::claude().input(&run), None);
         assert_eq!(opencode.output(), super::super::StreamFormat::OpencodeJson);
         assert!(!opencode.supports_hooks() && opencode.can_resume());
     }

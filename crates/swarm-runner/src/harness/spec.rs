@@ -28,6 +28,14 @@ pub(crate) struct HarnessSpec {
     /// The words that choose the model, where `{model_args}` stands: `["--model", "{model}"]`.
     #[serde(default)]
     pub model_args: Vec<String>,
+    /// What the runner writes to the CLI's standard input, then closes it (same placeholders
+    /// as `args`); without it the CLI reads nothing. For a CLI that mangles a prompt given as
+    /// an argument (opencode quotes one that holds a space).
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// The standard input of a resumed run; `stdin` when absent.
+    #[serde(default)]
+    pub resume_stdin: Option<String>,
     /// Environment for the CLI. A value naming `{session}` or `{model}` is set only when
     /// the run has one, and removed from the environment otherwise.
     #[serde(default)]
@@ -142,7 +150,8 @@ impl HarnessSpec {
         if spec.program.trim().is_empty() {
             return Err("`program` is empty".into());
         }
-        for word in spec.args.iter().chain(spec.resume_args.iter().flatten()).chain(&spec.model_args) {
+        let words = spec.args.iter().chain(spec.resume_args.iter().flatten()).chain(&spec.model_args);
+        for word in words.chain(&spec.stdin).chain(&spec.resume_stdin) {
             check_template(word)?;
         }
         Ok(spec)
@@ -172,6 +181,15 @@ impl HarnessSpec {
             }
         }
         words
+    }
+
+    /// What to write to the CLI's standard input, if anything.
+    pub fn input(&self, values: &Values<'_>) -> Option<String> {
+        let template = match (&self.resume_stdin, values.session) {
+            (Some(resume), Some(_)) => Some(resume),
+            _ => self.stdin.as_ref(),
+        };
+        template.map(|template| fill(template, values))
     }
 
     /// The environment entries to set (`Some`) or remove (`None`).

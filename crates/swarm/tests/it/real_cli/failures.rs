@@ -154,6 +154,9 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
     if cli == Cli::Gemini {
         env.push(("GOOGLE_GEMINI_BASE_URL", closed.clone()));
     }
+    if cli == Cli::Opencode {
+        world.point_opencode_at(&closed);
+    }
     let mut runner = world.runner("worker", &env);
     world.registered(&runner).await;
     let id = world.create(json!({"task": "Fix the build", "agentId": runner.agent_id})).await;
@@ -166,6 +169,9 @@ async fn a_model_that_is_down_gives_the_task_back(cli: Cli) {
         Cli::Pi => "Connection error",
         // One attempt in the test's settings (ten by default, over minutes), then exit 1.
         Cli::Gemini => "fetch failed",
+        // opencode retries five times over about 70 s (not configurable), then exits 1 with
+        // an `error` event: however long that took, the runner hands the task back.
+        Cli::Opencode => "Cannot connect to API",
     };
     given_back(&world, &mut runner, &id, said).await;
     assert!(world.model.conversations().is_empty(), "the model was never reached");

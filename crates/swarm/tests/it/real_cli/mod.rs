@@ -48,6 +48,7 @@ pub enum Cli {
     Codex,
     Pi,
     Gemini,
+    Opencode,
 }
 
 impl Cli {
@@ -57,6 +58,7 @@ impl Cli {
             Cli::Codex => "codex",
             Cli::Pi => "pi",
             Cli::Gemini => "gemini",
+            Cli::Opencode => "opencode",
         }
     }
 
@@ -67,6 +69,7 @@ impl Cli {
             Cli::Codex => clis::codex_bin(),
             Cli::Pi => clis::pi_bin(),
             Cli::Gemini => clis::gemini_bin(),
+            Cli::Opencode => clis::opencode_bin(),
         };
         let bin = bin.unwrap_or_else(|message| panic!("{message}"));
         bin.parent().unwrap().to_path_buf()
@@ -82,6 +85,7 @@ macro_rules! every_cli {
         $crate::real_cli::cli_tests!(codex: Codex; $($name),*);
         $crate::real_cli::cli_tests!(pi: Pi; $($name),*);
         $crate::real_cli::cli_tests!(gemini: Gemini; $($name),*);
+        $crate::real_cli::cli_tests!(opencode: Opencode; $($name),*);
     };
 }
 pub(crate) use every_cli;
@@ -162,6 +166,14 @@ impl World {
         // request; `swarm connect` writes the project's.
         std::fs::create_dir_all(home.join(".gemini")).unwrap();
         std::fs::write(home.join(".gemini/settings.json"), clis::gemini_settings_json()).unwrap();
+        // opencode's user configuration: the scripted provider; `swarm connect` writes the
+        // project's opencode.json with the MCP server.
+        std::fs::create_dir_all(home.join(".config/opencode")).unwrap();
+        std::fs::write(
+            home.join(".config/opencode/opencode.json"),
+            clis::opencode_config_json(&model.anthropic_base_url()),
+        )
+        .unwrap();
         let world = World { cli, dir, hub, model, home, project, codex_home };
         eprintln!("{}", versions::under_test(cli));
         world.connect();
@@ -218,6 +230,7 @@ impl World {
             Cli::Codex => env.push((CODEX_KEY_ENV, "sk-scripted".to_owned())),
             Cli::Pi => env.extend(clis::pi_env()),
             Cli::Gemini => env.extend(clis::gemini_env(&self.model)),
+            Cli::Opencode => env.extend(clis::opencode_env()),
         }
         env
     }
@@ -225,6 +238,12 @@ impl World {
     /// pi's provider at `base_url` instead of the scripted model (a model that is down).
     pub fn point_pi_at(&self, base_url: &str) {
         std::fs::write(self.home.join(".pi/agent/models.json"), clis::pi_models_json(base_url)).unwrap();
+    }
+
+    /// opencode's provider at `base_url` instead of the scripted model (a model that is down).
+    pub fn point_opencode_at(&self, base_url: &str) {
+        let config = self.home.join(".config/opencode/opencode.json");
+        std::fs::write(config, clis::opencode_config_json(base_url)).unwrap();
     }
 
     /// Starts `swarm <role> --harness <cli>` in the project.

@@ -36,9 +36,9 @@ async fn a_worker_completes_an_assigned_task(cli: Cli) {
         conversations.iter().any(|c| c.contains("Write the release notes")),
         "the task text reached the model"
     );
-    if matches!(cli, Cli::Codex | Cli::Gemini) {
-        // No slash commands in Codex (the Gemini CLI's the runner does not use): the
-        // instructions themselves.
+    if matches!(cli, Cli::Codex | Cli::Gemini | Cli::Opencode) {
+        // No slash commands in Codex and opencode (the Gemini CLI's the runner does not
+        // use): the instructions themselves.
         assert!(conversations[0].prompt().contains("# Work on swarm task"), "{}", conversations[0].prompt());
     }
 
@@ -51,6 +51,8 @@ async fn a_worker_completes_an_assigned_task(cli: Cli) {
             Cli::Codex => "turn.completed",
             Cli::Pi => "\"stopReason\":\"stop\"",
             Cli::Gemini => "\"type\":\"result\"",
+            // opencode's last step, which ends the turn.
+            Cli::Opencode => "\"reason\":\"stop\"",
         };
         logs.iter().any(|log| log["content"].as_str().is_some_and(|line| line.contains(last))).then_some(logs)
     })
@@ -73,8 +75,9 @@ async fn a_worker_completes_an_assigned_task(cli: Cli) {
         Cli::Claude => assert!(cost["totalCostUsd"].as_f64().is_some_and(|usd| usd > 0.0), "{cost}"),
         // Codex and the Gemini CLI report no money: the runner records none.
         Cli::Codex | Cli::Gemini => assert_eq!(cost["totalCostUsd"].as_f64(), Some(0.0), "{cost}"),
-        // pi prices each request from its model table (the test's models.json: $5/M in, $25/M out).
-        Cli::Pi => {
+        // pi and opencode price each request from their model table (the test's models.json
+        // and opencode.json: $5/M in, $25/M out).
+        Cli::Pi | Cli::Opencode => {
             let usd = (1000.0 * 5.0 + 50.0 * 25.0) / 1e6 * requests as f64;
             let reported = cost["totalCostUsd"].as_f64().unwrap_or_default();
             assert!((reported - usd).abs() < 1e-9, "{cost}: {usd} expected");
