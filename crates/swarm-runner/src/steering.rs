@@ -40,7 +40,10 @@ pub(crate) async fn resume_for_steering(
     place: &ResumePlace<'_>,
     first: Supervised,
 ) -> Supervised {
-    let Some(task_id) = work.task_id() else { return first };
+    // An offer's review is not the task's work: its steering waits for the run that does it.
+    let Some(task_id) = work.task_id().filter(|_| !matches!(work, Work::Offer { .. })) else {
+        return first;
+    };
     if context.config.harness.steering() != SteeringDelivery::Resume {
         return first;
     }
