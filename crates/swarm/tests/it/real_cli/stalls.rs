@@ -12,8 +12,18 @@ use super::{Cli, RunnerProcess, World, complete, every_cli, first_request, proce
 every_cli!(
     a_silent_run_is_stopped_and_its_task_handed_back,
     a_tool_loop_is_stopped_and_its_task_handed_back,
-    a_stopped_run_goes_on_in_its_session_when_the_runner_comes_back
+    a_stopped_run_goes_on_in_its_session_when_the_runner_comes_back,
+    a_killed_run_goes_on_in_its_session_when_the_runner_comes_back
 );
+
+/// How the first runner of a resume scenario ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CutShort {
+    /// SIGTERM: it stops its run and pauses the task.
+    Stopped,
+    /// SIGKILL, with everything it started: the task stays `in_progress` for the agent.
+    Killed,
+}
 
 /// Back in the queue and never failed, with `said` in the runner's note on the task.
 async fn handed_back(world: &World, runner: &RunnerProcess, task_id: &str, said: &str) -> Value {
@@ -122,6 +132,16 @@ async fn a_tool_loop_is_stopped_and_its_task_handed_back(cli: Cli) {
 /// (recorded at the hub as soon as the CLI named it): the model sees the first run's
 /// conversation, and the script goes on from its next step.
 async fn a_stopped_run_goes_on_in_its_session_when_the_runner_comes_back(cli: Cli) {
+    goes_on_in_its_session(cli, CutShort::Stopped).await;
+}
+
+/// The same when the runner is killed (SIGKILL) with its CLI: the task is found
+/// `in_progress` for the agent at the next start, and resumed in the recorded session.
+async fn a_killed_run_goes_on_in_its_session_when_the_runner_comes_back(cli: Cli) {
+    goes_on_in_its_session(cli, CutShort::Killed).await;
+}
+
+async fn goes_on_in_its_session(cli: Cli, cut: CutShort) {
     let scratch = tempfile::tempdir().unwrap();
     let marker = scratch.path().join("first-run-started");
     let script = Script::new()
@@ -147,11 +167,22 @@ async fn a_stopped_run_goes_on_in_its_session_when_the_runner_comes_back(cli: Cl
     })
     .await;
     assert_eq!(recorded.1, cli.name(), "recorded by the CLI that can resume it");
-    let stopped = std::process::Command::new("kill").args(["-TERM", &first.pid().to_string()]).status();
-    assert!(stopped.is_ok_and(|status| status.success()));
-    first.exited().await;
-    let paused = world.task(&id).await;
-    assert_eq!(paused["status"], "paused", "{paused}\n{}", first.output());
+    let left = match cut {
+        CutShort::Stopped => {
+            let stopped =
+                std::process::Command::new("kill").args(["-TERM", &first.pid().to_string()]).status();
+            assert!(stopped.is_ok_and(|status| status.success()));
+            first.exited().await;
+            "paused"
+        }
+        CutShort::Killed => {
+            crate::support::kill::kill_run(first.pid()).await;
+            first.exited().await;
+            "in_progress"
+        }
+    };
+    let held = world.task(&id).await;
+    assert_eq!(held["status"], left, "{held}\n{}", first.output());
 
     let earlier = world.model.conversations().len();
     let second = world.runner_as("worker", &agent_id, &[]);
