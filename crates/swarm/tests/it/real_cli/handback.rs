@@ -1,7 +1,8 @@
-//! Work of dead agents handed on (issue 25) with a real CLI (Claude Code, pi): runner A's CLI
-//! is killed mid-run with its runner and everything they started, and stays dead; once A has
-//! been offline for `--reassign-after-seconds`, the lead is told, returns the task to the pool,
-//! and runner B's CLI completes it. (`handback_runners.rs` tells it with the stand-in agent.)
+//! Work of dead agents handed on (issue 25) with a real CLI (Claude Code, pi, the Gemini
+//! CLI): runner A's CLI is killed mid-run with its runner and everything they started, and
+//! stays dead; once A has been offline for `--reassign-after-seconds`, the lead is told,
+//! returns the task to the pool, and runner B's CLI completes it. (`handback_runners.rs`
+//! tells it with the stand-in agent.)
 //! pi's shell tool starts each command in a process group of its own: killing the run must
 //! find it all the same.
 
@@ -14,6 +15,7 @@ use crate::{handback_runners::FAST, support::kill::kill_run};
 
 cli_tests!(claude: Claude; a_dead_runners_task_is_completed_by_another_runners_cli);
 cli_tests!(pi: Pi; a_dead_runners_task_is_completed_by_another_runners_cli);
+cli_tests!(gemini: Gemini; a_dead_runners_task_is_completed_by_another_runners_cli);
 
 async fn a_dead_runners_task_is_completed_by_another_runners_cli(cli: Cli) {
     // The first run of the task sleeps in the CLI's shell tool (and is killed there);

@@ -1,13 +1,15 @@
-//! Issue #20's end-to-end stories with the real Claude Code and pi on the scripted model
-//! (Codex is left out: these stories are about the hub and the runner, which `tasks.rs` and
-//! `sessions.rs` already show drive Codex the same way):
+//! Issue #20's end-to-end stories with the real Claude Code, pi and the Gemini CLI on the
+//! scripted model (Codex is left out: these stories are about the hub and the runner, which
+//! `tasks.rs` and `sessions.rs` already show drive Codex the same way):
 //! - a Slack question to a runner-driven lead that delegates it to a worker: exactly one
 //!   answer in the thread (the bridge's), the lead's review adds none;
 //! - the Inbox-MCP cron story: a cron trigger's session files a task with `task_create`
 //!   over the stdio `swarm mcp` of its `.mcp.json`, a worker does it, and the same Claude
 //!   session is resumed with the result. pi has no MCP client, so no stdio server of its
 //!   own: its session files the task with the hub's `send-task` (the extension sends the
-//!   session's `X-Task-ID`), and is resumed with the result the same way.
+//!   session's `X-Task-ID`), and is resumed with the result the same way. The Gemini CLI's
+//!   session does the same through its `agent-swarm` server (whose headers carry the
+//!   `X-Task-ID` as Claude Code's do): `swarm connect` gives it no stdio `swarm mcp`.
 
 use std::{sync::Arc, time::Duration};
 
@@ -27,6 +29,11 @@ fn inbox_message_id(conversation: &Conversation) -> String {
 
 cli_tests!(claude: Claude; a_slack_question_delegated_by_the_lead_gets_one_answer);
 cli_tests!(pi: Pi; a_slack_question_delegated_by_the_lead_gets_one_answer, a_cron_session_files_a_task_with_send_task_and_is_resumed_with_its_result);
+cli_tests!(
+    gemini: Gemini;
+    a_slack_question_delegated_by_the_lead_gets_one_answer,
+    a_cron_session_files_a_task_with_send_task_and_is_resumed_with_its_result
+);
 
 async fn a_slack_question_delegated_by_the_lead_gets_one_answer(cli: Cli) {
     let worker_id = uuid::Uuid::new_v4().to_string();
