@@ -6,6 +6,7 @@ mod budgets;
 mod chat;
 mod cli;
 mod connect;
+mod connect_pi;
 mod dashboard;
 mod demo;
 mod doctor;
