@@ -13,7 +13,7 @@ use swarm_domain::{
     id::AgentId,
 };
 
-use crate::{Caller, Service, ServiceError, ServiceResult};
+use crate::{Caller, Change, Service, ServiceError, ServiceResult};
 
 /// Who is reading: everything, or a worker's own view.
 enum Reader {
@@ -47,6 +47,7 @@ impl Service {
             })?;
         }
         let budget = self.store.budget_put(key, ceiling.get(), self.clock.now()).await?;
+        self.publish(Change::Budget { scope: key.scope(), scope_id: key.scope_id() });
         self.with_spend(budget).await
     }
 
@@ -62,7 +63,11 @@ impl Service {
     /// Removes a ceiling: its scope is unlimited from the next poll on.
     pub async fn budget_delete(&self, caller: Caller, key: BudgetKey) -> ServiceResult<()> {
         require_operator(caller, "remove")?;
-        if self.store.budget_delete(key, self.clock.now()).await? { Ok(()) } else { Err(not_configured(key)) }
+        if !self.store.budget_delete(key, self.clock.now()).await? {
+            return Err(not_configured(key));
+        }
+        self.publish(Change::Budget { scope: key.scope(), scope_id: key.scope_id() });
+        Ok(())
     }
 
     /// Every budget the caller may read, by scope then id, each with today's spend.

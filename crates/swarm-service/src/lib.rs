@@ -149,6 +149,11 @@ pub enum Change {
     Service {
         service_id: ServiceId,
     },
+    /// A daily budget was set or removed (issue 40); `scope_id` is `""` for the global one.
+    Budget {
+        scope: swarm_domain::budget::BudgetScope,
+        scope_id: String,
+    },
     /// Another process (a second replica, `swarm mcp` on the same SQLite file) changed
     /// the database; what changed is not known here, so everything may have.
     External,

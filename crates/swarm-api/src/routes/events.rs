@@ -64,6 +64,8 @@ pub enum ChangeEvent {
     Epic { epic_id: String },
     /// A registered service was registered, changed status or unregistered.
     Service { service_id: String },
+    /// A daily budget was set or removed; `scopeId` is `""` for the global one.
+    Budget { scope: String, scope_id: String },
     /// Another process on the same database changed something; re-read what is shown.
     External,
 }
@@ -82,6 +84,9 @@ impl From<Change> for ChangeEvent {
             Change::Mail { mail_id } => ChangeEvent::Mail { mail_id: mail_id.to_string() },
             Change::Epic { epic_id } => ChangeEvent::Epic { epic_id: epic_id.to_string() },
             Change::Service { service_id } => ChangeEvent::Service { service_id: service_id.to_string() },
+            Change::Budget { scope, scope_id } => {
+                ChangeEvent::Budget { scope: scope.as_str().into(), scope_id }
+            }
             Change::External => ChangeEvent::External,
         }
     }

@@ -243,6 +243,19 @@ async fn the_overview_shows_spend_against_each_budget() {
             ["global", "false", ["everyone (global)", "$1.50", "$20.00"]],
         ])
     );
+
+    // Raised: the page hears of it on the change stream and shows it, no reload.
+    let (status, _) =
+        put(&hub, &format!("/api/budgets/agent/{spender}"), None, json!({"dailyBudgetUsd": 5})).await;
+    assert_eq!(status, 200);
+    let raised = browser
+        .wait_for(
+            "the raised budget",
+            "const row = document.querySelector('#overview-budgets tr[data-budget-scope=agent]');
+             return row && row.dataset.reached === 'false' ? row.querySelectorAll('td')[2].textContent : null",
+        )
+        .await;
+    assert_eq!(raised, json!("$5.00"));
     browser.close().await;
 }
 
