@@ -4,6 +4,7 @@
 //! (Codex has no MCP prompts; it gets the same texts from the runner.) pi has no MCP client:
 //! its commands are the prompt templates `swarm connect` writes (`.pi/prompts/*.md`), which pi
 //! expands itself, and the hub's tools come from the extension `swarm connect` writes.
+//! The Gemini CLI gets the commands' texts from the runner (see its test below).
 
 use std::process::Command;
 
@@ -95,4 +96,44 @@ async fn pi_expands_the_runners_commands_and_offers_the_hubs_tools() {
         assert!(tools.contains(&name), "{name} is not among {tools:?}");
     }
     assert!(!tools.iter().any(|tool| tool.contains("slack-inbox")), "{tools:?}");
+}
+
+/// The Gemini CLI offers the hub's tools as `mcp_agent-swarm_<tool>`, but a headless run of
+/// 0.61.0 does not turn `/work-on-task <id>` into the hub's MCP prompt of that name (its
+/// slash-command loader lists MCP prompts; the word reaches the model as it was typed, after
+/// the BeforeAgent hook's context). So the runner sends Gemini the commands' texts
+/// (`prompts = "expanded"`, docs/real-agent-clis.md, "Gemini CLI").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_gets_the_runners_commands_as_text_and_offers_the_hubs_tools() {
+    let world = World::new(Cli::Gemini, Script::new().reply("Hello.")).await;
+    let program = clis::gemini_bin().unwrap_or_else(|message| panic!("{message}"));
+    let mut command = Command::new(program);
+    command.env_clear().current_dir(&world.project).envs(world.runner_env());
+    let agent = uuid::Uuid::new_v4().to_string();
+    command.env("AGENT_ID", &agent);
+    let token = world.hub.register_for_token(&agent, "prompt-reader", false, 1);
+    if token.is_none() {
+        let (status, body) =
+            world.hub.post("/api/agents", Some(&agent), serde_json::json!({"name": "prompt-reader"})).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    if let Some(bearer) = token.or(world.hub.api_key.clone()) {
+        command.env("API_KEY", bearer);
+    }
+    let task = uuid::Uuid::new_v4().to_string();
+    command.args(["--output-format", "stream-json", "--yolo", "--skip-trust"]);
+    command.arg(format!("--prompt=/work-on-task {task}"));
+    let output = tokio::task::spawn_blocking(move || command.output()).await.unwrap().expect("gemini runs");
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let conversation =
+        world.model.conversations().into_iter().next().unwrap_or_else(|| panic!("no request:\n{said}"));
+    let prompt = conversation.prompt();
+    assert_eq!(prompt, format!("/work-on-task {task}"), "{said}");
+    assert!(!conversation.contains("# Work on swarm task"), "the hub's prompt was run: {said}");
+    let tools = conversation.tool_names();
+    for tool in ["store-progress", "get-task-details", "task-action", "send-mail", "read-mail", "poll-task"] {
+        let name = format!("mcp_agent-swarm_{tool}");
+        assert!(tools.contains(&name), "{name} is not among {tools:?}");
+    }
 }
