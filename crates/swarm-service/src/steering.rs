@@ -147,34 +147,51 @@ impl Service {
                 "only the agent working task {task_id} (or the lead) settles its steering"
             )));
         }
-        let now = self.clock.now();
-        let mut settled = SteeringSettled {
-            handled: self.store.steering_mark_handled(task_id, now).await?,
-            ..Default::default()
-        };
-        let pending = match task.status.is_finished() {
-            true => self.store.steering_list(task_id).await?,
-            false => Vec::new(),
-        };
-        for message in pending.iter().filter(|message| message.status == SteeringStatus::Pending) {
+        let handled = self.store.steering_mark_handled(task_id, self.clock.now()).await?;
+        let promoted =
+            if task.status.is_finished() { self.promote_pending(&task).await? } else { Vec::new() };
+        let settled = SteeringSettled { handled, promoted };
+        if settled.handled > 0 || !settled.promoted.is_empty() {
+            self.publish(Change::Task { task_id });
+        }
+        Ok(settled)
+    }
+
+    /// A task cancelled at the hub, run or not: its messages still `pending` become
+    /// follow-up tasks (the reference's rule for a task that reached its end). A failure is
+    /// logged: the cancel itself stands.
+    pub(crate) async fn steering_after_cancel(&self, task: &Task) {
+        match self.promote_pending(task).await {
+            Ok(promoted) if !promoted.is_empty() => self.publish(Change::Task { task_id: task.id }),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, task_id = %task.id, "could not turn a cancelled task's steering into follow-ups")
+            }
+        }
+    }
+
+    /// Each `pending` message of the finished `task` as a follow-up task, once.
+    async fn promote_pending(&self, task: &Task) -> ServiceResult<Vec<(SteeringMessageId, TaskId)>> {
+        let mut promoted = Vec::new();
+        let messages = self.store.steering_list(task.id).await?;
+        for message in messages.iter().filter(|message| message.status == SteeringStatus::Pending) {
             let new = NewSteeringMessage {
                 id: message.id,
-                task_id,
+                task_id: task.id,
                 message: message.message.clone(),
                 mode: message.mode,
                 source: message.source.clone(),
                 created_by_agent_id: message.created_by_agent_id,
             };
-            let follow_up = follow_up_task(&task, &new)?;
-            if let Some(created) = self.store.steering_promote(message.id, &follow_up, now).await? {
+            let follow_up = follow_up_task(task, &new)?;
+            if let Some(created) =
+                self.store.steering_promote(message.id, &follow_up, self.clock.now()).await?
+            {
                 self.task_changed(&created, None).await;
-                settled.promoted.push((message.id, created.id));
+                promoted.push((message.id, created.id));
             }
         }
-        if settled.handled > 0 || !settled.promoted.is_empty() {
-            self.publish(Change::Task { task_id });
-        }
-        Ok(settled)
+        Ok(promoted)
     }
 
     async fn steering_task_of_assignee(&self, caller: Caller, task_id: TaskId) -> ServiceResult<Task> {

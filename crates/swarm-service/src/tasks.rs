@@ -273,7 +273,11 @@ impl Service {
             TaskRequest::Pause => TaskAction::Pause { agent: caller.require_agent()? },
             TaskRequest::Resume => TaskAction::Resume { agent: caller.require_agent()? },
         };
-        self.task_apply(caller, id, &action).await
+        let outcome = self.task_apply(caller, id, &action).await?;
+        if matches!(action, TaskAction::Cancel { .. }) && outcome.task.status == TaskStatus::Cancelled {
+            self.steering_after_cancel(&outcome.task).await;
+        }
+        Ok(outcome)
     }
 
     /// An agent finishing its own task, the most frequent action, needs no read before

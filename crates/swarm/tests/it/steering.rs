@@ -367,3 +367,30 @@ async fn the_dashboard_steers_a_task_from_its_page() {
     assert_eq!(listed[1]["status"], "promoted", "{listed:?}");
     browser.close().await;
 }
+
+/// A task cancelled before any run took its steering (here: before it started) leaves none
+/// behind: each message becomes a follow-up task for its agent, as the reference does for a
+/// task that reached its end.
+#[tokio::test]
+async fn a_cancelled_task_leaves_no_steering_behind() {
+    let crew = crew().await;
+    let task = crew.hub.create_task(json!({"task": "Later", "agentId": crew.worker})).await;
+    let (status, queued) = crew.steer(&task, None, json!({"message": "Use the staging database"})).await;
+    assert_eq!((status, queued["outcome"].as_str()), (200, Some("queued")), "{queued}");
+    let (status, cancelled) =
+        crew.hub.post(&format!("/api/tasks/{task}/cancel"), None, json!({"reason": "replanned"})).await;
+    assert_eq!(status, 200, "{cancelled}");
+    let listed = crew.messages(&task).await;
+    assert_eq!(listed[0]["status"], "promoted", "{listed:?}");
+    let follow_up = listed[0]["promotedTaskId"].as_str().unwrap();
+    let (_, follow_up) = crew.hub.get(&format!("/api/tasks/{follow_up}"), None).await;
+    assert_eq!(
+        (follow_up["agentId"].as_str(), follow_up["status"].as_str()),
+        (Some(crew.worker.as_str()), Some("pending"))
+    );
+    // Cancelling again changes nothing and makes no second follow-up.
+    crew.hub.post(&format!("/api/tasks/{task}/cancel"), None, json!({})).await;
+    let (_, tasks) =
+        crew.hub.get(&format!("/api/tasks?agentId={}&taskType=follow-up", crew.worker), None).await;
+    assert_eq!(tasks["total"], 1, "{tasks}");
+}
