@@ -25,7 +25,7 @@ pub(crate) fn observe(report: &mut RunReport, event: &Value) {
                 report.is_error = true;
                 let message = event.pointer("/error/message").and_then(Value::as_str);
                 report.error_text = message.map(str::to_string).or(report.error_text.take());
-                if let Some(said) = message.filter(|said| crate::stall::refusal_in(said)) {
+                if let Some(said) = message.filter(|said| model_refusal(said)) {
                     report.model_refused = Some(said.to_string());
                 }
             }
@@ -72,13 +72,19 @@ pub(crate) fn observe(report: &mut RunReport, event: &Value) {
                 report.waiting_for_model = Some(message.clone());
             }
             // "unexpected status 401 Unauthorized: ...", retried or not.
-            if crate::stall::refusal_in(&message) {
+            if model_refusal(&message) {
                 report.model_refused = Some(message.clone());
             }
             report.error_text = Some(message);
         }
         _ => {}
     }
+}
+
+/// The model's API refused Codex (`unexpected status 401 Unauthorized: ...`, retried or
+/// not); not an MCP server refusing it, which Codex reports in other words.
+fn model_refusal(message: &str) -> bool {
+    message.contains("unexpected status") && crate::stall::refusal_in(message)
 }
 
 /// A tool call Codex started, as its name and arguments (`None` for what is no call: the
