@@ -93,9 +93,13 @@ async fn slack_buttons_pause_resume_ask_the_lead_and_cancel() {
     eventually("the stranger's press to be ignored", || async { (ignored(&hub) == 1).then_some(()) }).await;
     assert_eq!(task_status(&hub, &task).await, "in_progress");
 
-    // Pause and resume, as the task's assignee would; the living message follows.
-    let (code, _) = send(press(&hub, "/slack/interactivity", "U1", "pause_task", &task, SECRET)).await;
-    assert_eq!(code, 200);
+    // Pause (pressed over Socket Mode) and resume, as the task's assignee would; the living
+    // message follows.
+    let pause = json!({
+        "type": "block_actions", "user": { "id": "U1" },
+        "actions": [{ "type": "button", "action_id": "pause_task", "value": task }],
+    });
+    stand_in.push_interactive("env-pause", pause).await;
     stand_in.wait_message("paused", shows("*Paused*")).await;
     assert_eq!(task_status(&hub, &task).await, "paused");
     let (code, _) = send(press(&hub, "/slack/interactivity", "U1", "resume_task", &task, SECRET)).await;

@@ -238,6 +238,16 @@ impl SlackStandIn {
             .await
     }
 
+    /// Push an `interactive` envelope (a button press over Socket Mode) and wait for its
+    /// acknowledgement.
+    pub async fn push_interactive(&self, envelope_id: &str, payload: Value) {
+        let envelope = json!({ "envelope_id": envelope_id, "type": "interactive", "payload": payload });
+        let sender = self.envelopes.lock().await.clone().expect("a Socket Mode connection is open");
+        sender.send(envelope.to_string()).unwrap();
+        let id = envelope_id.to_string();
+        self.wait_for("the envelope's acknowledgement", |r| r.acks.contains(&id).then_some(())).await;
+    }
+
     /// Every `chat.postMessage` body so far.
     pub async fn posts(&self) -> Vec<Value> {
         let recorded = self.recorded.lock().await;
