@@ -212,7 +212,10 @@ impl Conversation {
             }
             let mut parts = Vec::new();
             collect_text(&item["content"], &mut parts);
-            replies.push(parts.join("\n"));
+            let reply = parts.join("\n");
+            if !REPLIES_WRITTEN_BY_CLI.contains(&reply.as_str()) {
+                replies.push(reply);
+            }
         }
         replies
     }
@@ -330,6 +333,11 @@ impl Conversation {
     }
 }
 
+/// Assistant texts a CLI writes into the history itself, never the model's, so no script step:
+/// Claude Code 2.1.3xx closes a turn cut short (a session resumed after its run was stopped in
+/// a tool call, whose result it records as "[Tool call interrupted ...]") with this one.
+const REPLIES_WRITTEN_BY_CLI: [&str; 1] = ["No response requested."];
+
 /// The first UUID (8-4-4-4-12 hex digits, either case) in `text`.
 pub fn find_uuid(text: &str) -> Option<String> {
     const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
@@ -424,6 +432,21 @@ mod tests {
             OfferedTool { namespace: Some("mcp__agent_swarm".into()), name: "store_progress".into() }
         );
         assert_eq!(conversation.tool_names(), ["exec_command", "mcp__agent_swarm__store_progress"]);
+    }
+
+    #[test]
+    fn a_turn_claude_code_closed_itself_is_no_step() {
+        let body = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "do it"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": true,
+                "content": "[Tool call interrupted: the session ended before this call's result was recorded]"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "No response requested."}]},
+            {"role": "user", "content": [{"type": "text", "text": "go on"}]}
+        ]});
+        let conversation = Conversation::new(Api::Anthropic, body);
+        assert!(conversation.final_replies().is_empty());
+        assert_eq!(conversation.steps_done(), 1);
     }
 
     #[test]
