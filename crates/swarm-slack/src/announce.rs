@@ -144,7 +144,7 @@ impl Living {
     }
 
     /// Post or edit the message of a task under way; `false` while it must be looked at
-    /// again (an edit held back to coalesce, a post another process is making).
+    /// again soon (an edit held back to coalesce).
     async fn render_running(&mut self, task: &Task) -> bool {
         let row = match self.service.slack_status_get(task.id).await {
             Ok(row) => row,
@@ -153,20 +153,21 @@ impl Living {
                 return false;
             }
         };
+        // Another process holds the claim and posts: the sweep looks again once it has.
+        if row.as_ref().is_some_and(|row| row.finalized_at.is_some() || row.message_ts.is_none()) {
+            return true;
+        }
         let (text, blocks) = self.view(task).await;
         let digest = blocks::digest(&text, &blocks);
         let Some(row) = row else {
             match self.service.slack_status_claim(task).await {
                 Ok(true) => self.post(task, &text, &blocks, digest).await,
-                Ok(false) => return false,
+                Ok(false) => {}
                 Err(error) => tracing::warn!(%error, task = %task.id, "cannot claim a Slack status message"),
             }
             return true;
         };
-        if row.finalized_at.is_some() {
-            return true;
-        }
-        let Some(ts) = row.message_ts else { return false };
+        let Some(ts) = row.message_ts else { return true };
         if let Some(shown) = self.shown.get(&task.id) {
             if shown.digest == digest {
                 return true;
