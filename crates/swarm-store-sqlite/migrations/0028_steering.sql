@@ -9,9 +9,11 @@ CREATE TABLE steering_messages (
     id                   TEXT PRIMARY KEY NOT NULL,
     task_id              TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
     message              TEXT NOT NULL,
-    mode                 TEXT NOT NULL CHECK (mode IN ('steer', 'queue')),
+    mode                 TEXT NOT NULL CHECK (mode = 'steer' OR mode = 'queue'),
+    -- ORs, not IN: SQLite builds a temporary list for an IN check on every write.
     status               TEXT NOT NULL DEFAULT 'pending'
-                         CHECK (status IN ('pending', 'delivered', 'handled', 'promoted', 'cancelled')),
+                         CHECK (status = 'pending' OR status = 'delivered' OR status = 'handled'
+                                OR status = 'promoted' OR status = 'cancelled'),
     source               TEXT NOT NULL,
     created_by_agent_id  TEXT,
     promoted_task_id     TEXT,
