@@ -18,8 +18,8 @@ use crate::{
     harness::RunReport,
     logs::RunLog,
     process::{ChildExit, descendants, signal_tree},
-    run::{Context, clip_chars},
     resume,
+    run::{Context, clip_chars},
     shipper::RunKey,
     stall,
     view::human_duration,
@@ -78,6 +78,8 @@ pub(crate) async fn supervise(
     let mut last_sign = Instant::now();
     let mut nowhere: Option<String> = None;
     let mut recorded_session: Option<String> = None;
+    // `--ai-loop`'s agent waits for work by calling `poll-task` again and again: no loop.
+    let tool_loop_limit = if context.config.ai_loop { 0 } else { context.config.tool_loop_limit };
     let (task_changed, mut task_changes) = tokio::sync::watch::channel(None);
     let _task_watch = key.task_id.filter(|_| !stall.is_zero()).map(|task_id| {
         let every = stall::task_check_every(stall);
@@ -126,7 +128,7 @@ pub(crate) async fn supervise(
                     }
                     let still_going = nowhere.is_none() && !stopped && !cancelled && exit.is_none();
                     let going_nowhere = report.model_refused.as_deref().map(stall::refused_reason)
-                        .or_else(|| report.tool_loop.looping(context.config.tool_loop_limit));
+                        .or_else(|| report.tool_loop.looping(tool_loop_limit));
                     if let Some(reason) = going_nowhere.filter(|_| still_going) {
                         context.view.warn("run_going_nowhere", &reason, &[]);
                         kill_at = Some(terminate(pid, &mut tree));
