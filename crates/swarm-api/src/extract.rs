@@ -86,6 +86,13 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
 }
 
 fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Every body is an object; serde would read `[1]` as a struct's fields in order, so an
+    // array could change what an object with the wrong names is refused for.
+    if bytes.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(ApiError::BadRequest(
+            "invalid request body: expected a JSON object, found an array".into(),
+        ));
+    }
     serde_json::from_slice(bytes).map_err(|err| {
         let kind = if err.is_data() { "invalid request body" } else { "malformed JSON" };
         ApiError::BadRequest(format!("{kind}: {err}"))
@@ -171,5 +178,31 @@ impl<S: Send + Sync> FromRequestParts<S> for RunnerHeader {
         let invalid = || ApiError::BadRequest("X-Runner-ID must be a UUID (or leave the header out)".into());
         let text = value.to_str().map_err(|_| invalid())?.trim();
         RunnerId::parse(text).map(|id| RunnerHeader(Some(id))).map_err(|_| invalid())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Body {
+        #[allow(dead_code)]
+        title: String,
+        #[allow(dead_code)]
+        priority: i64,
+    }
+
+    #[test]
+    fn an_array_never_stands_in_for_an_object() {
+        assert!(parse_json::<Body>(br#"{"title":"t","priority":1}"#).is_ok());
+        for array in [&br#"["t", 1]"#[..], b"  \n[\"t\",1]"] {
+            match parse_json::<Body>(array) {
+                Err(ApiError::BadRequest(message)) => assert!(message.contains("expected a JSON object")),
+                other => panic!("an array was read as {other:?}"),
+            }
+        }
     }
 }
