@@ -109,6 +109,10 @@ pub struct CreateArgs {
     /// Put the task in the backlog, where no agent picks it up yet
     #[arg(long)]
     backlog: bool,
+    /// The model its agent CLI runs it with, given to the CLI's own model flag (`opus`,
+    /// `gpt-5.5`, `anthropic/claude-sonnet-4-5`) [default: the runner's --model, else the CLI's]
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
     /// Print the new task's id alone, for scripts
     #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
@@ -251,6 +255,7 @@ async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
         depends_on: args.depends_on,
         source: None,
         status: args.backlog.then_some(swarm_client::InitialStatus::Backlog),
+        model: args.model,
     };
     let task = client
         .create_task(&request)

@@ -41,6 +41,11 @@ pub struct CreateTaskRequest {
     /// `backlog` to park the task; otherwise leave it out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<InitialStatus>,
+    /// The model the agent CLI runs the task with (its own model flag: `opus`, `gpt-5.5`,
+    /// `anthropic/claude-sonnet-4-5`); default the runner's `--model`, else the CLI's own.
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[!#-&(-\[\]-_a-~]+$")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The only status a task may be asked to start in; the others follow from `agentId`

@@ -274,6 +274,10 @@ async fn run_agent(context: Arc<Context>, work: Work, iteration: u64, stop: Canc
     {
         supervised.report.subtract(before);
     }
+    // A CLI that does not name its model (Codex, opencode) ran the one it was asked for.
+    if supervised.report.model.is_none() {
+        supervised.report.model = work.model().or(config.model.as_deref()).map(str::to_string);
+    }
     if supervised.report.has_usage() {
         context.shipper.cost(cost_request(&context, task_id, &supervised.report));
     }
@@ -363,7 +367,7 @@ pub(crate) fn spawn_agent(
         system_prompt: &context.system_prompt,
         agent_args: &config.agent_args,
         resume,
-        model: config.model.as_deref(),
+        model: work.model().or(config.model.as_deref()),
     };
     let mut command = config.harness.command(&invocation);
     command.env("MCP_BASE_URL", &config.hub_url).env("AGENT_ID", config.agent_id.to_string());

@@ -189,6 +189,10 @@ pub fn opencode_bin() -> Result<PathBuf, String> {
 /// [`opencode_config_json`]).
 pub const OPENCODE_KEY_ENV: &str = "SCRIPTED_MODEL_API_KEY";
 
+/// The second model of [`opencode_config_json`]'s provider (the same scripted model), for a
+/// run that asks for another model than the default.
+pub const OPENCODE_OTHER_MODEL: &str = "scripted-model-large";
+
 /// The opencode provider [`opencode_config_json`] writes; opencode's `--model` takes
 /// `<provider>/<model>`.
 pub const OPENCODE_PROVIDER: &str = "scripted";
@@ -212,7 +216,9 @@ pub fn opencode_config_json(base_url: &str) -> String {
                     crate::MODEL_NAME: {
                         "name": "Scripted model",
                         "cost": {"input": 5, "output": 25, "cache_read": 0.5, "cache_write": 6.25}
-                    }
+                    },
+                    // A second name, for a task that asks for another model than the default.
+                    OPENCODE_OTHER_MODEL: {"name": "Scripted model, another name"}
                 }
             }
         },

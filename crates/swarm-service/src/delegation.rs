@@ -22,6 +22,8 @@ pub struct SendTask {
     pub depends_on: Vec<TaskId>,
     /// The trigger session the sender is in (its run's task), which then awaits the result.
     pub session_task: Option<TaskId>,
+    /// The model the target's agent CLI runs the task with.
+    pub model: Option<String>,
 }
 
 impl Service {
@@ -68,7 +70,7 @@ impl Service {
             tags: request.tags,
             priority: request.priority,
             depends_on: request.depends_on,
-            origin: TaskOrigin::default(),
+            origin: TaskOrigin { model: request.model, ..TaskOrigin::default() },
             epic_id: None,
         };
         // From a trigger session, the session awaits the result.

@@ -39,7 +39,7 @@ macro_rules! task_select {
          t.lease_expires_at, t.lease_losses, \
          t.slack_channel_id, t.slack_thread_ts, t.slack_user_id, t.mention_message_id, \
          t.mention_channel_id, t.github_repo, t.github_event_type, t.github_number, \
-         t.github_comment_id, t.github_author, t.github_url, t.trigger_name, t.session_key, t.epic_id, \
+         t.github_comment_id, t.github_author, t.github_url, t.trigger_name, t.session_key, t.epic_id, t.model, \
          ARRAY(SELECT g.tag FROM task_tags g WHERE g.task_id = t.id ORDER BY g.position) AS tags, \
          ARRAY(SELECT d.depends_on_task_id FROM task_dependencies d WHERE d.task_id = t.id \
                ORDER BY d.position) AS depends_on \
@@ -58,7 +58,7 @@ macro_rules! task_returning {
          tasks.lease_losses, tasks.slack_channel_id, tasks.slack_thread_ts, tasks.slack_user_id, \
          tasks.mention_message_id, tasks.mention_channel_id, tasks.github_repo, tasks.github_event_type, \
          tasks.github_number, tasks.github_comment_id, tasks.github_author, tasks.github_url, \
-         tasks.trigger_name, tasks.session_key, tasks.epic_id, \
+         tasks.trigger_name, tasks.session_key, tasks.epic_id, tasks.model, \
          ARRAY(SELECT g.tag FROM task_tags g WHERE g.task_id = tasks.id ORDER BY g.position) AS tags, \
          ARRAY(SELECT d.depends_on_task_id FROM task_dependencies d WHERE d.task_id = tasks.id \
                ORDER BY d.position) AS depends_on"
@@ -143,6 +143,7 @@ pub(crate) fn task_from_row(row: PgRow) -> sqlx::Result<Task> {
             github_url: row.try_get("github_url")?,
             trigger_name: row.try_get("trigger_name")?,
             session_key: row.try_get("session_key")?,
+            model: row.try_get("model")?,
         },
     })
 }

@@ -191,8 +191,8 @@ async fn insert_alone(pool: &PgPool, task: &NewTask, now: Timestamp) -> Result<(
         " RETURNING id) \
          INSERT INTO events (id, event_type, agent_id, task_id, old_value, new_value, metadata, created_at) \
          SELECT u.id, u.event_type, u.agent_id, u.task_id, u.old_value, u.new_value, u.metadata, $11 \
-         FROM created, unnest($26::uuid[], $27::text[], $28::uuid[], $29::uuid[], $30::text[], $31::text[], \
-                              $32::jsonb[]) AS u(id, event_type, agent_id, task_id, old_value, new_value, metadata)"
+         FROM created, unnest($27::uuid[], $28::text[], $29::uuid[], $30::uuid[], $31::text[], $32::text[], \
+                              $33::jsonb[]) AS u(id, event_type, agent_id, task_id, old_value, new_value, metadata)"
     ));
     let query = events.bind_to(bind_task(query, task, now));
     query.execute(pool).await?;
@@ -213,16 +213,16 @@ macro_rules! task_insert {
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id, \
                             mention_channel_id, github_repo, github_event_type, github_number, \
                             github_comment_id, github_author, github_url, trigger_name, session_key, \
-                            epic_id) \
+                            epic_id, model) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15, $16, $17, \
-                 $18, $19, $20, $21, $22, $23, $24, $25)"
+                 $18, $19, $20, $21, $22, $23, $24, $25, $26)"
     };
 }
 use task_insert;
 
 type PgQuery<'q> = sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>;
 
-/// Binds `$1` to `$25` of [`task_insert`].
+/// Binds `$1` to `$26` of [`task_insert`].
 fn bind_task<'q>(query: PgQuery<'q>, task: &'q NewTask, now: Timestamp) -> PgQuery<'q> {
     let offered_at = (task.status == TaskStatus::Offered).then_some(now.datetime());
     let origin = &task.origin;
@@ -252,6 +252,7 @@ fn bind_task<'q>(query: PgQuery<'q>, task: &'q NewTask, now: Timestamp) -> PgQue
         .bind(origin.trigger_name.as_deref())
         .bind(origin.session_key.as_deref())
         .bind(task.epic_id.map(|id| id.as_uuid()))
+        .bind(origin.model.as_deref())
 }
 
 pub(crate) async fn insert(

@@ -30,7 +30,7 @@ macro_rules! task_columns {
              progress, notified_at, lease_expires_at, lease_losses, slack_channel_id, slack_thread_ts,
              slack_user_id, mention_message_id, mention_channel_id, github_repo, github_event_type,
              github_number, github_comment_id, github_author, github_url,
-             trigger_name, session_key, epic_id,
+             trigger_name, session_key, model, epic_id,
              CASE WHEN EXISTS (SELECT 1 FROM task_tags g WHERE g.task_id = ",
             $row,
             ".id)
@@ -210,9 +210,9 @@ fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<(
                             slack_channel_id, slack_thread_ts, slack_user_id, mention_message_id,
                             mention_channel_id, github_repo, github_event_type, github_number,
                             github_comment_id, github_author, github_url, trigger_name, session_key,
-                            epic_id)
+                            epic_id, model)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                 ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+                 ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     )?
     .execute(params![
         task.id.to_string(),
@@ -240,6 +240,7 @@ fn insert(tx: &Connection, task: &NewTask, now: Timestamp) -> rusqlite::Result<(
         origin.trigger_name,
         origin.session_key,
         task.epic_id.map(|id| id.to_string()),
+        origin.model,
     ])?;
 
     // OR IGNORE: a repeated tag or dependency is kept once, at its first position.
@@ -328,6 +329,7 @@ pub(crate) fn from_row(row: &Row<'_>) -> StoreResult<Task> {
         github_url: column.take("github_url")?,
         trigger_name: column.take("trigger_name")?,
         session_key: column.take("session_key")?,
+        model: column.take("model")?,
     };
     let epic_id = column
         .take::<Option<String>>("epic_id")?

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use swarm_domain::{
     event::Event,
     id::{AgentId, TaskId},
-    task::{Task, TaskDraft, TaskStatus},
+    task::{Task, TaskDraft, TaskOrigin, TaskStatus},
     wire::{CreateTaskRequest, InitialStatus},
 };
 use swarm_service::{ActionOutcome, Caller, TaskListQuery, TaskReport, TaskRequest};
@@ -191,7 +191,7 @@ async fn tasks_create(
         tags: body.tags,
         priority: body.priority,
         depends_on: body.depends_on,
-        origin: Default::default(),
+        origin: TaskOrigin { model: body.model, ..TaskOrigin::default() },
         epic_id: None,
     };
     // Boxed, as every task action below: see `act`.

@@ -73,6 +73,8 @@ impl NewTask {
         };
         let source = parse_word("source", draft.source.as_deref().unwrap_or("api"))?;
         let task_type = draft.task_type.as_deref().map(|t| parse_word("taskType", t)).transpose()?;
+        let mut origin = draft.origin;
+        origin.model = origin.model.as_deref().map(parse_model).transpose()?;
         Ok(NewTask {
             id: TaskId::new_v7(),
             task: text,
@@ -86,7 +88,7 @@ impl NewTask {
             priority,
             depends_on: parse_dependencies(draft.depends_on)?,
             epic_id: draft.epic_id,
-            origin: draft.origin,
+            origin,
         })
     }
 }
@@ -168,6 +170,23 @@ pub fn parse_task_text(text: &str) -> Result<String, Invalid> {
         return Err(Invalid(format!("task must be at most {TASK_TEXT_MAX_CHARS} characters")));
     }
     Ok(text.to_string())
+}
+
+/// A model name as the agent CLIs take it: `opus`, `gpt-5.5`, `anthropic/claude-sonnet-4-5`,
+/// `claude-opus-4-5[1m]`. One word: it becomes one argument of the CLI's model flag.
+pub fn parse_model(text: &str) -> Result<String, Invalid> {
+    let text = text.trim();
+    let ok = !text.is_empty()
+        && text.len() <= 200
+        && text.chars().all(|c| c.is_ascii_graphic() && !matches!(c, '"' | '\'' | '`' | '\\'));
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err(Invalid(format!(
+            "model must be one word of 1 to 200 printable ASCII characters without quotes, as the agent \
+             CLI's model flag takes it (e.g. opus, gpt-5.5, anthropic/claude-sonnet-4-5), got {text:?}"
+        )))
+    }
 }
 
 fn parse_word(field: &str, text: &str) -> Result<String, Invalid> {

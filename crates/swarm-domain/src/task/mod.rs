@@ -118,6 +118,9 @@ pub struct TaskOrigin {
     /// The conversation of that trigger the task belongs to: its agent session is
     /// resumed for the task (ours).
     pub session_key: Option<String>,
+    /// The model the task asks its agent CLI for (the reference's `model`), passed to the
+    /// CLI's own model flag by the runner; set once at creation like the rest of the origin.
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

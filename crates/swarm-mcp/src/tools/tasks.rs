@@ -204,6 +204,9 @@ struct SendTaskArguments {
     /// Tasks that must be completed before this one can start.
     #[serde(default)]
     depends_on: Vec<Uuid>,
+    /// Concrete model override for this task, passed to the assignee's agent CLI model flag
+    /// (`opus`, `gpt-5.5`, `anthropic/claude-sonnet-4-5`); leave out for the agent's default.
+    model: Option<String>,
 }
 
 async fn send_task(call: ToolCall, args: SendTaskArguments) -> Outcome<TaskOutput> {
@@ -217,6 +220,7 @@ async fn send_task(call: ToolCall, args: SendTaskArguments) -> Outcome<TaskOutpu
         priority: args.priority,
         depends_on: args.depends_on.into_iter().map(TaskId::from_uuid).collect(),
         session_task: call.session_task(),
+        model: args.model,
     };
     let task = call.service.task_send(call.caller(), request).await?;
     let message = match (task.status, task.agent_id.or(task.offered_to)) {

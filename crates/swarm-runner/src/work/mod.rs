@@ -88,6 +88,12 @@ impl Work {
         }
     }
 
+    /// The model the run asks its agent CLI for: the one its task names, if any (else the
+    /// runner's `--model`).
+    pub fn model(&self) -> Option<&str> {
+        self.task()?.origin.model.as_deref()
+    }
+
     /// The trigger conversation this run belongs to (trigger name, session key): its
     /// agent session is resumed, and the session it used is recorded for the next run.
     pub fn session(&self) -> Option<(String, String)> {

@@ -58,6 +58,7 @@ pub async fn create_round_trips_every_field(store: Arc<dyn Store>) {
         github_url: Some("https://github.com/swarm/swarm/issues/17".into()),
         trigger_name: Some("nightly".into()),
         session_key: Some("pr-17".into()),
+        model: Some("claude-opus-4-5".into()),
     };
     let new = NewTask::parse(
         TaskDraft {

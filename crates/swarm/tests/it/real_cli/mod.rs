@@ -11,6 +11,7 @@ mod failures;
 mod handback;
 mod lead_stories;
 mod mail;
+mod models;
 mod prompts;
 mod sessions;
 mod slack_steering;
