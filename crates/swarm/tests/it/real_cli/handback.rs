@@ -39,6 +39,10 @@ async fn a_dead_runners_task_is_completed_by_another_runners_cli(cli: Cli) {
 
     let a = world.runner("worker", &[]);
     world.registered(&a).await;
+    // In token mode the agent was registered before its runner started: the task must not be
+    // assigned before A polls (pi's `--version` check alone can outlast --reassign-after-seconds
+    // on a busy machine, and A would count as gone before it ever came).
+    within("A to wait for work", || async { a.output().contains("waiting for work").then_some(()) }).await;
     let id = world.create(json!({"task": "Outlive the runner it was asked of", "agentId": a.agent_id})).await;
     let run = within("A's CLI to run `sleep 300`", || async {
         let run = processes_in(&world.project, a.pid());
