@@ -65,7 +65,7 @@ fn record(
         tx,
         "INSERT INTO steering_messages (id, task_id, message, mode, status, source, created_by_agent_id, created_at)
          SELECT ?1, id, ?2, ?3, 'pending', ?4, ?5, ?6 FROM tasks
-         WHERE id = ?7 AND status NOT IN ('completed', 'failed', 'cancelled')",
+         WHERE id = ?7 AND status <> 'completed' AND status <> 'failed' AND status <> 'cancelled'",
         params![
             message.id.to_string(),
             message.message,
