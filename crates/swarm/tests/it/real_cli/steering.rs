@@ -1,11 +1,11 @@
 //! Steering reaches the real CLIs mid-run (issue 40), and the scripted model does what it
 //! says: Claude Code and the Gemini CLI through their hooks (`steer` in the context of
 //! `PostToolUse`/`AfterTool` after the tool call it is in, `queue` as the `Stop`/`AfterAgent`
-//! hook's reason to go on), Codex and pi by the runner
-//! resuming their session with the message once their turn ends. The model's first step
-//! waits at a gate (a shell command) until the test has sent the steer, so the message
-//! always arrives while the CLI works. A message the run could not take (the task was finished) becomes a
-//! follow-up task for the same agent.
+//! hook's reason to go on), Codex, pi and opencode by the runner resuming their session with
+//! the message once their turn ends. The model's first step waits at a gate (a shell
+//! command) until the test has sent the steer, so the message always arrives while the CLI
+//! works. A message the run could not take (the task was finished) becomes a follow-up task
+//! for the same agent.
 
 use std::path::{Path, PathBuf};
 
@@ -88,6 +88,23 @@ mod pi {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_steer_the_run_cannot_take_becomes_a_follow_up_task() {
         too_late_becomes_a_follow_up(Cli::Pi).await;
+    }
+}
+
+mod opencode {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_steer_reaches_the_agent_by_resuming_its_session() {
+        let gate = Gate::new();
+        // opencode runs no hooks: the turn ends with the task open, and the runner resumes
+        // the session with the message.
+        let script = Script::new()
+            .shell(&gate.command())
+            .reply("The first part is done.")
+            .call_tool("store-progress", report_what_was_seen)
+            .reply("Reported.");
+        steer_mid_run(Cli::Opencode, script, &gate, "steer").await;
     }
 }
 
