@@ -71,7 +71,7 @@ enum Command {
     /// Set up a project directory for Claude Code or Codex to talk to a hub (MCP, slash commands, hooks).
     #[command(long_about = swarm_connect::connect::LONG_ABOUT)]
     Connect(swarm_connect::connect::ConnectArgs),
-    /// Answer a Claude Code hook event (installed by `swarm connect`); never fails the agent.
+    /// Answer an agent CLI's hook event (installed by `swarm connect`); never fails the agent.
     #[command(long_about = swarm_connect::hook::LONG_ABOUT)]
     Hook(swarm_connect::hook::HookArgs),
 }

@@ -66,7 +66,8 @@ pub struct HookArgs {
 }
 
 pub const LONG_ABOUT: &str = "\
-Answer a Claude Code hook event (installed by `swarm connect`).
+Answer a Claude Code or Gemini CLI hook event (installed by `swarm connect`; pi's extension
+sends the same events).
 
 Reads the event's JSON on stdin and talks to the hub as the agent (MCP_BASE_URL, API_KEY,
 AGENT_ID, TASK_ID (or the taskId of the JSON file TASK_FILE names) from the environment, else from the project's .mcp.json), for at most
