@@ -16,6 +16,7 @@ use crate::{handback_runners::FAST, support::kill::kill_run};
 cli_tests!(claude: Claude; a_dead_runners_task_is_completed_by_another_runners_cli);
 cli_tests!(pi: Pi; a_dead_runners_task_is_completed_by_another_runners_cli);
 cli_tests!(gemini: Gemini; a_dead_runners_task_is_completed_by_another_runners_cli);
+cli_tests!(opencode: Opencode; a_dead_runners_task_is_completed_by_another_runners_cli);
 
 async fn a_dead_runners_task_is_completed_by_another_runners_cli(cli: Cli) {
     // The first run of the task sleeps in the CLI's shell tool (and is killed there);

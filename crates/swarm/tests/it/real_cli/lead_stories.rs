@@ -34,6 +34,11 @@ cli_tests!(
     a_slack_question_delegated_by_the_lead_gets_one_answer,
     a_cron_session_files_a_task_with_send_task_and_is_resumed_with_its_result
 );
+cli_tests!(
+    opencode: Opencode;
+    a_slack_question_delegated_by_the_lead_gets_one_answer,
+    a_cron_session_files_a_task_with_send_task_and_is_resumed_with_its_result
+);
 
 async fn a_slack_question_delegated_by_the_lead_gets_one_answer(cli: Cli) {
     let worker_id = uuid::Uuid::new_v4().to_string();
@@ -80,6 +85,14 @@ async fn a_slack_question_delegated_by_the_lead_gets_one_answer(cli: Cli) {
     let event = json!({"type": "app_mention", "user": "U1", "channel": "C1", "ts": "500.1",
                        "text": format!("<@{}> rebuild the docs site, please", crate::slack_stand_in::BOT_USER)});
     stand_in.push_event("env-500", "Ev500", event).await;
+    // Two CLI runs first (opencode's start-up alone can take 30 s on two busy cores): the
+    // delegated task done, within the real CLIs' deadline; then its answer in the thread.
+    within("the worker to complete the delegated task", || async {
+        let (_, body) =
+            world.hub.get(&format!("/api/tasks?agentId={worker_id}&status=completed"), None).await;
+        body["tasks"].as_array().is_some_and(|tasks| !tasks.is_empty()).then_some(())
+    })
+    .await;
     let done = stand_in
         .wait_message("the worker's completion in the thread", |m| {
             m.thread_ts.as_deref() == Some("500.1") && m.text.contains("scripted output")
