@@ -5,6 +5,8 @@
 //! its commands are the prompt templates `swarm connect` writes (`.pi/prompts/*.md`), which pi
 //! expands itself, and the hub's tools come from the extension `swarm connect` writes.
 //! The Gemini CLI gets the commands' texts from the runner (see its test below).
+//! So does opencode, on its standard input, with the hub's tools from the `opencode.json`
+//! `swarm connect` writes.
 
 use std::process::Command;
 
@@ -135,5 +137,54 @@ async fn gemini_gets_the_runners_commands_as_text_and_offers_the_hubs_tools() {
     for tool in ["store-progress", "get-task-details", "task-action", "send-mail", "read-mail", "poll-task"] {
         let name = format!("mcp_agent-swarm_{tool}");
         assert!(tools.contains(&name), "{name} is not among {tools:?}");
+    }
+}
+
+/// opencode reads the `agent-swarm` server `swarm connect` wrote into the project's
+/// `opencode.json` and offers the hub's tools as `agent-swarm_<tool>`; the runner's commands
+/// reach it as their texts on standard input (`prompts = "expanded"`, `stdin`), unquoted
+/// (docs/real-agent-clis.md, "opencode").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_gets_the_runners_commands_as_text_and_offers_the_hubs_tools() {
+    use std::io::Write as _;
+
+    let world = World::new(Cli::Opencode, Script::new().reply("Hello.")).await;
+    let program = clis::opencode_bin().unwrap_or_else(|message| panic!("{message}"));
+    let mut command = Command::new(program);
+    command.env_clear().current_dir(&world.project).envs(world.runner_env());
+    let agent = uuid::Uuid::new_v4().to_string();
+    command.env("AGENT_ID", &agent);
+    let token = world.hub.register_for_token(&agent, "prompt-reader", false, 1);
+    if token.is_none() {
+        let (status, body) =
+            world.hub.post("/api/agents", Some(&agent), serde_json::json!({"name": "prompt-reader"})).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    if let Some(bearer) = token.or(world.hub.api_key.clone()) {
+        command.env("API_KEY", bearer);
+    }
+    let task = uuid::Uuid::new_v4().to_string();
+    let text = swarm_domain::prompts::expand(&format!("/work-on-task {task}")).expect("a runner's command");
+    command.args(["run", "--format", "json", "--auto"]);
+    command.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    command.stderr(std::process::Stdio::piped());
+    let output = tokio::task::spawn_blocking(move || {
+        let mut child = command.spawn().expect("opencode runs");
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        child.wait_with_output()
+    })
+    .await
+    .unwrap()
+    .expect("opencode ends");
+    let said =
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let conversation =
+        world.model.conversations().into_iter().next().unwrap_or_else(|| panic!("no request:\n{said}"));
+    let prompt = conversation.prompt();
+    assert!(prompt.starts_with(&format!("# Work on swarm task {task}")), "as sent, unquoted: {prompt}");
+    let tools = conversation.tool_names();
+    for tool in ["store-progress", "get-task-details", "task-action", "send-mail", "read-mail", "poll-task"] {
+        let name = format!("agent-swarm_{tool}");
+        assert!(tools.contains(&name), "{name} is not among {tools:?}\n{said}");
     }
 }
