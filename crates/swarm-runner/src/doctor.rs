@@ -578,5 +578,15 @@ mod tests {
         assert!(mcp_check(&gemini, &[], &env).unwrap().passed);
         assert!(hooks_check(&gemini, &env).passed);
         assert!(!hooks_check(&Harness::claude(), &env).passed, "Claude Code reads .claude, not .gemini");
+
+        let opencode = Harness::built_in("opencode").unwrap();
+        let missing = mcp_check(&opencode, &[], &env).unwrap();
+        assert!(
+            !missing.passed && missing.fix.as_deref().unwrap().contains("--harness opencode"),
+            "{missing}"
+        );
+        std::fs::write(env.cwd.join("opencode.json"), r#"{"mcp":{"agent-swarm":{"type":"remote"}}}"#)
+            .unwrap();
+        assert!(mcp_check(&opencode, &[], &env).unwrap().passed);
     }
 }
