@@ -56,50 +56,45 @@ impl Command {
     }
 }
 
-/// A prompt whose first line is a known command (`/work-on-task <id>`) as plain text: the
-/// command's instructions for those arguments, then the rest of the prompt. `None` when the
-/// prompt does not start with a known command.
+/// A prompt that starts with a known command (`/work-on-task <id>\n\n<text>`) as plain text,
+/// as Claude Code makes it: everything after the command's name is its arguments, put where
+/// the file says `$ARGUMENTS` (once in every command, so details are said once); a command
+/// that takes none gets them after its instructions. `None` when the prompt does not start
+/// with a known command.
 pub fn expand(prompt: &str) -> Option<String> {
-    let (first, rest) = prompt.split_once('\n').unwrap_or((prompt, ""));
-    let invocation = first.strip_prefix('/')?;
-    let (name, arguments) = invocation.split_once(' ').unwrap_or((invocation, ""));
+    let invocation = prompt.strip_prefix('/')?;
+    let (name, arguments) = invocation.split_once(char::is_whitespace).unwrap_or((invocation, ""));
     let command = command(name)?;
-    let mut text = command.render(arguments);
-    let rest = rest.trim();
-    if !rest.is_empty() {
+    let arguments = arguments.trim();
+    if command.body().contains("$ARGUMENTS") {
+        return Some(command.render(arguments));
+    }
+    let mut text = command.body().to_string();
+    if !arguments.is_empty() {
         text.push_str("\n\n");
-        text.push_str(rest);
+        text.push_str(arguments);
     }
     Some(text)
 }
 
 /// The inverse of [`expand`], for programs that stand in for a CLI in tests: where `text`
 /// holds a command's instructions in full (after whatever preceded them, e.g. a system
-/// prompt), the prompt in command form, `/name <arguments>` then what followed them.
+/// prompt), the prompt in command form, `/name <arguments>`.
 pub fn collapse(text: &str) -> Option<String> {
     COMMANDS.iter().find_map(|command| {
         let body = command.body();
-        let heading = body.lines().next()?;
-        let (before, after) = heading.split_once("$ARGUMENTS").unwrap_or((heading, ""));
-        let mut offset = 0;
-        for line in text.split_inclusive('\n') {
-            let at = offset;
-            offset += line.len();
-            let line = line.trim_end_matches('\n');
-            let Some(arguments) = line.strip_prefix(before).and_then(|rest| rest.strip_suffix(after)) else {
-                continue;
-            };
-            let rendered = command.render(arguments);
-            let Some(rest) = text[at..].strip_prefix(rendered.as_str()) else { continue };
-            let mut prompt = format!("/{} {arguments}", command.name).trim_end().to_string();
-            let rest = rest.trim();
-            if !rest.is_empty() {
-                prompt.push_str("\n\n");
-                prompt.push_str(rest);
+        let (before, after) = body.split_once("$ARGUMENTS").unwrap_or((body, ""));
+        let start = text.find(before)? + before.len();
+        let rest = &text[start..];
+        let arguments = if body.contains("$ARGUMENTS") {
+            match after.trim() {
+                "" => rest,
+                _ => &rest[..rest.find(after)?],
             }
-            return Some(prompt);
-        }
-        None
+        } else {
+            rest
+        };
+        Some(format!("/{} {}", command.name, arguments.trim()).trim_end().to_string())
     })
 }
 
@@ -172,17 +167,26 @@ mod tests {
     }
 
     #[test]
-    fn expand_renders_the_command_then_the_details() {
-        let text = expand("/work-on-task 0190abcd\n\nTask 0190abcd:\nWrite the notes").unwrap();
-        assert!(text.starts_with("# Work on swarm task 0190abcd\n"), "{text}");
-        assert!(text.contains("`taskId: \"0190abcd\"`") && !text.contains("$ARGUMENTS"), "{text}");
-        assert!(text.ends_with("\n\nTask 0190abcd:\nWrite the notes"), "{text}");
+    fn every_command_says_its_arguments_once() {
+        for command in COMMANDS {
+            assert!(command.body().matches("$ARGUMENTS").count() <= 1, "{}", command.name);
+        }
+    }
+
+    #[test]
+    fn expand_renders_the_command_with_the_details_once() {
+        let prompt = "/work-on-task 0190abcd\n\nWrite the notes";
+        let text = expand(prompt).unwrap();
+        assert!(text.starts_with("# Work on swarm task 0190abcd\n\nWrite the notes\n"), "{text}");
+        assert_eq!(text.matches("Write the notes").count(), 1, "{text}");
+        assert!(!text.contains("$ARGUMENTS") && !text.contains("taskId: \""), "{text}");
         assert!(expand("/start-worker").unwrap().starts_with("# Start as a swarm worker"));
+        assert!(expand("/start-worker\n\nMore").unwrap().ends_with("\n\nMore"));
         assert_eq!(expand("/unknown-command 1"), None);
-        let prompt = "/work-on-task 0190abcd\n\nTask 0190abcd:\nWrite the notes";
+        assert_eq!(collapse(&format!("You are a worker.\n\n{text}")).as_deref(), Some(prompt));
         assert_eq!(
-            collapse(&format!("You are a worker.\n\n{}", expand(prompt).unwrap())).as_deref(),
-            Some(prompt)
+            collapse(&expand("/work-on-task 0190abcd").unwrap()).as_deref(),
+            Some("/work-on-task 0190abcd")
         );
         assert_eq!(collapse(&expand("/start-worker").unwrap()).as_deref(), Some("/start-worker"));
         assert_eq!(collapse("plain text"), None);

@@ -175,13 +175,26 @@ impl Service {
         };
         // A reply the agent waits for is delivered whatever its priority.
         let include_waking = !priorities.is_empty();
+        let asked = request.ids.clone();
         let delivery = MailDelivery { ids: request.ids, priorities, include_waking, limit };
-        let delivered = self.store.mail_deliver(me.id, &delivery, self.clock.now()).await?;
+        let mut delivered = self.store.mail_deliver(me.id, &delivery, self.clock.now()).await?;
         for mail in &delivered {
             self.publish(Change::Mail { mail_id: mail.id });
         }
         if !delivered.is_empty() {
             self.publish(Change::Agent { agent_id: me.id });
+        }
+        // Pieces asked for by id are returned even when already read (a prompt or hook may
+        // have delivered them): the agent asked to see them (issue 43).
+        for id in asked {
+            if delivered.iter().any(|mail| mail.id == id) {
+                continue;
+            }
+            if let Some(mail) = self.store.mail_get(id).await?
+                && mail.to_agent_id == me.id
+            {
+                delivered.push(mail);
+            }
         }
         Ok(delivered)
     }

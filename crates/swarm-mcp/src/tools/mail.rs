@@ -37,8 +37,8 @@ pub fn group() -> Vec<ToolSpec> {
         ),
         ToolSpec::new(
             "read-mail",
-            "Read your unread mail, urgent first; this marks it read. mailIds reads those pieces; includeLow \
-             adds low-priority mail.",
+            "Read your unread mail, urgent first; this marks it read. mailIds reads those pieces, read or \
+             not; includeLow adds low-priority mail.",
             Audience::Agents,
             read_mail,
         ),

@@ -173,12 +173,9 @@ pub(crate) fn short_id(id: &str) -> &str {
 }
 
 fn work_prompt(task: &Task) -> String {
-    format!(
-        "/work-on-task {id}\n\nTask {id}:\n{text}\n\nWhen you are done, report with store-progress \
-         (taskId {id}): status \"completed\" with your output, or \"failed\" with a failureReason.",
-        id = task.id,
-        text = task.task.trim(),
-    )
+    // The command's argument is the id then the text: the command file says what to do
+    // with them, once (issue 43).
+    format!("/work-on-task {id}\n\n{text}", id = task.id, text = task.task.trim())
 }
 
 /// The result of a task this session created, for it to relay to whoever asked.
@@ -193,21 +190,14 @@ fn task_result_prompt(task: &Task, parent: TaskId) -> String {
         _ => format!("failed: {}", task.failure_reason.as_deref().unwrap_or("(no reason)")),
     };
     format!(
-        "/task-result {id}\n\nThe task you created while working on {parent} ({text}) {outcome}\n\nRelay \
-         this result to whoever asked, then stop.",
+        "/task-result {id}\n\nThe task you created while working on {parent} ({text}) {outcome}",
         id = task.id,
         text = clip(task.task.trim(), SUMMARY_TASK_CHARS),
     )
 }
 
 fn offer_prompt(task: &Task) -> String {
-    format!(
-        "/review-offered-task {id}\n\nA task has been offered to you:\n{text}\n\nAccept it with task-action \
-         (action \"accept\", taskId {id}) if you have the skills for it, or reject it (action \"reject\") \
-         with a reason. Then stop: once you have accepted, the runner starts the work in a new session.",
-        id = task.id,
-        text = task.task.trim(),
-    )
+    format!("/review-offered-task {id}\n\n{text}", id = task.id, text = task.task.trim())
 }
 
 fn tasks_finished_prompt(tasks: &[Task]) -> String {
@@ -407,8 +397,9 @@ fn mentions_prompt(body: &Value) -> String {
 }
 
 /// Mail that woke the agent (urgent: "someone is blocked"; or the answer to mail it sent
-/// awaiting a response, whatever its priority): read it (which marks it delivered and
-/// releases the poll's claim) and answer or carry on.
+/// awaiting a response, whatever its priority): which pieces, and what to do with them. The
+/// bodies are not repeated here: the CLI's hook or the runner delivers them with this prompt
+/// (marked read), and `read-mail` by id returns them read or not (issue 43).
 fn urgent_mail_prompt(body: &Value) -> String {
     let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).unwrap_or("?").to_string();
     let mail = body.get("mail").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -424,16 +415,15 @@ fn urgent_mail_prompt(body: &Value) -> String {
             None => String::new(),
         };
         prompt.push_str(&format!(
-            "- mailId: {}; {} from agent {}{awaiting}{answers}: \"{}\"\n  {}\n",
+            "- mailId: {}; {} from agent {}{awaiting}{answers}: \"{}\"\n",
             text(piece, "id"),
             text(piece, "type"),
             short_id(&text(piece, "fromAgentId")),
             text(piece, "subject"),
-            clip(&text(piece, "body"), SUMMARY_OUTPUT_CHARS),
         ));
     }
     prompt.push_str(
-        "\nRead it with read-mail (mailIds), which marks it read, then answer each with reply-mail (mailId). \
+        "\nread-mail (mailIds) shows each piece in full, read or not. Answer each with reply-mail (mailId). \
          An answer to your own mail is what you were waiting for: carry on with it. If it asks for work, \
          create a task with send-task.",
     );
@@ -444,5 +434,7 @@ fn clip(text: &str, max_chars: usize) -> String {
     swarm_domain::prompts::clip(text, max_chars)
 }
 
+#[cfg(test)]
+mod prompt_tests;
 #[cfg(test)]
 mod tests;

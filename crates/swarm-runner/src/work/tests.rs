@@ -110,7 +110,9 @@ fn urgent_mail_prompt_says_who_waits() {
         prompt.contains("mailId: 0190abcd-0000-7000-8000-0000000000aa; help_request from agent 0190ffff")
     );
     assert!(prompt.contains("waiting for your response: \"build fails\""), "{prompt}");
-    assert!(prompt.contains("cargo test fails on main") && prompt.contains("reply-mail"), "{prompt}");
+    // The body comes with the delivery (hook or runner), marked read; not twice.
+    assert!(!prompt.contains("cargo test fails on main") && prompt.contains("reply-mail"), "{prompt}");
+    assert!(prompt.contains("read-mail (mailIds)") && !prompt.contains("marks it read"), "{prompt}");
 }
 
 // Tasks handed back from a gone agent.

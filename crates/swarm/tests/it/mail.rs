@@ -256,8 +256,14 @@ async fn the_mail_tools_send_read_reply_and_count() {
     assert_eq!(subjects(&read["mail"]), ["Stuck on the migration"], "low waits until asked");
     let read = ok(&lead_client, "read-mail", json!({"includeLow": true})).await;
     assert_eq!(subjects(&read["mail"]), ["later"]);
-
+    // Mail a prompt or hook already delivered is still there when asked for by id.
     let id = sent["mail"]["id"].as_str().unwrap();
+    let again = ok(&lead_client, "read-mail", json!({"mailIds": [id]})).await;
+    assert_eq!(subjects(&again["mail"]), ["Stuck on the migration"], "{again}");
+    assert_eq!(again["mail"][0]["status"], "read", "{again}");
+    let others = ok(&worker_client, "read-mail", json!({"mailIds": [id]})).await;
+    assert_eq!(others["mail"], json!([]), "another agent's mail stays its own: {others}");
+
     let reason = refused(&worker_client, "reply-mail", json!({"mailId": id, "body": "me"})).await;
     assert!(reason.contains("only its recipient"), "{reason}");
     ok(&lead_client, "reply-mail", json!({"mailId": id, "body": "Use IF NOT EXISTS."})).await;

@@ -90,7 +90,7 @@ async fn an_offered_task_is_reviewed_accepted_and_done(cli: Cli) {
     let script = Script::new()
         .call_tool_with(|c| {
             let id = task_id_in(c).unwrap_or_default();
-            if c.prompt().contains("has been offered to you") {
+            if c.prompt().contains("was offered to you") {
                 ("task-action".into(), json!({"action": "accept", "taskId": id}))
             } else {
                 ("store-progress".into(), complete(c))
@@ -111,7 +111,7 @@ async fn an_offered_task_is_reviewed_accepted_and_done(cli: Cli) {
         .conversations_about(&id)
         .iter()
         .filter(|c| first_request(c))
-        .map(|c| c.prompt().contains("has been offered to you"))
+        .map(|c| c.prompt().contains("was offered to you"))
         .collect();
     assert_eq!(runs, [true, false], "a review run, then a work run");
 }
