@@ -109,10 +109,13 @@ pub const PI_KEY_ENV: &str = "SCRIPTED_MODEL_API_KEY";
 /// `<provider>/<model>`.
 pub const PI_PROVIDER: &str = "scripted";
 
+/// A second model of pi's scripted provider (`--model scripted/<this>`), unpriced.
+pub const PI_OTHER_MODEL: &str = "scripted-model-large";
+
 /// `$HOME/.pi/agent/models.json`: a provider named [`PI_PROVIDER`] speaking the Anthropic
 /// Messages API at `base_url` (see [`ScriptedModel::anthropic_base_url`]), its key in
-/// [`PI_KEY_ENV`], with one model, [`crate::MODEL_NAME`], priced like Claude Code's opus
-/// ($5/M in, $25/M out) so that pi reports a cost.
+/// [`PI_KEY_ENV`], with two models: [`crate::MODEL_NAME`], priced like Claude Code's opus
+/// ($5/M in, $25/M out) so that pi reports a cost, and [`PI_OTHER_MODEL`].
 pub fn pi_models_json(base_url: &str) -> String {
     serde_json::json!({
         "providers": {
@@ -120,10 +123,13 @@ pub fn pi_models_json(base_url: &str) -> String {
                 "baseUrl": base_url,
                 "api": "anthropic-messages",
                 "apiKey": PI_KEY_ENV,
-                "models": [{
-                    "id": crate::MODEL_NAME,
-                    "cost": {"input": 5, "output": 25, "cacheRead": 0.5, "cacheWrite": 6.25}
-                }]
+                "models": [
+                    {
+                        "id": crate::MODEL_NAME,
+                        "cost": {"input": 5, "output": 25, "cacheRead": 0.5, "cacheWrite": 6.25}
+                    },
+                    {"id": PI_OTHER_MODEL}
+                ]
             }
         }
     })

@@ -1,5 +1,6 @@
 //! Per-task model (issue 41): the model a task names reaches the real CLI's own model flag
-//! (`claude --model`, `codex exec --model`, `opencode run --model <provider>/<model>`), and
+//! (`claude --model`, `codex exec --model`, `opencode run --model <provider>/<model>`, `pi
+//! --model <provider>/<model>`), and
 //! a task that names none runs with the runner's `--model` (`MODEL_OVERRIDE`): the scripted
 //! model sees each name in the request body the CLI sends.
 
@@ -11,6 +12,7 @@ use super::{Cli, World, cli_tests, complete, task_id_in};
 cli_tests!(claude: Claude; a_task_runs_with_its_model_and_the_runners_by_default);
 cli_tests!(codex: Codex; a_task_runs_with_its_model_and_the_runners_by_default);
 cli_tests!(opencode: Opencode; a_task_runs_with_its_model_and_the_runners_by_default);
+cli_tests!(pi: Pi; a_task_runs_with_its_model_and_the_runners_by_default);
 
 /// The names the runner passes (the task's, the runner's), and the model each request then
 /// names in its body.
@@ -25,6 +27,12 @@ fn models(cli: Cli) -> [(String, String); 2] {
             let other = clis::OPENCODE_OTHER_MODEL;
             let default = swarm_scripted_model::MODEL_NAME;
             let provider = clis::OPENCODE_PROVIDER;
+            [(format!("{provider}/{other}"), other.into()), (format!("{provider}/{default}"), default.into())]
+        }
+        // pi too: `--model <provider>/<id>`, the id sent.
+        Cli::Pi => {
+            let (other, default) = (clis::PI_OTHER_MODEL, swarm_scripted_model::MODEL_NAME);
+            let provider = clis::PI_PROVIDER;
             [(format!("{provider}/{other}"), other.into()), (format!("{provider}/{default}"), default.into())]
         }
         _ => unreachable!("not among this file's CLIs"),
