@@ -360,6 +360,20 @@ mod tests {
     }
 
     #[test]
+    fn a_harness_by_name_or_file_and_a_default_model() {
+        let config = parse(&["--harness", "opencode", "--model", "anthropic/claude-x"]).unwrap();
+        assert_eq!(config.harness.name(), "opencode");
+        assert_eq!(config.model.as_deref(), Some("anthropic/claude-x"));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.toml");
+        std::fs::write(&file, "program = 'my-agent'\nargs = ['{prompt}']\noutput = 'text'\n").unwrap();
+        let config = parse(&["--harness-file", file.to_str().unwrap()]).unwrap();
+        assert_eq!((config.harness.name(), config.model), ("mine", None));
+        let err = parse(&["--harness", "no-such-cli"]).unwrap_err().to_string();
+        assert!(err.contains("no agent CLI named \"no-such-cli\"") && err.contains("opencode"), "{err}");
+    }
+
+    #[test]
     fn settings_that_cannot_work_are_refused_with_what_to_do() {
         let err = parse(&["--harness", "cmd"]).unwrap_err().to_string();
         assert!(err.contains("HARNESS_CMD"), "{err}");
