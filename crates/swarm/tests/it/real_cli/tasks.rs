@@ -36,6 +36,18 @@ async fn a_worker_completes_an_assigned_task(cli: Cli) {
         conversations.iter().any(|c| c.contains("Write the release notes")),
         "the task text reached the model"
     );
+    // Once: the command's argument is the task id then its text, put in once (issue 43).
+    // Claude Code also echoes what was typed after the command (`<command-args>`).
+    let first = conversations[0].user_texts().join("\n");
+    let (said, echoed) = match first.split_once("<command-args>") {
+        Some((before, rest)) => {
+            let (args, after) = rest.split_once("</command-args>").expect(&first);
+            (format!("{before}{after}"), args.matches("Write the release notes").count())
+        }
+        None => (first.clone(), 0),
+    };
+    assert_eq!(said.matches("Write the release notes").count(), 1, "{first}");
+    assert!(echoed <= 1, "{first}");
     if matches!(cli, Cli::Codex | Cli::Gemini | Cli::Opencode) {
         // No slash commands in Codex and opencode (the Gemini CLI's the runner does not
         // use): the instructions themselves.
@@ -90,7 +102,7 @@ async fn an_offered_task_is_reviewed_accepted_and_done(cli: Cli) {
     let script = Script::new()
         .call_tool_with(|c| {
             let id = task_id_in(c).unwrap_or_default();
-            if c.prompt().contains("was offered to you") {
+            if c.user_texts().join("\n").contains("was offered to you") {
                 ("task-action".into(), json!({"action": "accept", "taskId": id}))
             } else {
                 ("store-progress".into(), complete(c))
@@ -111,7 +123,7 @@ async fn an_offered_task_is_reviewed_accepted_and_done(cli: Cli) {
         .conversations_about(&id)
         .iter()
         .filter(|c| first_request(c))
-        .map(|c| c.prompt().contains("was offered to you"))
+        .map(|c| c.user_texts().join("\n").contains("was offered to you"))
         .collect();
     assert_eq!(runs, [true, false], "a review run, then a work run");
 }
