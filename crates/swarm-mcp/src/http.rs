@@ -67,7 +67,7 @@ pub struct HttpOptions {
 }
 
 pub fn http_service(service: Service, options: HttpOptions) -> McpHttpService {
-    let registry = Arc::new(Registry::new(tools::hub_groups()));
+    let registry = Arc::new(Registry::new(tools::hub_groups()).with_capabilities(&tools::hub_capabilities()));
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)

@@ -62,11 +62,57 @@ impl Audience {
 type ToolFuture = Pin<Box<dyn Future<Output = Reply> + Send>>;
 type Handler = Arc<dyn Fn(ToolCall, Value) -> ToolFuture + Send + Sync>;
 
+/// A group of tools a model is offered only when asked for (issue 43: every tool offered
+/// costs bytes in every model call): by the agent (its `capabilities` name it) or by the hub
+/// (`CAPABILITIES`, the reference's variable). Calls to them are accepted either way; only
+/// the offer in `tools/list` is gated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capability {
+    pub name: &'static str,
+    /// The lead is offered the group without asking (epics are the lead's planning tool).
+    pub lead_has_it: bool,
+}
+
+/// The opt-in groups, by the names agents and the hub use for them.
+pub const SCHEDULING: Capability = Capability { name: "scheduling", lead_has_it: false };
+pub const SERVICES: Capability = Capability { name: "services", lead_has_it: false };
+pub const EPICS: Capability = Capability { name: "epics", lead_has_it: true };
+pub const SLACK_FILES: Capability = Capability { name: "slack-files", lead_has_it: false };
+pub const CHANNELS_ADMIN: Capability = Capability { name: "channels-admin", lead_has_it: false };
+/// Reading and answering Slack: the lead's inbox work; a worker's task reports itself there.
+pub const SLACK: Capability = Capability { name: "slack", lead_has_it: true };
+/// Steering other agents' running tasks: the lead's, or whoever asks.
+pub const STEERING: Capability = Capability { name: "steering", lead_has_it: true };
+/// The mailbox beyond reading and answering: history and counts (the hooks give counts).
+pub const MAIL_HISTORY: Capability = Capability { name: "mail-history", lead_has_it: true };
+/// Cancelling tasks: the lead's (and a creator's) decision, not a worker's on a task.
+pub const TASK_ADMIN: Capability = Capability { name: "task-admin", lead_has_it: true };
+/// Changing one's own profile, which `swarm worker` sets at registration.
+pub const PROFILE: Capability = Capability { name: "profile", lead_has_it: false };
+#[cfg(test)]
+pub const CAPABILITIES: [Capability; 10] = [
+    SCHEDULING,
+    SERVICES,
+    EPICS,
+    SLACK_FILES,
+    CHANNELS_ADMIN,
+    SLACK,
+    STEERING,
+    MAIL_HISTORY,
+    TASK_ADMIN,
+    PROFILE,
+];
+
 /// One tool: what `tools/list` shows, who may use it, and what it does.
 #[derive(Clone)]
 pub struct ToolSpec {
     pub tool: Tool,
     pub audience: Audience,
+    /// `None`: offered to its whole audience.
+    pub capability: Option<Capability>,
+    /// Offered only to callers not registered yet (`join-swarm`; registered agents may
+    /// still call it).
+    pub before_joining_only: bool,
     handler: Handler,
 }
 
@@ -110,7 +156,7 @@ impl ToolSpec {
         });
         let mut tool = Tool::new(name, description, schema);
         tool.output_schema = Some(Arc::new(output_schema(own_fields::<O>(name))));
-        ToolSpec { tool, audience, handler: erased }
+        ToolSpec { tool, audience, capability: None, before_joining_only: false, handler: erased }
     }
 
     pub fn read_only(mut self) -> Self {
@@ -118,8 +164,35 @@ impl ToolSpec {
         self
     }
 
+    /// Offered only to callers that asked for `capability`.
+    pub fn opt_in(mut self, capability: Capability) -> Self {
+        self.capability = Some(capability);
+        self
+    }
+
+    /// Offered only until the caller has joined.
+    pub fn before_joining(mut self) -> Self {
+        self.before_joining_only = true;
+        self
+    }
+
     pub fn name(&self) -> &str {
         &self.tool.name
+    }
+
+    /// Whether `tools/list` offers it to a caller of `role` whose agent names
+    /// `agent_capabilities`, on a hub that enables `hub_capabilities`.
+    pub fn offered_to(&self, role: Role, agent_capabilities: &[String], hub_capabilities: &[String]) -> bool {
+        if !self.audience.admits(role) || (self.before_joining_only && role != Role::Unregistered) {
+            return false;
+        }
+        match self.capability {
+            None => true,
+            Some(capability) => {
+                (capability.lead_has_it && role == Role::Lead)
+                    || agent_capabilities.iter().chain(hub_capabilities).any(|name| name == capability.name)
+            }
+        }
     }
 
     pub async fn call(&self, call: ToolCall, arguments: Value) -> Reply {
@@ -131,6 +204,8 @@ impl ToolSpec {
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: Vec<ToolSpec>,
+    /// The opt-in groups the hub offers to everyone who may use them.
+    enabled: Vec<String>,
 }
 
 impl Registry {
@@ -143,9 +218,27 @@ impl Registry {
                 tool.name()
             );
         }
-        Registry { tools }
+        Registry { tools, enabled: Vec::new() }
     }
 
+    /// With the opt-in groups named in `names` (comma-separated, as in `CAPABILITIES`)
+    /// offered to all.
+    pub fn with_capabilities(mut self, names: &str) -> Self {
+        self.enabled =
+            names.split(',').map(str::trim).filter(|name| !name.is_empty()).map(String::from).collect();
+        self
+    }
+
+    /// What `tools/list` offers a caller of `role` whose agent names `agent_capabilities`.
+    pub fn offered_to<'a>(
+        &'a self,
+        role: Role,
+        agent_capabilities: &'a [String],
+    ) -> impl Iterator<Item = &'a ToolSpec> {
+        self.tools.iter().filter(move |spec| spec.offered_to(role, agent_capabilities, &self.enabled))
+    }
+
+    #[cfg(test)]
     pub fn visible_to(&self, role: Role) -> impl Iterator<Item = &ToolSpec> {
         self.tools.iter().filter(move |spec| spec.audience.admits(role))
     }

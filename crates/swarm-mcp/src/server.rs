@@ -296,8 +296,9 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = self.caller(&context).await.map_err(CallerError::into_error)?;
+        let capabilities = caller.agent.as_ref().map(|agent| agent.capabilities.clone()).unwrap_or_default();
         let tools: Vec<Tool> =
-            self.registry.visible_to(caller.role()).map(|spec| spec.tool.clone()).collect();
+            self.registry.offered_to(caller.role(), &capabilities).map(|spec| spec.tool.clone()).collect();
         // The list depends on the caller. rmcp marks it `cacheScope: private, ttlMs: 0`
         // for 2026-07-28 clients (no shared cache may hand it to another agent); older
         // revisions have no cache hints.

@@ -30,7 +30,9 @@ pub struct StdioOptions {
 /// Serve MCP on stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(service: Service, options: StdioOptions) -> std::io::Result<()> {
     crate::context::set_hub_url(&options.hub_url);
-    let registry = Arc::new(Registry::new(tools::stdio_groups(&options.inbox_role)));
+    let registry = Arc::new(
+        Registry::new(tools::stdio_groups(&options.inbox_role)).with_capabilities(&tools::hub_capabilities()),
+    );
     // Token mode: the caller's `swarm mcp` checked its token before serving (it names
     // the agent); header mode trusts the process, as it trusts `X-Agent-ID`.
     let proved = match (service.agent_auth(), options.agent_id) {

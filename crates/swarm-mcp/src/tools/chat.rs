@@ -21,8 +21,7 @@ pub fn group() -> Vec<ToolSpec> {
     vec![
         ToolSpec::new(
             "list-channels",
-            "The chat channels you can see (general, public ones, and direct ones you are part of), with \
-             your unread mention counts.",
+            "The chat channels you can see, with your unread mention counts.",
             Audience::Agents,
             list_channels,
         )
@@ -35,17 +34,14 @@ pub fn group() -> Vec<ToolSpec> {
         ),
         ToolSpec::new(
             "post-message",
-            "Post in a chat channel (general when channelId is omitted). @name in the text, and mentions \
-             (agent ids), notify those agents; a message starting with \"/task \" creates one task per \
-             mentioned agent. replyToId answers a message in its thread.",
+            "Post in a chat channel. @name in the text, or mentions (agent ids), notify those agents; \
+             \"/task \" at the start creates a task per mentioned agent.",
             Audience::Agents,
             post_message,
         ),
         ToolSpec::new(
             "read-messages",
-            "Read a chat channel (general when channelId is omitted), oldest first; this marks it read \
-             and clears your unread mentions there. threadId reads one thread; mentionsOnly only the \
-             messages that mention you.",
+            "Read a chat channel, oldest first; this marks it read (and its mentions of you).",
             Audience::Agents,
             read_messages,
         ),

@@ -21,10 +21,9 @@ pub fn group() -> Vec<ToolSpec> {
     vec![
         ToolSpec::new(
             "send-mail",
-            "Send mail to another agent (id or name) or to the coordinator (to: \"coordinator\", the lead). \
-             type: help_request, question (default), fyi, response, status_update, review_request. priority: \
-             urgent wakes the recipient now; normal (default) reaches it at its next natural break; low only \
-             when it asks. awaitingResponse: you wait for a reply (the coordinator is told when you stop).",
+            "Send mail to an agent (id or name) or the lead (to: \"coordinator\"). priority urgent wakes \
+             the recipient; normal (default) reaches it at its next break; low when it asks. \
+             awaitingResponse: you wait for a reply (the lead is told if you stop).",
             Audience::Agents,
             send_mail,
         ),

@@ -19,26 +19,57 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 use swarm_domain::task::TaskStatus;
 
-use crate::registry::ToolSpec;
+use crate::registry::{
+    CHANNELS_ADMIN, Capability, EPICS, MAIL_HISTORY, PROFILE, SCHEDULING, SERVICES, SLACK, SLACK_FILES,
+    STEERING, TASK_ADMIN, ToolSpec,
+};
 
 pub use inbox::InboxRole;
 
 /// The tools of the hub, served over HTTP and stdio alike.
 pub fn hub_groups() -> Vec<Vec<ToolSpec>> {
     vec![
-        agents::group(),
-        tasks::group(),
-        steering::group(),
+        agents::group()
+            .into_iter()
+            .map(|spec| match spec.name() {
+                "join-swarm" => spec.before_joining(),
+                "update-profile" => spec.opt_in(PROFILE),
+                _ => spec,
+            })
+            .collect(),
+        opt_in_named(tasks::group(), &["cancel-task"], TASK_ADMIN),
+        opt_in(steering::group(), STEERING),
         poll::group(),
-        slack::group(),
-        slack_lead::group(),
-        slack_files::group(),
-        chat::group(),
-        mail::group(),
-        triggers::schedule_group(),
-        epics::group(),
-        services::group(),
+        opt_in_named(slack::group(), &["slack-reply", "slack-read", "get-inbox-message"], SLACK),
+        opt_in_named(slack_lead::group(), &CHANNELS_ADMIN_TOOLS, CHANNELS_ADMIN),
+        opt_in(slack_files::group(), SLACK_FILES),
+        opt_in_named(chat::group(), &CHANNELS_ADMIN_TOOLS, CHANNELS_ADMIN),
+        opt_in_named(mail::group(), &["list-mail", "unread-mail-count"], MAIL_HISTORY),
+        opt_in(triggers::schedule_group(), SCHEDULING),
+        opt_in(epics::group(), EPICS),
+        opt_in(services::group(), SERVICES),
     ]
+}
+
+/// Tools that make or change channels: few agents need them on a given run.
+const CHANNELS_ADMIN_TOOLS: [&str; 4] =
+    ["create-channel", "slack-create-channel", "slack-invite-to-channel", "slack-archive-channel"];
+
+fn opt_in(group: Vec<ToolSpec>, capability: Capability) -> Vec<ToolSpec> {
+    group.into_iter().map(|spec| spec.opt_in(capability)).collect()
+}
+
+fn opt_in_named(group: Vec<ToolSpec>, names: &[&str], capability: Capability) -> Vec<ToolSpec> {
+    group
+        .into_iter()
+        .map(|spec| if names.contains(&spec.name()) { spec.opt_in(capability) } else { spec })
+        .collect()
+}
+
+/// The opt-in tool groups the hub offers everyone (`CAPABILITIES`, comma-separated names
+/// as in `registry`: scheduling, services, epics, ...; the reference's variable): none by default.
+pub fn hub_capabilities() -> String {
+    std::env::var("CAPABILITIES").unwrap_or_default()
 }
 
 /// The hub's tools plus the Inbox-MCP names for one session role (stdio only).
@@ -63,6 +94,9 @@ fn task_status_schema(_: &mut SchemaGenerator) -> Schema {
 fn parse_status(text: &str) -> Result<TaskStatus, crate::reply::Reply> {
     TaskStatus::parse(text).map_err(|err| crate::reply::Reply::refused(err.0))
 }
+
+#[cfg(test)]
+mod offer_tests;
 
 #[cfg(test)]
 mod tests {

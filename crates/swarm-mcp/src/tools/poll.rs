@@ -33,9 +33,8 @@ pub fn step_arguments() -> serde_json::Value {
 pub fn group() -> Vec<ToolSpec> {
     vec![ToolSpec::new(
         "poll-task",
-        "Wait for work (workers): returns the next task offered to you (accept or reject it with \
-         task-action) or assigned to you and now started (a ready pool task is claimed for you), \
-         or nothing after waitSeconds (default 30, at most 60). Call it again to keep waiting.",
+        "Wait for work: the next task offered to you (task-action accepts or rejects it) or assigned \
+         to you and now started (a ready pool task is claimed for you), or nothing after waitSeconds.",
         Audience::WorkerOnly,
         poll_task,
     )]

@@ -27,9 +27,7 @@ pub fn group() -> Vec<ToolSpec> {
     vec![
         ToolSpec::new(
             "get-tasks",
-            "List tasks, newest first, with filters: status, your own (mineOnly), the pool \
-             (unassigned), offers waiting for you (offeredToMe), ready to start (readyOnly), type, \
-             tags, text search. limit 1 to 100, default 25.",
+            "List tasks, newest first; the filters combine.",
             Audience::Anyone,
             get_tasks,
         )
@@ -43,25 +41,22 @@ pub fn group() -> Vec<ToolSpec> {
         .read_only(),
         ToolSpec::new(
             "send-task",
-            "Give a task to another agent: assigned directly (the agent needs a free slot), or \
-             offered (offerMode: the agent accepts or rejects it). Without agentId the task goes to \
-             the pool. Never to the lead, never to yourself.",
+            "Give a task to an agent (assigned; it needs a free slot), offer it (offerMode), or put it \
+             in the pool (no agentId). Never to the lead or yourself.",
             Audience::Agents,
             send_task,
         ),
         ToolSpec::new(
             "task-action",
-            "Act on a task: create (a pool task from `task`), claim (a pool task, for you), release \
-             (your pending task, back to the pool), accept or reject (a task offered to you; reject \
-             takes a reason), to_backlog or from_backlog (lead or creator).",
+            "Act on a task: create (in the pool), claim (from the pool), release (back to the pool), \
+             accept or reject (an offer to you), to_backlog or from_backlog (lead or creator).",
             Audience::Agents,
             task_action,
         ),
         ToolSpec::new(
             "store-progress",
-            "Report on a task you are assigned (the lead may report on any): a progress note, and/or \
-             status completed (with output) or failed (with failureReason) to finish it. Reporting on \
-             your pending task starts it.",
+            "Report on your task (the lead: any): a progress note, and/or status completed (with \
+             output) or failed (with failureReason). Reporting on a pending task starts it.",
             Audience::Agents,
             store_progress,
         ),
@@ -113,10 +108,10 @@ struct GetTasksArguments {
     /// Only pool tasks (status unassigned).
     #[serde(default)]
     unassigned: bool,
-    /// Only tasks offered to you and not yet accepted or rejected.
+    /// Only offers to you awaiting your answer.
     #[serde(default)]
     offered_to_me: bool,
-    /// Only tasks whose dependencies are all completed.
+    /// Only tasks ready to start (dependencies completed).
     #[serde(default)]
     ready_only: bool,
     task_type: Option<String>,
@@ -188,11 +183,9 @@ async fn get_task_details(call: ToolCall, args: TaskIdArguments) -> Outcome<Task
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SendTaskArguments {
-    /// The agent to give the task to; leave out to put it in the pool.
     agent_id: Option<Uuid>,
     /// What to do, with the context the agent needs.
     task: String,
-    /// Offer the task instead of assigning it: the agent accepts or rejects it.
     #[serde(default)]
     offer_mode: bool,
     task_type: Option<String>,
@@ -204,8 +197,7 @@ struct SendTaskArguments {
     /// Tasks that must be completed before this one can start.
     #[serde(default)]
     depends_on: Vec<Uuid>,
-    /// Concrete model override for this task, passed to the assignee's agent CLI model flag
-    /// (`opus`, `gpt-5.5`, `anthropic/claude-sonnet-4-5`); leave out for the agent's default.
+    /// The model the assignee's CLI runs it with (`opus`, `gpt-5.5`); default: the agent's.
     model: Option<String>,
 }
 

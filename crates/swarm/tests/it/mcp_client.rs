@@ -208,60 +208,40 @@ pub fn new_agent_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// The tools each role sees on the hub (stdio adds the Inbox-MCP names).
-pub const UNREGISTERED_TOOLS: [&str; 7] = [
-    "join-swarm",
-    "get-swarm",
-    "get-tasks",
-    "get-task-details",
-    "list-epics",
-    "get-epic-details",
-    "list-services",
-];
-pub const WORKER_TOOLS: [&str; 37] = [
-    "join-swarm",
+/// The tools each role is offered on the hub with no capabilities asked for (stdio adds the
+/// Inbox-MCP names); the opt-in groups (scheduling, services, epics, ...) are offered to an
+/// agent that names them, or by the hub's `CAPABILITIES`.
+pub const UNREGISTERED_TOOLS: [&str; 4] = ["join-swarm", "get-swarm", "get-tasks", "get-task-details"];
+pub const WORKER_TOOLS: [&str; 14] = [
     "my-agent-info",
-    "update-profile",
     "get-swarm",
     "get-tasks",
     "get-task-details",
     "send-task",
     "task-action",
     "store-progress",
-    "cancel-task",
-    "steer-task",
     "poll-task",
-    "slack-reply",
-    "get-inbox-message",
-    "slack-read",
-    "slack-upload-file",
-    "slack-download-file",
     "list-channels",
-    "create-channel",
     "post-message",
     "read-messages",
     "send-mail",
     "reply-mail",
     "read-mail",
-    "list-mail",
-    "unread-mail-count",
-    "list-schedules",
-    "create-schedule",
-    "update-schedule",
-    "delete-schedule",
-    "run-schedule-now",
-    "list-epics",
-    "get-epic-details",
-    "register-service",
-    "list-services",
-    "unregister-service",
-    "update-service-status",
 ];
 
+/// The lead's set: the worker's but `poll-task`, with cancelling, steering, its Slack inbox and
+/// threads, the mail history and the epics.
 pub fn lead_tools() -> Vec<&'static str> {
-    let mut tools: Vec<&str> = WORKER_TOOLS[..11].to_vec();
-    // The Slack group, in its order, with the lead's own tools.
-    tools.extend([
+    vec![
+        "my-agent-info",
+        "get-swarm",
+        "get-tasks",
+        "get-task-details",
+        "send-task",
+        "task-action",
+        "store-progress",
+        "cancel-task",
+        "steer-task",
         "slack-reply",
         "inbox-delegate",
         "get-inbox-message",
@@ -271,13 +251,7 @@ pub fn lead_tools() -> Vec<&'static str> {
         "slack-start-thread",
         "slack-update",
         "slack-delete",
-        "slack-create-channel",
-        "slack-invite-to-channel",
-        "slack-archive-channel",
-        "slack-upload-file",
-        "slack-download-file",
         "list-channels",
-        "create-channel",
         "post-message",
         "read-messages",
         "send-mail",
@@ -285,11 +259,6 @@ pub fn lead_tools() -> Vec<&'static str> {
         "read-mail",
         "list-mail",
         "unread-mail-count",
-        "list-schedules",
-        "create-schedule",
-        "update-schedule",
-        "delete-schedule",
-        "run-schedule-now",
         "create-epic",
         "list-epics",
         "get-epic-details",
@@ -297,10 +266,5 @@ pub fn lead_tools() -> Vec<&'static str> {
         "delete-epic",
         "assign-task-to-epic",
         "unassign-task-from-epic",
-        "register-service",
-        "list-services",
-        "unregister-service",
-        "update-service-status",
-    ]);
-    tools
+    ]
 }
