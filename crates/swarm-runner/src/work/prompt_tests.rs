@@ -31,6 +31,8 @@ const BUDGET_LOOP_WORKER: usize = 1_400;
 const BUDGET_LOOP_LEAD: usize = 2_350;
 /// The mail the runner appends for a CLI without hooks (the hooks give the same text).
 const BUDGET_MAIL_DELIVERY: usize = 450;
+/// What the hooks (or the runner, resuming a Codex thread) put before steering messages.
+const BUDGET_STEERING_PREAMBLE: usize = 250;
 
 fn task(status: &str) -> Task {
     serde_json::from_value(json!({
@@ -215,6 +217,11 @@ fn every_prompt_stays_within_its_budget() {
     let bytes = mail.len();
     if bytes > BUDGET_MAIL_DELIVERY {
         over.push(format!("mail delivery: {bytes} bytes, budget {BUDGET_MAIL_DELIVERY}"));
+    }
+    let task_id = TaskId::parse(TASK_ID).unwrap();
+    let bytes = swarm_domain::steering::steering_prompt(task_id, &[]).len();
+    if bytes > BUDGET_STEERING_PREAMBLE {
+        over.push(format!("steering preamble: {bytes} bytes, budget {BUDGET_STEERING_PREAMBLE}"));
     }
     assert!(
         over.is_empty(),
