@@ -271,8 +271,8 @@ pub async fn run(args: StandInArgs) -> anyhow::Result<()> {
     let mut words = first_line.split_whitespace();
     let command = words.next().unwrap_or_default();
     let task_id = words.next().unwrap_or_default();
-    // The task's text follows `Task <id>:` on the prompt's fourth line (runner's `work.rs`).
-    let task_text = prompt.lines().nth(3).unwrap_or_default();
+    // The task's text follows the command line and a blank line (the runner's `work`).
+    let task_text = prompt.lines().nth(2).unwrap_or_default();
     let answer = match command {
         _ if args.behaviour == Behaviour::Silent => "said nothing".to_string(),
         "/work-on-task" => work_on_task(&args, task_id, task_text).await?,

@@ -59,7 +59,7 @@ pub(super) async fn answer_mail(prompt: &str) -> anyhow::Result<String> {
             ids.push(id);
         }
     }
-    // A hook may have delivered it already: reading by id is then a no-op.
+    // A hook may have delivered it already: reading by id then shows it again, read.
     call_tool("read-mail", json!({"mailIds": ids})).await?;
     for id in &waiting {
         call_tool("reply-mail", json!({"mailId": id, "body": format!("stand-in answer to mail {id}")}))
