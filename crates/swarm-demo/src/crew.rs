@@ -54,6 +54,7 @@ impl DemoHub {
             result_handoff_seconds: LeasePolicy::default().result_handoff.as_secs(),
             reassign_after_seconds: LeasePolicy::default().reassign_after.as_secs(),
             mcp_allowed_hosts: None,
+            capabilities: String::new(),
             metrics_public: false,
             github_allowed_associations: "OWNER,MEMBER,COLLABORATOR".into(),
             limits: LimitArgs::default(),

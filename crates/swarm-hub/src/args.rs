@@ -76,6 +76,13 @@ pub struct ServeArgs {
     /// --host. Use `*` for any host (then rely on API_KEY).
     #[arg(long, env = "MCP_ALLOWED_HOSTS", value_name = "HOSTS")]
     pub mcp_allowed_hosts: Option<String>,
+    /// Opt-in MCP tool groups offered to every agent (comma-separated: scheduling, services,
+    /// epics, slack, slack-files, channels-admin, steering, mail-history, task-admin, profile).
+    /// Default none: an agent gets a group by naming it in its capabilities; the lead has
+    /// epics, slack, steering, mail-history and task-admin. Every tool offered costs bytes in
+    /// every model call.
+    #[arg(long, env = "CAPABILITIES", value_name = "GROUPS", default_value = "")]
+    pub capabilities: String,
     /// Serve GET /metrics (Prometheus text format) without the API key, for a scraper
     /// that holds none. The numbers name no task or agent, but they do show how busy
     /// the swarm is: keep the port private when you set this.

@@ -189,6 +189,7 @@ impl Hub {
         let stop = CancellationToken::new();
         let mcp_options = HttpOptions {
             allowed_hosts: mcp_allowed_hosts(args.mcp_allowed_hosts.as_deref(), &args.host),
+            capabilities: args.capabilities.clone(),
             shutdown: stop.child_token(),
         };
         let metrics = Arc::new(swarm_api::Metrics::new(args.metrics_public));

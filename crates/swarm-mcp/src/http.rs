@@ -62,12 +62,14 @@ impl AllowedHosts {
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub allowed_hosts: AllowedHosts,
+    /// The opt-in tool groups offered to everyone (`--capabilities`, comma-separated).
+    pub capabilities: String,
     /// Cancelled on shutdown: requests in flight (a waiting `poll-task`) end at once.
     pub shutdown: CancellationToken,
 }
 
 pub fn http_service(service: Service, options: HttpOptions) -> McpHttpService {
-    let registry = Arc::new(Registry::new(tools::hub_groups()).with_capabilities(&tools::hub_capabilities()));
+    let registry = Arc::new(Registry::new(tools::hub_groups()).with_capabilities(&options.capabilities));
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)

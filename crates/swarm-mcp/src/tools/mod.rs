@@ -66,8 +66,8 @@ fn opt_in_named(group: Vec<ToolSpec>, names: &[&str], capability: Capability) ->
         .collect()
 }
 
-/// The opt-in tool groups the hub offers everyone (`CAPABILITIES`, comma-separated names
-/// as in `registry`: scheduling, services, epics, ...; the reference's variable): none by default.
+/// The opt-in tool groups `swarm mcp` offers everyone (`CAPABILITIES`, comma-separated names
+/// as in `registry`, like the hub's `--capabilities`): none by default.
 pub fn hub_capabilities() -> String {
     std::env::var("CAPABILITIES").unwrap_or_default()
 }

@@ -15,6 +15,26 @@ use crate::{
 
 const KEY: &str = "mcp-test-key-0123456789";
 
+/// The opt-in groups: offered to an agent that names one in its capabilities, and to every
+/// agent when the hub's `--capabilities` names it; calls are answered either way.
+#[tokio::test]
+async fn opt_in_tool_groups_are_offered_by_capability() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start_with(&sqlite_file(dir.path()), None, &["--capabilities", "services"]);
+    let (plain, scheduler) = (new_agent_id(), new_agent_id());
+    let plain_client = connect_http(&hub, Some(&plain), Revision::Stateless).await;
+    ok(&plain_client, "join-swarm", json!({"name": "plain"})).await;
+    let names = tool_names(&plain_client).await;
+    assert!(names.contains(&"register-service".to_string()), "the hub offers services: {names:?}");
+    assert!(!names.contains(&"create-schedule".to_string()), "{names:?}");
+    let listed = ok(&plain_client, "list-schedules", json!({})).await;
+    assert_eq!(listed["success"], true, "{listed}");
+    let scheduler_client = connect_http(&hub, Some(&scheduler), Revision::Stateless).await;
+    ok(&scheduler_client, "join-swarm", json!({"name": "cron", "capabilities": ["scheduling"]})).await;
+    let names = tool_names(&scheduler_client).await;
+    assert!(names.contains(&"create-schedule".to_string()), "{names:?}");
+}
+
 #[tokio::test]
 async fn mcp_tools_are_listed_by_role() {
     let dir = tempfile::tempdir().unwrap();
