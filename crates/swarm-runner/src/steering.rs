@@ -151,15 +151,20 @@ mod tests {
 
     #[test]
     fn each_harness_says_how_steering_reaches_its_agent() {
-        assert_eq!(Harness::claude().steering(), SteeringDelivery::Hooks);
-        assert_eq!(Harness::codex().steering(), SteeringDelivery::Resume);
-        // A CLI that resumes sessions and says nothing: resumed with the messages.
-        for name in Harness::built_in_names().filter(|name| !["claude", "codex"].contains(name)) {
-            let harness = Harness::built_in(name).unwrap();
-            let expected =
-                if harness.can_resume() { SteeringDelivery::Resume } else { SteeringDelivery::None };
-            assert_eq!(harness.steering(), expected, "{name}");
+        // What docs/running-agents.md's steering table says of each built-in CLI.
+        for (name, expected) in [
+            ("claude", SteeringDelivery::Hooks),
+            ("gemini", SteeringDelivery::Hooks),
+            ("codex", SteeringDelivery::Resume),
+            ("opencode", SteeringDelivery::Resume),
+            ("pi", SteeringDelivery::Resume),
+        ] {
+            assert_eq!(Harness::built_in(name).unwrap().steering(), expected, "{name}");
         }
+        assert_eq!(Harness::built_in_names().count(), 5, "a new built-in CLI belongs in the list above");
+        // A CLI file that resumes sessions and says nothing of steering: resumed with the messages.
+        let silent = "program = \"x\"\nargs = [\"{prompt}\"]\nresume_args = [\"{session}\", \"{prompt}\"]\n";
+        assert_eq!(Harness::from_toml(silent, "x").unwrap().steering(), SteeringDelivery::Resume);
         assert_eq!(Harness::from_command_line("my-agent --fast").unwrap().steering(), SteeringDelivery::None);
         let said = "program = \"x\"\nargs = [\"{prompt}\"]\nresume_args = [\"{session}\", \"{prompt}\"]\nsteering = \"none\"\n";
         assert_eq!(Harness::from_toml(said, "x").unwrap().steering(), SteeringDelivery::None);
