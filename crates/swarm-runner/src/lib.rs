@@ -42,8 +42,8 @@ pub use config::{
     DEFAULT_SHUTDOWN_TIMEOUT, MAX_CONCURRENT_TASKS_LIMIT, OutputFormat, Role, RunnerConfig, WorktreeMode,
 };
 pub use error::RunnerError;
-pub use stall::{DEFAULT_STALL, DEFAULT_TOOL_LOOP_LIMIT};
 pub use harness::{Harness, MailDelivery, McpConfig, Prompts, StreamFormat};
+pub use stall::{DEFAULT_STALL, DEFAULT_TOOL_LOOP_LIMIT};
 use tokio_util::sync::CancellationToken;
 
 /// How a runner is told to stop. `graceful`: take no new work, give running agents up to

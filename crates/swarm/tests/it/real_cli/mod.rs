@@ -15,8 +15,8 @@ mod models;
 mod prompts;
 mod sessions;
 mod slack_steering;
-mod steering;
 mod stalls;
+mod steering;
 mod tasks;
 mod versions;
 
