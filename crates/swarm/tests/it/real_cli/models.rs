@@ -1,6 +1,6 @@
 //! Per-task model (issue 41): the model a task names reaches the real CLI's own model flag
-//! (`claude --model`, `codex exec --model`, `opencode run --model <provider>/<model>`, `pi
-//! --model <provider>/<model>`), and
+//! (`claude --model`, `codex exec --model`, `gemini --model`, `opencode run --model
+//! <provider>/<model>`, `pi --model <provider>/<model>`), and
 //! a task that names none runs with the runner's `--model` (`MODEL_OVERRIDE`): the scripted
 //! model sees each name in the request body the CLI sends.
 
@@ -11,6 +11,7 @@ use super::{Cli, World, cli_tests, complete, task_id_in};
 
 cli_tests!(claude: Claude; a_task_runs_with_its_model_and_the_runners_by_default);
 cli_tests!(codex: Codex; a_task_runs_with_its_model_and_the_runners_by_default);
+cli_tests!(gemini: Gemini; a_task_runs_with_its_model_and_the_runners_by_default);
 cli_tests!(opencode: Opencode; a_task_runs_with_its_model_and_the_runners_by_default);
 cli_tests!(pi: Pi; a_task_runs_with_its_model_and_the_runners_by_default);
 
@@ -22,6 +23,9 @@ fn models(cli: Cli) -> [(String, String); 2] {
         Cli::Claude => both("claude-task-model-1", "claude-runner-model-1"),
         // Names the pinned Codex knows, so that it offers its classic tools.
         Cli::Codex => both("gpt-5.4", "gpt-5.5"),
+        // The Gemini CLI names the model in the request's path (the scripted model records it
+        // as the body's `model`).
+        Cli::Gemini => both("gemini-task-model-1", "gemini-runner-model-1"),
         // opencode takes `<provider>/<model>` and sends the model's id.
         Cli::Opencode => {
             let other = clis::OPENCODE_OTHER_MODEL;
