@@ -446,13 +446,21 @@ impl ServerHandler for McpServer {
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         // Only a stdio process has one client to stream to for as long as it listens.
-        (!self.identity.is_header()).then(|| requested.clone())
+        let accepted = (!self.identity.is_header()).then(|| requested.clone());
+        if accepted.as_ref().is_some_and(|filter| filter.tools_list_changed == Some(true)) {
+            self.subscriptions.acknowledging();
+        }
+        accepted
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let sink = context.sink().clone();
-        if self.subscriptions.listen(sink.clone()) {
+        let (start_watching, missed_tool_change) = self.subscriptions.listen(sink.clone());
+        if start_watching {
             self.start_watching();
+        }
+        if missed_tool_change {
+            let _ = sink.notify_tool_list_changed().await;
         }
         context.cancelled().await;
         self.subscriptions.stop_listening(&sink);

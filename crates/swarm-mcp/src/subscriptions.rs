@@ -29,6 +29,11 @@ struct State {
     legacy_peer: Option<Peer<RoleServer>>,
     /// Open `subscriptions/listen` streams.
     listeners: Vec<SubscriptionSink>,
+    /// Streams acknowledged to their client but not yet in `listeners`: rmcp acknowledges a
+    /// stream before it hands it over, and the client may call `join-swarm` in between.
+    acknowledged_not_listening: usize,
+    /// The tool list changed while such a stream was on its way: it is told on arrival.
+    tool_change_in_between: bool,
     /// The last document seen of each watched URI.
     seen: HashMap<String, String>,
     watching: bool,
@@ -60,11 +65,26 @@ impl Subscriptions {
         state.seen.remove(uri);
     }
 
-    /// A `subscriptions/listen` stream opened; returns whether the watcher must be started.
-    pub fn listen(&self, sink: SubscriptionSink) -> bool {
+    /// A `subscriptions/listen` stream that asked for tool list changes is about to be
+    /// acknowledged; [`Subscriptions::listen`] follows.
+    pub fn acknowledging(&self) {
+        self.lock().acknowledged_not_listening += 1;
+    }
+
+    /// A `subscriptions/listen` stream opened; returns whether the watcher must be started,
+    /// and whether the tool list changed since the stream was acknowledged (tell it now).
+    pub fn listen(&self, sink: SubscriptionSink) -> (bool, bool) {
         let mut state = self.lock();
+        let wants_tools = sink.accepted().tools_list_changed == Some(true);
+        let missed = wants_tools && state.tool_change_in_between;
+        if wants_tools {
+            state.acknowledged_not_listening = state.acknowledged_not_listening.saturating_sub(1);
+            if state.acknowledged_not_listening == 0 {
+                state.tool_change_in_between = false;
+            }
+        }
         state.listeners.push(sink);
-        !std::mem::replace(&mut state.watching, true)
+        (!std::mem::replace(&mut state.watching, true), missed)
     }
 
     pub fn stop_listening(&self, sink: &SubscriptionSink) {
@@ -74,13 +94,18 @@ impl Subscriptions {
     /// The tool list changed (a stdio process joined the swarm): tell the streams that
     /// asked for it; a 2025 session is told directly by the caller.
     pub async fn tool_list_changed(&self) {
-        let listeners: Vec<SubscriptionSink> = self
-            .lock()
-            .listeners
-            .iter()
-            .filter(|sink| sink.accepted().tools_list_changed == Some(true))
-            .cloned()
-            .collect();
+        let listeners: Vec<SubscriptionSink> = {
+            let mut state = self.lock();
+            if state.acknowledged_not_listening > 0 {
+                state.tool_change_in_between = true;
+            }
+            state
+                .listeners
+                .iter()
+                .filter(|sink| sink.accepted().tools_list_changed == Some(true))
+                .cloned()
+                .collect()
+        };
         for sink in listeners {
             let _ = sink.notify_tool_list_changed().await;
         }
