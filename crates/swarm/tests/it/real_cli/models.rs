@@ -39,7 +39,6 @@ fn models(cli: Cli) -> [(String, String); 2] {
             let provider = clis::PI_PROVIDER;
             [(format!("{provider}/{other}"), other.into()), (format!("{provider}/{default}"), default.into())]
         }
-        _ => unreachable!("not among this file's CLIs"),
     }
 }
 
