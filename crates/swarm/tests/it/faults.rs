@@ -97,7 +97,12 @@ async fn sigkill_under_load_loses_no_acknowledged_write_and_runners_come_back() 
     // Short leases: a claim the kill cut off comes back within seconds of the restart.
     let flags = ["--port", port.as_str(), "--lease-seconds", "2", "--rescue-interval-seconds", "1"];
     let hub = Hub::spawn_with(&database, None, &flags);
-    let runner = Runner::start(&hub, RunnerSetup::worker(dir.path()));
+    // The runner may be running one of the load's pool tasks when the hub dies: that agent
+    // run fails (its MCP connection is cut), which stops a runner without --yolo by design.
+    // What this test asks is that a runner that keeps going finds the new hub by itself.
+    let mut setup = RunnerSetup::worker(dir.path());
+    setup.env.push(("YOLO", "true".into()));
+    let runner = Runner::start(&hub, setup);
     registered(&hub, &runner).await;
 
     let workers: Vec<String> = (0..4).map(|_| new_agent_id()).collect();
