@@ -8,6 +8,42 @@ use uuid::Uuid;
 
 use crate::Invalid;
 
+/// How many hex digits of an id people read: [`short_id`].
+pub const SHORT_ID_LEN: usize = 8;
+
+/// An id as people read and type it: its last 8 hex digits. Ids are UUIDv7, whose first
+/// digits are a timestamp that ids made in the same second share; the last 8 are random
+/// (32 bits), so two tasks of one hub differ there but for a chance of about one in four
+/// billion per pair, and a clash is told apart when typed ([`IdSuffix`]). The dashboard
+/// (`ui.js` `shortId`) cuts ids by the same rule.
+pub fn short_id(uuid: Uuid) -> String {
+    let simple = uuid.simple().to_string();
+    simple[simple.len() - SHORT_ID_LEN..].to_string()
+}
+
+/// The end of an id as a person typed it (`9c41d0e2`, `…9c41d0e2`, `#9c41d0e2`): 4 to 12
+/// hex digits, lower case, which never reach across the UUID's last hyphen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdSuffix(String);
+
+impl IdSuffix {
+    pub fn parse(text: &str) -> Result<Self, Invalid> {
+        let trimmed = text.trim();
+        let digits = trimmed.trim_start_matches(['…', '#', '.']);
+        if (4..=12).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_hexdigit()) {
+            Ok(IdSuffix(digits.to_ascii_lowercase()))
+        } else {
+            Err(Invalid(format!(
+                "{trimmed:?} is neither an id (a UUID) nor the end of one (4 to 12 hex digits, as lists show: `9c41d0e2`)"
+            )))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident, $what:literal) => {
         $(#[$doc])*
@@ -25,6 +61,10 @@ macro_rules! uuid_id {
             }
             pub fn as_uuid(&self) -> Uuid {
                 self.0
+            }
+            /// The id as people read and type it: see [`short_id`].
+            pub fn short(&self) -> String {
+                short_id(self.0)
             }
             pub fn parse(text: &str) -> Result<Self, Invalid> {
                 Uuid::parse_str(text.trim())
@@ -136,3 +176,32 @@ uuid_id!(
     SteeringMessageId,
     "steering message id"
 );
+
+#[cfg(test)]
+mod short_id_tests {
+    use super::*;
+
+    #[test]
+    fn ids_made_in_one_millisecond_read_differently() {
+        let ids: Vec<String> = (0..200).map(|_| TaskId::new_v7().short()).collect();
+        let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+        assert!(ids.iter().all(|id| id.len() == SHORT_ID_LEN && id.chars().all(|c| c.is_ascii_hexdigit())));
+    }
+
+    #[test]
+    fn the_short_id_is_the_end_of_the_full_one() {
+        let id = TaskId::parse("0193a1b2-0000-7000-8000-00009c41d0e2").unwrap();
+        assert_eq!(id.short(), "9c41d0e2");
+        assert!(id.to_string().ends_with(&id.short()));
+    }
+
+    #[test]
+    fn a_typed_suffix_is_hex_of_4_to_12_digits() {
+        assert_eq!(IdSuffix::parse(" …9C41D0E2 ").unwrap().as_str(), "9c41d0e2");
+        assert_eq!(IdSuffix::parse("#d0e2").unwrap().as_str(), "d0e2");
+        for bad in ["", "abc", "9c41-d0e2", "xyz12345", "0123456789abc"] {
+            assert!(IdSuffix::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod budget;
 pub mod chat;
+pub mod costs;
 pub mod epic;
 pub mod event;
 pub mod handback;
