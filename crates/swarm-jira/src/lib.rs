@@ -1,0 +1,1 @@
+//! Jira Cloud for `swarm serve`.
