@@ -155,6 +155,7 @@ fn openapi_router() -> OpenApiRouter<AppState> {
         .merge(routes::triggers::router())
         .merge(routes::sessions::router())
         .merge(routes::budgets::router())
+        .merge(routes::insight::router())
         .merge(routes::system::router())
         .merge(routes::events::router())
         .merge(routes::inbox::router())

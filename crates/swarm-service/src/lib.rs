@@ -18,6 +18,7 @@ mod handback;
 mod history;
 mod inbox;
 mod mail;
+mod insight;
 mod mcp_tasks;
 mod poll;
 mod registry;

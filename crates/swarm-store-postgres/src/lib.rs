@@ -33,6 +33,7 @@ mod handback;
 mod held_claims;
 mod inbox;
 mod mail;
+mod insight;
 mod mcp_tasks;
 mod poll;
 mod poll_cache;

@@ -24,6 +24,7 @@ mod handback;
 mod held_claims;
 mod inbox;
 mod mail;
+mod insight;
 mod mcp_tasks;
 mod poll;
 mod rescue;

@@ -11,6 +11,7 @@
 
 pub mod budgets;
 pub mod epics;
+pub mod insight;
 pub mod mcp_tasks;
 pub mod runner_records;
 pub mod services;
@@ -25,6 +26,7 @@ mod values;
 pub use budgets::BudgetStore;
 pub use epics::{EpicFilter, EpicStore};
 pub use mcp_tasks::McpTaskStore;
+pub use insight::InsightStore;
 pub use runner_records::{
     NewWorkerEvent, RecordArea, RunnerRecord, RunnerRecords, WorkerEvent, WorkerEventFilter,
 };
@@ -64,6 +66,7 @@ pub trait Store:
     + EpicStore
     + ServiceRegistry
     + McpTaskStore
+    + InsightStore
     + RunnerRecords
     + SteeringStore
     + SlackStatusStore

@@ -7,6 +7,7 @@ pub mod channels;
 pub mod epics;
 pub mod events;
 pub mod inbox;
+pub mod insight;
 pub mod mail;
 pub mod poll;
 pub mod reference_events;

@@ -21,6 +21,7 @@ pub mod endings;
 pub mod epics;
 pub mod handback;
 pub mod inbox;
+pub mod insight;
 pub mod lists;
 pub mod mail;
 pub mod mcp_tasks;
@@ -279,6 +280,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_epics!($fresh);
             $crate::__store_conformance_inbox!($fresh);
             $crate::__store_conformance_lists!($fresh);
+            $crate::__store_conformance_insight!($fresh);
             $crate::__store_conformance_mail!($fresh);
             $crate::__store_conformance_mcp_tasks!($fresh);
             $crate::__store_conformance_poll!($fresh);
