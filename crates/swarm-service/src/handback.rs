@@ -58,6 +58,18 @@ impl Service {
         task: &Task,
         to: HandBackTo,
     ) -> ServiceResult<ActionOutcome> {
+        self.task_hand_back_checked(caller, task, to, true).await
+    }
+
+    /// [`Self::task_hand_back`]; with `holder_must_be_gone` false, the operator takes the
+    /// task from a holder that is online too (it confirmed that first).
+    pub(crate) async fn task_hand_back_checked(
+        &self,
+        caller: Caller,
+        task: &Task,
+        to: HandBackTo,
+        holder_must_be_gone: bool,
+    ) -> ServiceResult<ActionOutcome> {
         let verb = if matches!(to, HandBackTo::Agent(_)) { "reassign" } else { "release" };
         if let HandBackTo::Agent(agent) = to {
             // Unknown agents are bad input, as in task creation.
@@ -75,8 +87,13 @@ impl Service {
                 if to == HandBackTo::Agent(holder) {
                     return Err(ServiceError::Invalid("the task is already that agent's".into()));
                 }
-                let reason = format!("{verb}d by {by}: its agent {holder} is gone (offline)");
-                handback::change(holder, offer, to, HandBackBy::Operator { now }, &reason)
+                let why = if holder_must_be_gone { "is gone (offline)" } else { "was online" };
+                let reason = format!("{verb}d by {by}: its agent {holder} {why}");
+                let mut change = handback::change(holder, offer, to, HandBackBy::Operator { now }, &reason);
+                if !holder_must_be_gone {
+                    change.guard.holder_gone = None;
+                }
+                change
             }
             None => match (to, task.status) {
                 (HandBackTo::Agent(agent), TaskStatus::Unassigned | TaskStatus::Backlog) => {

@@ -31,6 +31,9 @@ pub enum TaskRequest {
     /// to another agent.
     Reassign {
         agent_id: AgentId,
+        /// The operator confirmed taking it from a holder that is online (the dashboard
+        /// asks first): its run is not stopped, and its finish will be refused.
+        even_if_online: bool,
     },
     Accept,
     Reject {
@@ -192,6 +195,35 @@ impl Service {
         }
     }
 
+    /// Set a task's priority (0..=100) until it is finished, as its creator, the lead or
+    /// an operator: the pool and the poll take higher priorities first.
+    pub async fn task_set_priority(&self, caller: Caller, id: TaskId, priority: i64) -> ServiceResult<Task> {
+        let priority =
+            i32::try_from(priority).ok().filter(|priority| (0..=100).contains(priority)).ok_or_else(
+                || ServiceError::Invalid(format!("priority must be between 0 and 100, got {priority}")),
+            )?;
+        let caller_agent = self.caller_agent(caller).await?;
+        let task = self.task_get(id).await?;
+        let privileged = caller_agent.as_ref().is_none_or(|agent| agent.is_lead);
+        let is_creator = caller.agent_id().is_some() && task.creator_agent_id == caller.agent_id();
+        if !privileged && !is_creator {
+            return Err(ServiceError::Forbidden(
+                "only the lead or the task's creator may change its priority".into(),
+            ));
+        }
+        match self.store.task_set_priority(id, priority, caller.agent_id(), self.clock.now()).await? {
+            Applied::Changed { after, .. } => {
+                self.publish(Change::Task { task_id: id });
+                Ok(after)
+            }
+            Applied::NotFound => Err(unknown_task(id)),
+            Applied::Refused { current } => Err(ServiceError::Conflict(format!(
+                "cannot change the priority: the task is {} (finished)",
+                current.status
+            ))),
+        }
+    }
+
     /// Perform one task action for the caller: the one entry point of every REST task
     /// action and its MCP twin.
     pub async fn task_act(
@@ -209,6 +241,7 @@ impl Service {
         let task = self.task_get(id).await?;
 
         let unstarted_only = matches!(request, TaskRequest::CancelUnstarted { .. });
+        let pausing = matches!(request, TaskRequest::Pause);
         let action = match request {
             TaskRequest::Progress { progress } => {
                 return self.task_progress(caller, &task, progress, privileged).await;
@@ -256,13 +289,14 @@ impl Service {
             TaskRequest::Release if privileged && task.agent_id != caller.agent_id() => {
                 return self.task_hand_back(caller, &task, HandBackTo::Pool).await;
             }
-            TaskRequest::Reassign { agent_id } => {
+            TaskRequest::Reassign { agent_id, even_if_online } => {
                 if !privileged {
                     return Err(ServiceError::Forbidden(
                         "only the operator or the lead may reassign a task".into(),
                     ));
                 }
-                return self.task_hand_back(caller, &task, HandBackTo::Agent(agent_id)).await;
+                let to = HandBackTo::Agent(agent_id);
+                return self.task_hand_back_checked(caller, &task, to, !even_if_online).await;
             }
             TaskRequest::Release => TaskAction::Release { agent: caller.require_agent()? },
             TaskRequest::Accept => TaskAction::Accept { agent: caller.require_agent()? },
@@ -270,6 +304,18 @@ impl Service {
                 TaskAction::Reject { agent: caller.require_agent()?, reason: parse_note("reason", reason)? }
             }
             TaskRequest::Start => TaskAction::Start { agent: caller.require_agent()? },
+            // The operator or the lead pauses or resumes the holder's task, as the
+            // reference lets a caller without `X-Agent-ID` do; the guard names the holder.
+            TaskRequest::Pause | TaskRequest::Resume if privileged && task.agent_id != caller.agent_id() => {
+                let Some(agent) = task.agent_id else {
+                    return Err(ServiceError::Invalid(format!(
+                        "cannot {} task: it is {} and held by no agent",
+                        if pausing { "pause" } else { "resume" },
+                        task.status
+                    )));
+                };
+                if pausing { TaskAction::Pause { agent } } else { TaskAction::Resume { agent } }
+            }
             TaskRequest::Pause => TaskAction::Pause { agent: caller.require_agent()? },
             TaskRequest::Resume => TaskAction::Resume { agent: caller.require_agent()? },
         };

@@ -243,6 +243,40 @@ pub(crate) async fn edit_text(
     Ok(Applied::Changed { before, after })
 }
 
+pub(crate) async fn set_priority(
+    pool: &PgPool,
+    id: TaskId,
+    priority: i32,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let mut tx = pool.begin().await.map_err(db)?;
+    let Some(before) = lock_task(&mut tx, id).await? else {
+        return Ok(Applied::NotFound);
+    };
+    let finished: Vec<&str> = TaskStatus::FINISHED.iter().map(TaskStatus::as_str).collect();
+    let changed: Option<Uuid> = sqlx::query_scalar(
+        "UPDATE tasks SET priority = $2, last_updated_at = $3 WHERE id = $1 AND NOT (status = ANY($4)) RETURNING id",
+    )
+    .bind(id.as_uuid())
+    .bind(priority)
+    .bind(now.datetime())
+    .bind(finished)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(db)?;
+    if changed.is_none() {
+        tx.rollback().await.map_err(db)?;
+        return Ok(Applied::Refused { current: before });
+    }
+    let (old, new) = (before.priority.to_string(), priority.to_string());
+    let edited = NewEvent::change(EventType::TaskEdited, actor, Some(id), Some(&old), Some(&new));
+    events::insert(&mut tx, &edited, now).await?;
+    let after = get_known(&mut tx, id).await?;
+    tx.commit().await.map_err(db)?;
+    Ok(Applied::Changed { before, after })
+}
+
 /// The task as it stands, its row locked until the transaction ends, and then, in the
 /// same statement, every agent row the change may write or must count for (`capacity_of`,
 /// the assignee before, `new_assignee`), in id order: the capacity guard and the status

@@ -334,6 +334,16 @@ impl Store for PgStore {
         self.wrote(apply::edit_text(&self.pool, id, text, actor, now).await)
     }
 
+    async fn task_set_priority(
+        &self,
+        id: TaskId,
+        priority: i32,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        self.wrote(apply::set_priority(&self.pool, id, priority, actor, now).await)
+    }
+
     async fn task_set_progress(
         &self,
         id: TaskId,

@@ -170,3 +170,29 @@ pub(crate) fn edit_text(
     let after = get_known(tx, id)?;
     Ok(Applied::Changed { before, after })
 }
+
+pub(crate) fn set_priority(
+    tx: &Connection,
+    id: TaskId,
+    priority: i32,
+    actor: Option<AgentId>,
+    now: Timestamp,
+) -> StoreResult<Applied<Task>> {
+    let Some(before) = tasks::get(tx, id)? else {
+        return Ok(Applied::NotFound);
+    };
+    let mut update = Sql::new("UPDATE tasks SET priority = ");
+    update.bind(i64::from(priority));
+    update.push(", last_updated_at = ").bind(now.unix_millis());
+    update.push(" WHERE id = ").bind(id.to_string());
+    update.push(" AND NOT ");
+    update.bind_any_of("status", TaskStatus::FINISHED.iter().map(|status| status.as_str().to_string()));
+    if update.execute_raw(tx).map_err(db)? == 0 {
+        return Ok(Applied::Refused { current: before });
+    }
+    let (old, new) = (before.priority.to_string(), priority.to_string());
+    let edited = NewEvent::change(EventType::TaskEdited, actor, Some(id), Some(&old), Some(&new));
+    events::insert(tx, &edited, now)?;
+    let after = get_known(tx, id)?;
+    Ok(Applied::Changed { before, after })
+}

@@ -344,6 +344,16 @@ impl Store for SqliteStore {
         self.database.write(move |tx| apply::edit_text(tx, id, &text, actor, now)).await
     }
 
+    async fn task_set_priority(
+        &self,
+        id: TaskId,
+        priority: i32,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>> {
+        self.database.write(move |tx| apply::set_priority(tx, id, priority, actor, now)).await
+    }
+
     async fn task_set_progress(
         &self,
         id: TaskId,

@@ -223,6 +223,16 @@ pub trait Store:
         now: Timestamp,
     ) -> StoreResult<Applied<Task>>;
 
+    /// Set the task's priority (0..=100, checked by the caller), guarded by the task not
+    /// being finished. Logs `task_edited` with the old and new priority.
+    async fn task_set_priority(
+        &self,
+        id: TaskId,
+        priority: i32,
+        actor: Option<AgentId>,
+        now: Timestamp,
+    ) -> StoreResult<Applied<Task>>;
+
     /// Record a progress note, guarded by the task not being finished and, when given,
     /// by `assignee`. Logs `task_progress`.
     async fn task_set_progress(

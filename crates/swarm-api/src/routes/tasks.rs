@@ -37,6 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(tasks_resume))
         .routes(routes!(tasks_progress))
         .routes(routes!(tasks_edit))
+        .routes(routes!(tasks_priority))
         .routes(routes!(tasks_to_backlog))
         .routes(routes!(tasks_from_backlog))
         .routes(routes!(tasks_paused))
@@ -129,6 +130,18 @@ pub struct ReasonBody {
 pub struct ReassignBody {
     /// The agent that takes the task (status `pending`).
     agent_id: AgentId,
+    /// Ours: take it even from a holder that is online (its run is not stopped, and its
+    /// finish is refused). Without it, a holder that is online answers 409.
+    #[serde(default)]
+    even_if_online: bool,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityBody {
+    /// 0 (lowest) to 100 (highest).
+    #[schema(minimum = 0, maximum = 100)]
+    priority: i64,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -351,7 +364,22 @@ async fn tasks_reassign(
     Path(id): Path<String>,
     AppJson(body): AppJson<ReassignBody>,
 ) -> Result<Json<TaskActionResponse>, ApiError> {
-    act(&state, caller, &id, TaskRequest::Reassign { agent_id: body.agent_id }).await
+    let request = TaskRequest::Reassign { agent_id: body.agent_id, even_if_online: body.even_if_online };
+    act(&state, caller, &id, request).await
+}
+
+/// Ours: change a task's priority until it is finished (its creator, the lead or an
+/// operator); the pool and the poll take higher priorities first.
+#[utoipa::path(post, path = "/api/tasks/{id}/priority", tag = "tasks", request_body = PriorityBody,
+    params(("id" = uuid::Uuid, Path, description = "Task id")),
+    responses((status = 200, body = Task), ErrorResponses))]
+async fn tasks_priority(
+    State(state): State<AppState>,
+    CallerHeader(caller): CallerHeader,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<PriorityBody>,
+) -> Result<Json<Task>, ApiError> {
+    Ok(Json(state.service.task_set_priority(caller, TaskId::parse(&id)?, body.priority).await?))
 }
 
 /// Accept a task offered to the caller (`offered` or `reviewing` → `pending`).
@@ -389,7 +417,8 @@ async fn tasks_start(
     act(&state, caller, &id, TaskRequest::Start).await
 }
 
-/// Pause an own task in progress.
+/// Pause a task in progress: an agent its own; the operator or the lead anyone's (the
+/// agent's run is not stopped: steer or cancel it for that).
 #[utoipa::path(post, path = "/api/tasks/{id}/pause", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_pause(
@@ -400,7 +429,7 @@ async fn tasks_pause(
     act(&state, caller, &id, TaskRequest::Pause).await
 }
 
-/// Resume an own paused task.
+/// Resume a paused task: an agent its own; the operator or the lead anyone's.
 #[utoipa::path(post, path = "/api/tasks/{id}/resume", tag = "tasks", params(("id" = uuid::Uuid, Path, description = "Task id")),
     responses((status = 200, body = TaskActionResponse), ErrorResponses))]
 async fn tasks_resume(

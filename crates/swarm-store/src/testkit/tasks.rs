@@ -32,6 +32,7 @@ macro_rules! __store_conformance_tasks {
                 a_finish_may_bring_its_waiters_along,
                 a_finish_tells_whether_its_assignee_left_mail_pending,
                 text_changes_only_before_anyone_takes_the_task_up,
+                priority_changes_until_the_task_is_finished,
             ],
             multi_thread: []
         );
@@ -379,5 +380,40 @@ pub async fn text_changes_only_before_anyone_takes_the_task_up(store: Arc<dyn St
         assert_eq!(fx.task(task.id).await, task, "a refused edit changes nothing");
     }
     let missing = fx.store.task_edit_text(TaskId::new_v7(), "x", None, fx.now()).await.unwrap();
+    assert_eq!(missing, crate::Applied::NotFound);
+}
+
+pub async fn priority_changes_until_the_task_is_finished(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let worker = fx.register("worker", false, 5).await.id;
+    let open = [
+        fx.create(TaskDraft { backlog: true, ..draft("later") }, None).await,
+        fx.pool_task("pool").await,
+        fx.offered_task("offer", worker).await,
+        fx.started_task("started", worker).await,
+    ];
+    for task in &open {
+        let at = fx.now();
+        let applied = fx.store.task_set_priority(task.id, 90, None, at).await.unwrap();
+        let crate::Applied::Changed { before, after } = applied else {
+            panic!("a {} task's priority can change: {applied:?}", task.status);
+        };
+        assert_eq!((before.priority, after.priority), (task.priority, 90));
+        assert_eq!(
+            (after.status, after.task.as_str()),
+            (task.status, task.task.as_str()),
+            "only the priority"
+        );
+        let events = fx.task_events(task.id).await;
+        let edited = of_type(&events, EventType::TaskEdited);
+        assert_eq!(edited.len(), 1);
+        assert_eq!(edited[0].new_value.as_deref(), Some("90"));
+    }
+
+    let done = fx.completed_task("done", worker).await;
+    let applied = fx.store.task_set_priority(done.id, 10, None, fx.now()).await.unwrap();
+    assert_eq!(applied, crate::Applied::Refused { current: done.clone() });
+    assert_eq!(fx.task(done.id).await, done, "a refused change changes nothing");
+    let missing = fx.store.task_set_priority(TaskId::new_v7(), 10, None, fx.now()).await.unwrap();
     assert_eq!(missing, crate::Applied::NotFound);
 }
