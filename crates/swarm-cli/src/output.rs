@@ -109,13 +109,14 @@ pub fn task_holder(task: &Task, names: &HashMap<AgentId, String>) -> String {
     }
 }
 
-/// Rows of the task table: ID, STATUS, PRI, AGENT, TASK.
+/// Rows of the task table: ID (as people read it: its random last 8 hex digits, which
+/// `swarm task show` and the other task commands accept), STATUS, PRI, AGENT, TASK.
 pub fn task_rows(tasks: &[Task], names: &HashMap<AgentId, String>) -> Vec<Vec<String>> {
     tasks
         .iter()
         .map(|task| {
             vec![
-                task.id.to_string(),
+                task.id.short(),
                 task.status.to_string(),
                 task.priority.to_string(),
                 excerpt(&task_holder(task, names), 24),
@@ -132,10 +133,11 @@ pub fn task_fields(task: &Task, names: &HashMap<AgentId, String>) -> String {
     let time = |at: Option<Timestamp>| at.map(|at| at.to_string()).unwrap_or_default();
     let text = |value: &Option<String>| value.clone().unwrap_or_default();
     let number = |value: Option<i64>| value.map(|n| n.to_string()).unwrap_or_default();
-    let depends_on: Vec<String> = task.depends_on.iter().map(ToString::to_string).collect();
+    let depends_on: Vec<String> = task.depends_on.iter().map(|id| id.short()).collect();
     let origin = &task.origin;
     fields(&[
         ("id", task.id.to_string()),
+        ("short id", task.id.short()),
         ("status", task.status.to_string()),
         ("priority", task.priority.to_string()),
         ("agent", agent_with_id(task.agent_id, names)),

@@ -2,18 +2,18 @@
 
 use clap::Args;
 use swarm_client::SteerRequest;
-use swarm_domain::{
-    id::TaskId,
-    steering::{OnUnsupported, SteerMode, SteerOutcome},
-};
+use swarm_domain::steering::{OnUnsupported, SteerMode, SteerOutcome};
 
-use super::{HubArgs, JSON_HELP, hub_failure, output, task::refusal_tip};
+use super::{
+    HubArgs, JSON_HELP, hub_failure, output,
+    task::{TaskRef, parse_task_ref, refusal_tip, resolve_task},
+};
 
 #[derive(Debug, Args)]
 pub struct SteerArgs {
-    /// Id of the task
-    #[arg(value_name = "TASK_ID")]
-    id: TaskId,
+    /// Id of the task, whole or its end as lists show it (`9c41d0e2`)
+    #[arg(value_name = "TASK_ID", value_parser = parse_task_ref)]
+    id: TaskRef,
     /// What the agent should hear
     #[arg(value_name = "MESSAGE")]
     message: String,
@@ -35,7 +35,7 @@ fn parse_mode(text: &str) -> Result<SteerMode, String> {
 
 pub async fn task_steer(args: SteerArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
-    let id = args.id;
+    let id = resolve_task(&client, &args.id).await?;
     let on_unsupported = if args.fail_if_finished { OnUnsupported::Fail } else { OnUnsupported::Degrade };
     let request = SteerRequest {
         message: &args.message,

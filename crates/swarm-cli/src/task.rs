@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use swarm_client::{Client, CreateTaskRequest, FinishStatus, TaskQuery};
 use swarm_domain::{
-    id::TaskId,
+    id::{IdSuffix, TaskId},
     task::{Task, TaskStatus},
 };
 
@@ -65,9 +65,9 @@ pub enum TaskCommand {
 
 #[derive(Debug, Args)]
 pub struct HandOnArgs {
-    /// Id of the task
-    #[arg(value_name = "TASK_ID")]
-    id: TaskId,
+    /// Id of the task, whole or its end as lists show it (`9c41d0e2`)
+    #[arg(value_name = "TASK_ID", value_parser = parse_task_ref)]
+    id: TaskRef,
     #[arg(long, help = JSON_HELP)]
     json: bool,
     #[command(flatten)]
@@ -103,9 +103,10 @@ pub struct CreateArgs {
     /// Kind of task, e.g. `bugfix` or `review` (letters, digits, `_-.:`)
     #[arg(long = "type", value_name = "TYPE")]
     task_type: Option<String>,
-    /// Id of a task that must be completed before this one can start; repeat for several
-    #[arg(long, value_name = "TASK_ID")]
-    depends_on: Vec<TaskId>,
+    /// Id of a task that must be completed before this one can start (whole or its end
+    /// as lists show it); repeat for several
+    #[arg(long, value_name = "TASK_ID", value_parser = parse_task_ref)]
+    depends_on: Vec<TaskRef>,
     /// Put the task in the backlog, where no agent picks it up yet
     #[arg(long)]
     backlog: bool,
@@ -155,9 +156,9 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Id of the task
-    #[arg(value_name = "TASK_ID")]
-    id: TaskId,
+    /// Id of the task, whole or its end as lists show it (`9c41d0e2`)
+    #[arg(value_name = "TASK_ID", value_parser = parse_task_ref)]
+    id: TaskRef,
     #[arg(long, help = JSON_HELP)]
     json: bool,
     #[command(flatten)]
@@ -166,9 +167,9 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct FinishArgs {
-    /// Id of the task
-    #[arg(value_name = "TASK_ID")]
-    id: TaskId,
+    /// Id of the task, whole or its end as lists show it (`9c41d0e2`)
+    #[arg(value_name = "TASK_ID", value_parser = parse_task_ref)]
+    id: TaskRef,
     /// Mark the task failed instead of completed
     #[arg(long)]
     failed: bool,
@@ -186,9 +187,9 @@ pub struct FinishArgs {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// Id of the task
-    #[arg(value_name = "TASK_ID")]
-    id: TaskId,
+    /// Id of the task, whole or its end as lists show it (`9c41d0e2`)
+    #[arg(value_name = "TASK_ID", value_parser = parse_task_ref)]
+    id: TaskRef,
     /// Why the task is cancelled; kept as its failure reason
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
@@ -214,7 +215,7 @@ pub async fn run_task(command: TaskCommand) -> anyhow::Result<()> {
 /// `release` (to the pool) or `reassign` (to `to`).
 async fn task_hand_on(args: HandOnArgs, to: Option<String>) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
-    let id = args.id;
+    let id = resolve_task(&client, &args.id).await?;
     let answer = match to {
         Some(to) => {
             let agent = resolve_agent(&client, &to).await?;
@@ -245,6 +246,10 @@ async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
         Some(agent) => Some(resolve_agent(&client, agent).await?),
         None => None,
     };
+    let mut depends_on = Vec::with_capacity(args.depends_on.len());
+    for task in &args.depends_on {
+        depends_on.push(resolve_task(&client, task).await?);
+    }
     let request = CreateTaskRequest {
         task: text,
         agent_id,
@@ -252,7 +257,7 @@ async fn task_create(args: CreateArgs) -> anyhow::Result<()> {
         task_type: args.task_type,
         tags: args.tags,
         priority: args.priority,
-        depends_on: args.depends_on,
+        depends_on,
         source: None,
         status: args.backlog.then_some(swarm_client::InitialStatus::Backlog),
         model: args.model,
@@ -319,7 +324,7 @@ async fn task_list(args: ListArgs) -> anyhow::Result<()> {
 
 async fn task_show(args: ShowArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
-    let id = args.id;
+    let id = resolve_task(&client, &args.id).await?;
     let detail = client
         .get_task(id)
         .await
@@ -338,7 +343,7 @@ async fn task_show(args: ShowArgs) -> anyhow::Result<()> {
 
 async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
-    let id = args.id;
+    let id = resolve_task(&client, &args.id).await?;
     let status = if args.failed { FinishStatus::Failed } else { FinishStatus::Completed };
     let answer = client
         .finish_task(id, status, args.output.as_deref(), args.reason.as_deref())
@@ -363,7 +368,7 @@ async fn task_finish(args: FinishArgs) -> anyhow::Result<()> {
 
 async fn task_cancel(args: CancelArgs) -> anyhow::Result<()> {
     let client = args.hub.connect()?;
-    let id = args.id;
+    let id = resolve_task(&client, &args.id).await?;
     let answer = client.cancel_task(id, args.reason.as_deref()).await.map_err(|err| {
         hub_failure(format!("cannot cancel task {id}"), err, |status| refusal_tip(&client, id, status))
     })?;
@@ -395,6 +400,35 @@ pub(crate) fn refusal_tip(client: &Client, id: TaskId, status: u16) -> Option<St
             "--agent-id / AGENT_ID names an agent that may not do this; see `swarm task show {id}`"
         )),
         _ => not_found_tip(status),
+    }
+}
+
+/// A task as a person named it: its whole id, or the end of one.
+#[derive(Debug, Clone)]
+pub(crate) enum TaskRef {
+    Whole(TaskId),
+    Suffix(IdSuffix),
+}
+
+pub(crate) fn parse_task_ref(text: &str) -> Result<TaskRef, String> {
+    match TaskId::parse(text) {
+        Ok(id) => Ok(TaskRef::Whole(id)),
+        Err(_) => IdSuffix::parse(text).map(TaskRef::Suffix).map_err(|err| err.to_string()),
+    }
+}
+
+/// The task id `task` names; the end of one is looked up on the hub, which says when no
+/// task or several end so.
+pub(crate) async fn resolve_task(client: &Client, task: &TaskRef) -> anyhow::Result<TaskId> {
+    match task {
+        TaskRef::Whole(id) => Ok(*id),
+        TaskRef::Suffix(suffix) => client.resolve_task_id(suffix).await.map_err(|err| {
+            hub_failure(format!("cannot find task {}", suffix.as_str()), err, |status| match status {
+                404 => Some("check the id with `swarm task list`".to_string()),
+                409 => Some("give more digits of the id, or the whole id".to_string()),
+                _ => None,
+            })
+        }),
     }
 }
 

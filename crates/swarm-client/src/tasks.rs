@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use swarm_domain::{
     event::Event,
-    id::{AgentId, TaskId},
+    id::{AgentId, IdSuffix, TaskId},
     task::{Task, TaskStatus},
 };
 
@@ -131,6 +131,17 @@ impl Client {
 
     pub async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskList, ClientError> {
         self.get_json("/api/tasks", &query.pairs()).await
+    }
+
+    /// `GET /api/task-ids/:suffix`: the one task whose id ends with `suffix` (as lists
+    /// show ids); 404 when none does, 409 (naming them) when several do.
+    pub async fn resolve_task_id(&self, suffix: &IdSuffix) -> Result<TaskId, ClientError> {
+        #[derive(Deserialize)]
+        struct Found {
+            id: TaskId,
+        }
+        let found: Found = self.get_json(&format!("/api/task-ids/{}", suffix.as_str()), &[]).await?;
+        Ok(found.id)
     }
 
     pub async fn get_task(&self, id: TaskId) -> Result<TaskDetail, ClientError> {

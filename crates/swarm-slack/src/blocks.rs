@@ -43,7 +43,7 @@ pub fn render(view: &StatusView<'_>) -> (String, Value) {
         TaskStatus::Paused => (":double_vertical_bar:", "Paused"),
         _ => (":hourglass_flowing_sand:", "In progress"),
     };
-    let short_id: String = task.id.to_string().chars().take(8).collect();
+    let short_id = task.id.short();
     let link = match &view.task_url {
         Some(url) => format!("<{url}|`{short_id}`>"),
         None => format!("`{short_id}`"),

@@ -66,6 +66,24 @@ async fn task_agent_and_stats_commands_drive_a_hub() {
     let table = String::from_utf8(table.stdout).unwrap();
     assert!(table.contains("Ship the CLI") && table.contains("A pool task"), "{table}");
 
+    // The table shows ids as people read them: their random last 8 hex digits (issue 49),
+    // which the task commands take.
+    let short_id = &task_id[task_id.len() - 8..];
+    assert!(table.contains(short_id) && !table.contains(&task_id), "{table}");
+    let by_short = stdout_json(&swarm(&url, Some(KEY), &["task", "show", short_id, "--json"]));
+    assert_eq!(by_short["task"]["id"], task_id.as_str());
+    let by_typed = stdout_json(&swarm(&url, Some(KEY), &["task", "show", &format!("…{short_id}"), "--json"]));
+    assert_eq!(by_typed["task"]["id"], task_id.as_str(), "as the dashboard shows it");
+    let missing = swarm(&url, Some(KEY), &["task", "show", "0badf00d"]);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        !missing.status.success() && said.contains("0badf00d") && said.contains("swarm task list"),
+        "{said}"
+    );
+    let garbled = swarm(&url, Some(KEY), &["task", "show", "not-an-id"]);
+    let said = String::from_utf8_lossy(&garbled.stderr);
+    assert!(!garbled.status.success() && said.contains("4 to 12 hex digits"), "{said}");
+
     let shown = stdout_json(&swarm(&url, Some(KEY), &["task", "show", &task_id, "--json"]));
     assert_eq!(shown["task"], "Ship the CLI");
     assert!(shown["logs"].as_array().is_some_and(|logs| !logs.is_empty()));

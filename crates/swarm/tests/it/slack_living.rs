@@ -90,7 +90,10 @@ async fn slack_living_message_is_posted_once_and_edited_through_the_task_life() 
     assert_eq!(status.username.as_deref(), Some("zeta-worker"));
     let headline = status.blocks[0]["text"]["text"].as_str().unwrap().to_string();
     assert!(headline.contains("*zeta-worker*"), "{headline}");
-    assert!(headline.contains(&format!("<{APP_URL}/#/tasks/{task}|`{}`>", &task[..8])), "{headline}");
+    assert!(
+        headline.contains(&format!("<{APP_URL}/#/tasks/{task}|`{}`>", &task[task.len() - 8..])),
+        "{headline}"
+    );
     assert!(status.blocks.to_string().contains("Cost so far: $0.0000"), "{}", status.blocks);
     assert!(
         status.blocks.to_string().contains("<!date^"),
