@@ -143,13 +143,24 @@ impl JiraApi {
             .map(drop)
     }
 
-    /// Take the first transition leading to a status of `category`: `Ok(Some(name))`
-    /// when one was taken, `Ok(None)` when the workflow offers none from here.
+    /// The category of the issue's status now (`new`, `indeterminate`, `done`).
+    pub async fn status_category(&self, key: &str) -> Result<String, JiraError> {
+        let path = format!("/rest/api/3/issue/{key}?fields=status");
+        let issue = self.call(reqwest::Method::GET, &path, None).await?;
+        Ok(issue["fields"]["status"]["statusCategory"]["key"].as_str().unwrap_or_default().to_string())
+    }
+
+    /// Take the first transition leading to a status of `category`, unless the issue is
+    /// in one already: `Ok(Some(name))` when one was taken, `Ok(None)` when none was
+    /// needed or the workflow offers none from here.
     pub async fn transition_to_category(
         &self,
         key: &str,
         category: &str,
     ) -> Result<Option<String>, JiraError> {
+        if self.status_category(key).await? == category {
+            return Ok(None);
+        }
         let transitions = self.transitions(key).await?;
         let Some(chosen) = transitions.iter().find(|transition| transition.to_category == category) else {
             return Ok(None);
