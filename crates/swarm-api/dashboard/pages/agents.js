@@ -1,6 +1,7 @@
 // Agents: the list, and one agent's detail (its tasks, heartbeat, rename, profile).
 
 import { api, withQuery } from '../api.js';
+import { agentSpend, readCosts } from '../costs.js';
 import { agentLink, agentsById, ago, badge, clip, errorBox, fill, form, h, table, taskLink } from '../ui.js';
 
 const TASKS_LIMIT = 50;
@@ -60,11 +61,13 @@ function mountDetail(root, id) {
 
   async function load() {
     try {
-      const [agent, list, logs, all] = await Promise.all([
+      const [agent, list, logs, all, costs, budgets] = await Promise.all([
         api(`/api/agents/${encodeURIComponent(id)}`),
         api(withQuery('/api/tasks', { agentId: id, limit: TASKS_LIMIT })),
         api(withQuery('/api/logs', { agentId: id, limit: 20 })),
         api('/api/agents'),
+        readCosts(),
+        api('/api/budgets'),
       ]);
       const byId = agentsById(all.agents);
       fill(header,
@@ -76,6 +79,7 @@ function mountDetail(root, id) {
             ? [h('dt', {}, 'Stopped because'), h('dd', { class: 'status-reason' }, agent.statusReason)]
             : []),
           h('dt', {}, 'Capacity'), h('dd', {}, `${agent.capacity.current} in progress of ${agent.capacity.max}`),
+          h('dt', {}, 'Spend'), h('dd', { id: 'agent-spend' }, agentSpend(costs, budgets.budgets, agent.id)),
           h('dt', {}, 'Last heartbeat'), h('dd', {}, ago(agent.lastUpdatedAt)),
           h('dt', {}, 'Joined'), h('dd', {}, ago(agent.createdAt)),
           h('dt', {}, 'Role'), h('dd', {}, agent.role || '-'),

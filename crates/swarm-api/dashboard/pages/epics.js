@@ -3,6 +3,7 @@
 // registered. Read-only: epics are changed by the lead (MCP) or through /api/epics.
 
 import { api } from '../api.js';
+import { epicSpend, readCosts } from '../costs.js';
 import { agentLink, agentsById, ago, badge, errorBox, fill, h, table, taskLink } from '../ui.js';
 
 function progress(epic) {
@@ -28,8 +29,8 @@ export function mount(root) {
 
   async function load() {
     try {
-      const [{ epics }, { agents }, registry] = await Promise.all([
-        api('/api/epics'), api('/api/agents'), api('/api/services')]);
+      const [{ epics }, { agents }, registry, costs] = await Promise.all([
+        api('/api/epics'), api('/api/agents'), api('/api/services'), readCosts()]);
       const byId = agentsById(agents);
       const tasks = new Map(await Promise.all(epics.map(async (epic) => [epic.id, await tasksOf(epic)])));
       fill(list, table([
@@ -37,6 +38,7 @@ export function mount(root) {
         ['Status', (epic) => badge(epic.status)],
         ['Progress', (epic) => progress(epic)],
         ['Tasks', (epic) => tasks.get(epic.id)],
+        ['Spend', (epic) => epicSpend(costs, epic.id)],
         ['Lead', (epic) => agentLink(epic.leadAgentId, byId)],
         ['Priority', (epic) => String(epic.priority)],
         ['Updated', (epic) => ago(epic.lastUpdatedAt)],

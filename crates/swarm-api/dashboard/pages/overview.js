@@ -1,11 +1,14 @@
-// Overview: who is up and what each is doing, tasks by status, the daily budgets and
-// what was spent against each today, the latest events.
+// Overview: first what needs a person (needs-you.js), then who is up and what each is
+// doing, tasks by status, the daily budgets and what was spent against each today, the
+// spend per agent, epic and day (costs.js), the latest events.
 // Four small requests, none of which grows with the number of tasks in the hub, and the
 // last hour's points (a minute each, kept by the hub) drawn as three small charts. The
 // events name their tasks by title: those not in progress are read once each (at most
 // EVENTS_LIMIT) and remembered while the page is open.
 
 import { api } from '../api.js';
+import { costsSection, readCosts } from '../costs.js';
+import { needsYou } from '../needs-you.js';
 import { agentLink, agentsById, ago, badge, clip, errorBox, fill, h, table, TASK_STATUSES, taskLink } from '../ui.js';
 
 const WORKING_LIMIT = 100;
@@ -78,12 +81,16 @@ export function mount(root) {
   const budgets = h('div', { id: 'overview-budgets' });
   let budgetsShown = false;
   const events = h('div', { id: 'overview-events' });
+  const needs = needsYou();
+  const costs = h('div', { id: 'overview-costs' });
   fill(root,
     h('h1', {}, 'Overview'),
+    h('h2', { id: 'needs-you-heading' }, 'Needs you'), needs.element,
     h('h2', {}, 'Tasks'), counts,
     h('h2', {}, 'The last hour'), charts,
     h('h2', {}, 'Agents'), agents,
     h('h2', {}, 'Budgets today'), budgets,
+    h('h2', {}, 'Spend'), costs,
     h('h2', {}, 'Recent events'), events);
 
   // Task titles by id, for the events; a task gone (retention) keeps its short id.
@@ -106,13 +113,15 @@ export function mount(root) {
 
   async function load() {
     try {
-      const [stats, agentList, working, logs, history, budgetList] = await Promise.all([
+      const [stats, agentList, working, logs, history, budgetList, costSummary, epicList] = await Promise.all([
         api('/api/stats'),
         api('/api/agents'),
         api(`/api/tasks?status=in_progress&limit=${WORKING_LIMIT}`),
         api(`/api/logs?limit=${EVENTS_LIMIT}`),
         api('/api/stats/history'),
         api('/api/budgets'),
+        readCosts(),
+        api('/api/epics').catch(() => ({ epics: [] })),
       ]);
       await readTitles(logs.logs, working.tasks);
       fill(charts, CHARTS.map((spec) => {
@@ -122,6 +131,9 @@ export function mount(root) {
         return chart(spec, now === undefined ? values : [...values, now], now);
       }));
       const byId = agentsById(agentList.agents);
+      shownById = byId;
+      const needsRead = needs.load(byId, agentList.agents);
+      costsSection(costs, costSummary, { byId, budgets: budgetList.budgets, epics: epicList.epics });
       fill(counts,
         h('a', { class: 'count total', href: '#/tasks' }, h('strong', {}, stats.tasks.total), 'all'),
         TASK_STATUSES.map((status) => h('a', { class: `count status-${status}`, href: `#/tasks?status=${status}`, dataset: { status } },
@@ -148,18 +160,33 @@ export function mount(root) {
         ['Task', (event) => (event.taskId ? taskLink(event.taskId, titles.has(event.taskId) ? clip(titles.get(event.taskId), 60) : undefined) : '')],
         ['Change', (event) => [event.oldValue, event.newValue].filter(Boolean).join(' → ')],
       ], logs.logs, { empty: 'No events yet.', rowAttributes: (event) => ({ dataset: { eventType: event.eventType } }) }));
+      await needsRead;
     } catch (error) {
       fill(events, errorBox(error));
     }
   }
 
+  // Session output (log lines, costs) moves only the spend: one read of the costs (and
+  // the budgets' spend, while one is set) instead of the whole page.
+  let shownById = new Map();
+  async function loadCosts() {
+    try {
+      const [costSummary, budgetList, epicList] = await Promise.all([
+        readCosts(), api('/api/budgets'), api('/api/epics').catch(() => ({ epics: [] }))]);
+      costsSection(costs, costSummary, { byId: shownById, budgets: budgetList.budgets, epics: epicList.epics });
+      if (budgetsShown) fill(budgets, budgetsTable(budgetList.budgets, shownById));
+    } catch (error) {
+      fill(costs, errorBox(error));
+    }
+  }
+
   load();
   // Every change writes the event log, so any change is worth a re-read here, but for
-  // session output (log lines, costs), which the overview shows only as budgets' spend.
+  // session output, which moves only the spend.
   return {
     onChange(changes) {
-      // Costs (session output) move the budgets' spend: worth a read while one is set.
-      if (changes.some((change) => change.kind !== 'sessionOutput' || budgetsShown)) load();
+      if (changes.some((change) => change.kind !== 'sessionOutput')) load();
+      else loadCosts();
     },
   };
 }

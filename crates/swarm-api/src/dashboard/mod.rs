@@ -25,6 +25,8 @@ const ASSETS: &[(&str, &str)] = &[
     ("events.js", include_str!("../../dashboard/events.js")),
     ("ui.js", include_str!("../../dashboard/ui.js")),
     ("session-log.js", include_str!("../../dashboard/session-log.js")),
+    ("needs-you.js", include_str!("../../dashboard/needs-you.js")),
+    ("costs.js", include_str!("../../dashboard/costs.js")),
     ("style.css", include_str!("../../dashboard/style.css")),
     ("pages/index.js", include_str!("../../dashboard/pages/index.js")),
     ("pages/overview.js", include_str!("../../dashboard/pages/overview.js")),
