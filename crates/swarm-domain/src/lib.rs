@@ -9,6 +9,7 @@ pub mod chat;
 pub mod costs;
 pub mod epic;
 pub mod event;
+pub mod evidence;
 pub mod handback;
 pub mod id;
 pub mod inbox;

@@ -49,6 +49,7 @@ mod steering;
 mod tasks;
 mod tokens;
 mod triggers;
+mod trackers;
 mod wakes;
 
 use std::{

@@ -42,6 +42,7 @@ mod test_file;
 mod tokens;
 mod triggers;
 mod view_cache;
+mod trackers;
 mod wal_appends;
 mod wal_index;
 mod writer;

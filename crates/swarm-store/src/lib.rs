@@ -21,6 +21,7 @@ pub mod steering;
 mod task_filter;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod trackers;
 mod values;
 
 pub use budgets::BudgetStore;
@@ -34,6 +35,7 @@ pub use services::{ServiceFilter, ServiceRegistry};
 pub use slack_status::{SlackStatusMessage, SlackStatusStore};
 pub use steering::{SteeringRecorded, SteeringStore};
 pub use task_filter::TaskFilter;
+pub use trackers::{TrackerLink, TrackerReportDue, TrackerStore, TrackerSync, TrackerTaskCreated};
 pub use values::{
     Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
     SessionCostFilter, StoreError, StoreResult, TaskWaiters, WriterUsage,
@@ -70,6 +72,7 @@ pub trait Store:
     + RunnerRecords
     + SteeringStore
     + SlackStatusStore
+    + TrackerStore
     + Send
     + Sync
     + 'static

@@ -36,6 +36,7 @@ pub mod steering;
 pub mod tasks;
 pub mod tokens;
 pub mod triggers;
+pub mod trackers;
 pub mod waiting;
 pub mod work;
 
@@ -296,6 +297,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_tokens!($fresh);
             $crate::__store_conformance_triggers!($fresh);
             $crate::__store_conformance_waiting!($fresh);
+            $crate::__store_conformance_trackers!($fresh);
             $crate::__store_conformance_work!($fresh);
         }
     };
