@@ -38,7 +38,8 @@ export function badge(status) {
 }
 
 /** An id in a few characters: its last 8. Ids are UUIDv7, whose first 8 hex digits are a
- *  timestamp that ids made in the same minute share; the last 8 are random. */
+ *  timestamp that ids made in the same minute share; the last 8 are random. The same rule
+ *  as `swarm_domain::id::short_id` (CLI, Slack), whose task commands take it back. */
 export function shortId(id) {
   return id ? `…${String(id).slice(-8)}` : '';
 }
