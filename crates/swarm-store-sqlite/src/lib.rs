@@ -27,6 +27,7 @@ mod mail;
 mod insight;
 mod mcp_tasks;
 mod poll;
+mod power_loss;
 mod rescue;
 mod retention;
 mod rows;
@@ -109,7 +110,12 @@ impl SqliteStore {
 
     /// [`SqliteStore::open`] with the given options.
     pub async fn open_with(path: &Path, options: SqliteOptions) -> StoreResult<SqliteStore> {
+        power_loss::install_if_requested();
+        let new_file = !path.exists();
         migrate(path).await?;
+        if new_file {
+            sync_new_file_directory(path)?;
+        }
         let database = Database::open(path, options.wal_batching)?;
         let views = view_cache::ViewCache::open(path)?;
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
@@ -141,6 +147,19 @@ impl SqliteStore {
         self.views.close();
         self.database.close().await;
     }
+}
+
+/// A new database file's name lives in its directory, which SQLite never syncs for the
+/// database itself (it does for a new WAL or journal): without this a power cut soon after
+/// a first start could lose the whole file, every acknowledged write with it.
+fn sync_new_file_directory(path: &Path) -> StoreResult<()> {
+    let directory = std::path::absolute(path)
+        .ok()
+        .and_then(|absolute| absolute.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| ".".into());
+    std::fs::File::open(&directory)
+        .and_then(|directory| directory.sync_all())
+        .map_err(|error| StoreError::Backend(Box::new(error)))
 }
 
 /// The schema is sqlx's migrations (`migrations/`), applied on a connection of their own
