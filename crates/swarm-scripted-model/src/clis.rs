@@ -75,6 +75,23 @@ pub fn claude_env(model: &ScriptedModel) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Every CLI's user settings in `home` (a fresh `HOME`), each pointed at `model`: Codex's
+/// `.codex/config.toml` (its provider at `codex_base_url`: [`ScriptedModel::openai_base_url`],
+/// or a model that is down), pi's, the Gemini CLI's and opencode's. Claude Code needs only its
+/// environment ([`claude_env`]). `swarm connect` adds the hub's MCP server after, keeping these.
+pub fn write_user_settings(home: &Path, model: &ScriptedModel, codex_base_url: &str) -> std::io::Result<()> {
+    let write = |path: &str, text: String| {
+        let path = home.join(path);
+        std::fs::create_dir_all(path.parent().expect("a settings file is in a folder"))?;
+        std::fs::write(path, text)
+    };
+    write(".codex/config.toml", codex_config(codex_base_url))?;
+    write(".pi/agent/models.json", pi_models_json(&model.anthropic_base_url()))?;
+    write(".pi/agent/settings.json", pi_settings_json())?;
+    write(".gemini/settings.json", gemini_settings_json())?;
+    write(".config/opencode/opencode.json", opencode_config_json(&model.anthropic_base_url()))
+}
+
 /// A `$CODEX_HOME/config.toml` that makes Codex use `base_url` (see
 /// [`ScriptedModel::openai_base_url`]) through a provider named [`CODEX_PROVIDER`], its key in
 /// [`CODEX_KEY_ENV`], failing at once (no retries) when the model refuses or is down. Append

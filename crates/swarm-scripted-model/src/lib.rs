@@ -44,6 +44,7 @@ mod gemini;
 mod openai;
 mod script;
 mod tool_search;
+mod weight;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,6 +64,7 @@ use tokio::task::JoinHandle;
 pub use conversation::{Api, Conversation, OfferedTool, find_uuid, word_after};
 pub use script::{Failure, Script, Step, Usage};
 pub use tool_search::CLAUDE_TOOL_SEARCH;
+pub use weight::RequestWeight;
 
 /// The model name the server reports where it names one (`GET /v1/models`). Responses echo the
 /// model the CLI asked for.

@@ -18,6 +18,7 @@ mod slack_steering;
 mod stalls;
 mod steering;
 mod tasks;
+mod tool_weight;
 mod versions;
 
 use std::{
@@ -153,28 +154,9 @@ impl World {
         let project = dir.path().join("project");
         let codex_home = home.join(".codex");
         std::fs::create_dir_all(&project).unwrap();
-        std::fs::create_dir_all(&codex_home).unwrap();
-        // The provider first; `swarm connect` adds its MCP server to the same file and must
-        // keep the rest.
-        std::fs::write(codex_home.join("config.toml"), clis::codex_config(codex_base_url)).unwrap();
-        // pi's provider and settings (no MCP: `swarm connect` writes its extension).
-        let pi_dir = home.join(".pi/agent");
-        std::fs::create_dir_all(&pi_dir).unwrap();
-        std::fs::write(pi_dir.join("models.json"), clis::pi_models_json(&model.anthropic_base_url()))
-            .unwrap();
-        std::fs::write(pi_dir.join("settings.json"), clis::pi_settings_json()).unwrap();
-        // The Gemini CLI's user settings: the key for the scripted model, one attempt per
-        // request; `swarm connect` writes the project's.
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::write(home.join(".gemini/settings.json"), clis::gemini_settings_json()).unwrap();
-        // opencode's user configuration: the scripted provider; `swarm connect` writes the
-        // project's opencode.json with the MCP server.
-        std::fs::create_dir_all(home.join(".config/opencode")).unwrap();
-        std::fs::write(
-            home.join(".config/opencode/opencode.json"),
-            clis::opencode_config_json(&model.anthropic_base_url()),
-        )
-        .unwrap();
+        // Each CLI's provider (Codex's in `$CODEX_HOME/config.toml`, where `swarm connect` adds
+        // its MCP server and must keep the rest); `swarm connect` writes the project's files.
+        clis::write_user_settings(&home, &model, codex_base_url).unwrap();
         let world = World { cli, dir, hub, model, home, project, codex_home };
         eprintln!("{}", versions::under_test(cli));
         world.connect();
