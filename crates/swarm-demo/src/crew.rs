@@ -69,6 +69,8 @@ impl DemoHub {
                 app_url: None,
                 slack_channel_management: false,
             },
+            linear: Default::default(),
+            jira: Default::default(),
         };
         let hub = Hub::start(&args, HubOptions::default())
             .await

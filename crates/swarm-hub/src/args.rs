@@ -105,6 +105,10 @@ pub struct ServeArgs {
     pub retention: RetentionArgs,
     #[command(flatten)]
     pub slack: SlackArgs,
+    #[command(flatten)]
+    pub linear: crate::linear_jira::LinearArgs,
+    #[command(flatten)]
+    pub jira: crate::linear_jira::JiraArgs,
 }
 
 impl ServeArgs {

@@ -9,6 +9,7 @@
 
 mod args;
 mod key;
+mod linear_jira;
 mod logging;
 mod mcp_host;
 mod memory;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use args::{DatabaseArgs, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
 pub use key::{HubKey, default_key_file};
+pub use linear_jira::{JiraArgs, LinearArgs};
 pub use logging::{init_logging, shutdown_signal};
 pub use memory::tune_allocator;
 pub use open::{backup, open_sqlite, open_store, restore, sqlite_path};
@@ -117,6 +119,7 @@ pub struct Hub {
     _history: Background,
     _trimmer: memory::Trimmer,
     _slack: Option<swarm_slack::SlackBridge>,
+    _trackers: linear_jira::Trackers,
 }
 
 impl Hub {
@@ -165,6 +168,7 @@ impl Hub {
             }
             None => (service, None),
         };
+        let (service, trackers) = linear_jira::start(service, &args.linear, &args.jira, &mut banner);
         // Before serving: a `swarm mcp` on this database must see this hub's mode and
         // policy, not a previous hub's.
         service.hub_settings_publish().await.map_err(HubError::Settings)?;
@@ -209,7 +213,7 @@ impl Hub {
                 metrics: Arc::clone(&metrics),
             }),
             mcp_options,
-            slack.as_ref().map(|bridge| bridge.router()),
+            trackers.merge_routes(slack.as_ref().map(|bridge| bridge.router())),
         );
         let limits = serve::ConnectionLimits {
             max_connections: args.limits.max_connections as usize,
@@ -244,6 +248,7 @@ impl Hub {
             _history: history,
             _trimmer: trimmer,
             _slack: slack,
+            _trackers: trackers,
         })
     }
 

@@ -20,11 +20,9 @@ use swarm_domain::{
 use swarm_service::{Caller, Service, ServiceError, trackers::TrackerLink};
 
 use crate::{
-    Linear, PROVIDER, text,
+    Linear, PROVIDER, WEBHOOK_PATH, text,
     webhook::{Issue, LinearEvent, classify, signature_valid, timestamp_fresh},
 };
-
-pub const WEBHOOK_PATH: &str = "/api/trackers/linear/webhook";
 
 pub(crate) fn router<S: Clone + Send + Sync + 'static>(linear: Arc<Linear>) -> Router<S> {
     Router::new().route(WEBHOOK_PATH, post(linear_webhook)).with_state(linear)

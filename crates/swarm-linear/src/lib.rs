@@ -22,6 +22,9 @@ use webhook::{Bot, Gate};
 /// The provider's name in the tracker tables and task sources.
 pub const PROVIDER: &str = "linear";
 
+/// Where Linear posts its webhooks (the reference's route).
+pub const WEBHOOK_PATH: &str = "/api/trackers/linear/webhook";
+
 /// Linear settings; secrets are redacted from `Debug`.
 #[derive(Clone, Default)]
 pub struct LinearConfig {
