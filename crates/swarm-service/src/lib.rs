@@ -38,6 +38,7 @@ mod steering;
 mod tasks;
 pub mod timings;
 mod triggers;
+pub mod trackers;
 mod waiting;
 mod wake;
 mod webhooks;

@@ -76,7 +76,7 @@ impl TrackerStore for PgStore {
         }
         tasks::insert(&mut tx, task, now).await.map_err(db)?;
         for event in task.creation_events() {
-            events::insert(&mut *tx, &event, now).await?;
+            events::insert(&mut tx, &event, now).await?;
         }
         sqlx::query(
             "INSERT INTO tracker_sync (provider, provider_entity_type, swarm_id, external_id,
