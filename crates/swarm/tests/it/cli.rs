@@ -71,9 +71,9 @@ async fn task_agent_and_stats_commands_drive_a_hub() {
     let short_id = &task_id[task_id.len() - 8..];
     assert!(table.contains(short_id) && !table.contains(&task_id), "{table}");
     let by_short = stdout_json(&swarm(&url, Some(KEY), &["task", "show", short_id, "--json"]));
-    assert_eq!(by_short["task"]["id"], task_id.as_str());
+    assert_eq!(by_short["id"], task_id.as_str());
     let by_typed = stdout_json(&swarm(&url, Some(KEY), &["task", "show", &format!("…{short_id}"), "--json"]));
-    assert_eq!(by_typed["task"]["id"], task_id.as_str(), "as the dashboard shows it");
+    assert_eq!(by_typed["id"], task_id.as_str(), "as the dashboard shows it");
     let missing = swarm(&url, Some(KEY), &["task", "show", "0badf00d"]);
     let said = String::from_utf8_lossy(&missing.stderr);
     assert!(
