@@ -186,6 +186,25 @@ impl Metrics {
             "Agents marked offline for want of a heartbeat",
             activity.agents_silenced,
         );
+        let beats = activity.heartbeats;
+        counter(
+            &mut registry,
+            "heartbeats",
+            "Agents' heartbeats heard (pings, parked polls, MCP sessions)",
+            beats.heard,
+        );
+        counter(
+            &mut registry,
+            "heartbeat_writes",
+            "Database transactions written for heartbeats: one per heartbeat written at once, one per batch",
+            beats.written_at_once + beats.batches,
+        );
+        counter(
+            &mut registry,
+            "heartbeats_batched",
+            "Agents' heartbeats written inside batches (one transaction for many agents)",
+            beats.batched,
+        );
         counter(
             &mut registry,
             "lead_claims_returned",

@@ -106,6 +106,8 @@ pub struct ActivitySnapshot {
     pub run_reports: Vec<(&'static str, u64)>,
     /// Agent CLI starts reported by runners: `(cli, outcome, count)`.
     pub runner_spawns: Vec<(&'static str, &'static str, u64)>,
+    /// Heartbeats heard and the database writes they took (`heartbeats.rs`).
+    pub heartbeats: crate::HeartbeatSnapshot,
 }
 
 impl ActivitySnapshot {
@@ -174,6 +176,7 @@ impl Activity {
                         .map(move |(outcome, count)| (*cli, *outcome, count.load(Ordering::Relaxed)))
                 })
                 .collect(),
+            heartbeats: crate::HeartbeatSnapshot::default(),
         }
     }
 

@@ -126,20 +126,9 @@ impl Service {
     /// agent holds run for another lease period.
     /// `runner`: the runner process pinging (`X-Runner-ID`), whose lead-side claims are
     /// extended (another runner's of the same agent are not).
-    pub async fn agent_ping(&self, caller: Caller, runner: Option<RunnerId>) -> ServiceResult<Agent> {
+    pub async fn agent_ping(&self, caller: Caller, runner: Option<RunnerId>) -> ServiceResult<()> {
         let id = caller.require_agent()?;
-        self.heartbeat(id, runner).await
-    }
-
-    pub(crate) async fn heartbeat(&self, id: AgentId, runner: Option<RunnerId>) -> ServiceResult<Agent> {
-        let now = self.clock.now();
-        let agent = self
-            .store
-            .agent_heartbeat_from_runner(id, now, self.lease_until(now), runner)
-            .await?
-            .ok_or_else(|| unknown_agent(id))?;
-        self.publish(Change::Agent { agent_id: id });
-        Ok(agent)
+        self.heartbeat(id, runner, false).await
     }
 
     /// Why the agent stopped taking work (its runner says, e.g. after its agent CLI
@@ -180,7 +169,11 @@ impl Service {
             }
             due
         };
-        if due && let Err(error) = self.heartbeat(agent.id, None).await {
+        if due
+            && let Err(error) = self
+                .heartbeat(agent.id, None, agent.status == swarm_domain::agent::AgentStatus::Offline)
+                .await
+        {
             tracing::warn!(%error, agent = %agent.id, "could not record an MCP session's sign of life");
         }
     }
@@ -194,6 +187,7 @@ impl Service {
     pub async fn agent_close(&self, caller: Caller) -> ServiceResult<Agent> {
         let id = caller.require_agent()?;
         let agent = self.store.agent_close(id, self.clock.now()).await?.ok_or_else(|| unknown_agent(id))?;
+        self.heartbeats.forget(id);
         self.publish(Change::Agent { agent_id: id });
         Ok(agent)
     }

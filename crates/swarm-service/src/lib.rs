@@ -15,10 +15,11 @@ mod delegation;
 mod epics;
 mod error;
 mod handback;
+mod heartbeats;
 mod history;
 mod inbox;
-mod mail;
 mod insight;
+mod mail;
 mod mcp_tasks;
 mod poll;
 mod registry;
@@ -65,6 +66,7 @@ pub use claims::ReleaseRequest;
 pub use delegation::SendTask;
 pub use epics::{EPIC_PAGE_MAX, EpicDetail, EpicQuery, EpicTask};
 pub use error::{ServiceError, ServiceResult};
+pub use heartbeats::HeartbeatSnapshot;
 pub use history::HISTORY_EVERY;
 pub use inbox::{Delegate, Delegated, ReplyTarget};
 pub use mail::{DeliverMail, ListMail, MAIL_PAGE_MAX, ReplyMail, SendMail};
@@ -181,6 +183,8 @@ pub struct Service {
     /// When this process last recorded each agent's MCP session as a sign of life (Unix
     /// milliseconds on the service's clock).
     seen: Arc<std::sync::Mutex<std::collections::HashMap<AgentId, i64>>>,
+    /// Heartbeats kept for the next batch (`heartbeats.rs`).
+    heartbeats: Arc<heartbeats::Heartbeats>,
     /// What names the calling agent (`AGENT_AUTH`).
     agent_auth: auth::AgentAuth,
     /// Whose GitHub comments fire `github` triggers (`GITHUB_ALLOWED_ASSOCIATIONS`).
@@ -213,6 +217,7 @@ impl Service {
             slack_channel_management: false,
             clock: Arc::new(clock::SystemClock),
             seen: Arc::default(),
+            heartbeats: Arc::default(),
             agent_auth: auth::AgentAuth::Header,
             github_associations: Arc::new(
                 webhooks::GITHUB_ASSOCIATIONS_DEFAULT.iter().map(|a| a.to_string()).collect(),
@@ -243,7 +248,7 @@ impl Service {
 
     /// Parked polls, polls answered and scheduler passes in this process.
     pub fn activity(&self) -> ActivitySnapshot {
-        self.activity.snapshot()
+        ActivitySnapshot { heartbeats: self.heartbeats(), ..self.activity.snapshot() }
     }
 
     /// The Slack bridge finished a pass over Slack tasks' outcomes and progress.

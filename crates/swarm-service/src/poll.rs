@@ -141,7 +141,7 @@ impl Service {
         let stale_after = i64::try_from(self.keep_alive_every().as_millis()).unwrap_or(i64::MAX);
         let stale = self.clock.unix_millis() - view.last_seen_at.unix_millis() >= stale_after;
         if view.status == AgentStatus::Offline || stale {
-            self.heartbeat(agent, runner).await?;
+            self.heartbeat(agent, runner, view.status == AgentStatus::Offline).await?;
         }
         Ok(())
     }

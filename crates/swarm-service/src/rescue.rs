@@ -30,6 +30,10 @@ impl Service {
     /// after too many losses), silent agents go `offline`; each is logged and wakes the
     /// polls that can now take the work.
     pub async fn rescue(&self) -> ServiceResult<RescueReport> {
+        // Heartbeats this hub heard count before it judges anyone silent.
+        if let Err(error) = self.flush_heartbeats().await {
+            tracing::warn!(%error, "could not write the heartbeats kept before a rescue pass");
+        }
         let report = self.timed("rescue", self.store.rescue(&self.lease, self.clock.now())).await?;
         let mut wakes = Vec::new();
         for claim in &report.expired {
@@ -105,6 +109,7 @@ impl Service {
             })
         };
         background.tasks.push(rescuer);
+        background.tasks.push(self.start_heartbeat_batches());
         background
     }
 

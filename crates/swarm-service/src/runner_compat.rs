@@ -107,9 +107,10 @@ impl Service {
     pub async fn agent_activity(&self, caller: Caller, agent: AgentId) -> ServiceResult<Agent> {
         forbidden_unless_self(caller, agent, "mark the activity of")?;
         match caller {
-            Caller::Agent(_) => self.heartbeat(agent, None).await,
-            Caller::Operator => self.known_agent(agent).await,
+            Caller::Agent(_) => self.heartbeat(agent, None, false).await?,
+            Caller::Operator => {}
         }
+        self.known_agent(agent).await
     }
 
     /// The last credential status of each agent that reported one, newest first; or one agent's.

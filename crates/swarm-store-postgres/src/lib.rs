@@ -30,10 +30,11 @@ mod epics;
 mod error;
 mod events;
 mod handback;
+mod heartbeats;
 mod held_claims;
 mod inbox;
-mod mail;
 mod insight;
+mod mail;
 mod mcp_tasks;
 mod poll;
 mod poll_cache;
@@ -235,6 +236,10 @@ impl Store for PgStore {
         self.wrote(
             agents::heartbeat(&self.pool, id, now, lease_until, runner.map(|runner| runner.as_uuid())).await,
         )
+    }
+
+    async fn agent_heartbeats(&self, beats: &[swarm_store::Heartbeat]) -> StoreResult<Vec<AgentId>> {
+        self.wrote(heartbeats::write(&self.pool, beats).await)
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {

@@ -21,10 +21,11 @@ mod epics;
 mod error;
 mod events;
 mod handback;
+mod heartbeats;
 mod held_claims;
 mod inbox;
-mod mail;
 mod insight;
+mod mail;
 mod mcp_tasks;
 mod poll;
 mod power_loss;
@@ -243,6 +244,11 @@ impl Store for SqliteStore {
     ) -> StoreResult<Option<Agent>> {
         let runner = runner.map(|runner| runner.to_string());
         self.database.write(move |tx| agents::heartbeat(tx, id, now, lease_until, runner.as_deref())).await
+    }
+
+    async fn agent_heartbeats(&self, beats: &[swarm_store::Heartbeat]) -> StoreResult<Vec<AgentId>> {
+        let beats = beats.to_vec();
+        self.database.write(move |tx| heartbeats::write(tx, &beats)).await
     }
 
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>> {

@@ -37,8 +37,8 @@ pub use steering::{SteeringRecorded, SteeringStore};
 pub use task_filter::TaskFilter;
 pub use trackers::{TrackerLink, TrackerReportDue, TrackerStore, TrackerSync, TrackerTaskCreated};
 pub use values::{
-    Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, HeldItems, NewTaskAwait, PollView, Released,
-    SessionCostFilter, StoreError, StoreResult, TaskWaiters, WriterUsage,
+    Applied, DeliveryMark, EventFilter, FireGuard, FireOutcome, Heartbeat, HeldItems, NewTaskAwait, PollView,
+    Released, SessionCostFilter, StoreError, StoreResult, TaskWaiters, WriterUsage,
 };
 
 use async_trait::async_trait;
@@ -120,6 +120,15 @@ pub trait Store:
         lease_until: Timestamp,
         runner: Option<RunnerId>,
     ) -> StoreResult<Option<Agent>>;
+    /// Heartbeats of many agents in one transaction, what a hub writes instead of one
+    /// transaction per heartbeat: for each agent that is not `offline`, its last sign of
+    /// life moves up to `at` and the leases it holds (those
+    /// [`Store::agent_heartbeat_from_runner`] extends, by the beat's runner) up to
+    /// `lease_until`; neither ever moves back. An `offline` or unknown agent is left as
+    /// it is and returned: bringing it back is [`Store::agent_heartbeat_from_runner`]'s,
+    /// logged. Rows are locked in the crate's order (tasks, then agents by id), so
+    /// batches of several hubs do not deadlock.
+    async fn agent_heartbeats(&self, beats: &[Heartbeat]) -> StoreResult<Vec<AgentId>>;
     /// The agent goes `offline` (logged as `agent_left`); a no-op when already offline.
     async fn agent_close(&self, id: AgentId, now: Timestamp) -> StoreResult<Option<Agent>>;
     /// Record why the agent stopped taking work (`Some`), or clear it (`None`), as one

@@ -170,3 +170,16 @@ pub struct PollView {
     /// the claim checks everything again.
     pub waiting: Vec<TriggerKind>,
 }
+
+/// One agent's heartbeat kept by a hub and written with others' in one batch
+/// ([`crate::Store::agent_heartbeats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heartbeat {
+    pub agent: swarm_domain::id::AgentId,
+    /// The runner that sent it (`X-Runner-ID`): whose lead-side claims it extends.
+    pub runner: Option<swarm_domain::id::RunnerId>,
+    /// When the hub heard it: the agent's last sign of life.
+    pub at: swarm_domain::time::Timestamp,
+    /// The end of the leases it extends.
+    pub lease_until: swarm_domain::time::Timestamp,
+}

@@ -120,6 +120,23 @@ impl HeldClaim {
         )
     }
 
+    /// [`HeldClaim::extend_leases`] for many heartbeats at once (PostgreSQL): parameters
+    /// are three arrays of equal length, the agents, their runners (or NULL) and their
+    /// new lease ends; a lease never moves back, and an `offline` agent's stay as they are.
+    pub fn extend_leases_in_batch(&self) -> String {
+        format!(
+            "UPDATE {table} SET lease_expires_at = b.until \
+             FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[]) AS b(agent, runner, until) \
+             WHERE {owner} = b.agent AND {claimed} \
+             AND (lease_holder IS NULL OR lease_holder = b.runner) \
+             AND (lease_expires_at IS NULL OR lease_expires_at < b.until) \
+             AND EXISTS (SELECT 1 FROM agents a WHERE a.id = b.agent AND a.status <> 'offline')",
+            table = self.table,
+            owner = self.owner,
+            claimed = self.claimed,
+        )
+    }
+
     /// The rescuer: claims whose lease ran out go back to where a poll finds them (or
     /// are set aside after too many deliveries), returning their owners, once per row.
     /// Parameters: now, the most deliveries.

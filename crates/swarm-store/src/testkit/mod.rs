@@ -20,6 +20,7 @@ pub mod counts;
 pub mod endings;
 pub mod epics;
 pub mod handback;
+pub mod heartbeats;
 pub mod inbox;
 pub mod insight;
 pub mod lists;
@@ -286,6 +287,7 @@ macro_rules! store_conformance {
             $crate::__store_conformance_mcp_tasks!($fresh);
             $crate::__store_conformance_poll!($fresh);
             $crate::__store_conformance_handback!($fresh);
+            $crate::__store_conformance_heartbeats!($fresh);
             $crate::__store_conformance_race!($fresh);
             $crate::__store_conformance_retention!($fresh);
             $crate::__store_conformance_run_claims!($fresh);

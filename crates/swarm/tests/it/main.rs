@@ -16,6 +16,7 @@ mod faults;
 mod first_start_key;
 mod handback;
 mod handback_runners;
+mod heartbeats;
 mod hostile_input;
 mod hub;
 mod layering;
