@@ -97,7 +97,7 @@ fn processes_ticks(pids: &[u32]) -> Option<u64> {
 }
 
 /// A process's user and system time (all its threads), from `/proc/<pid>/stat`.
-fn process_ticks(pid: &str) -> Option<u64> {
+pub(crate) fn process_ticks(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The name (field 2) may hold spaces and parentheses; the fields after it do not.
     let after_name = &stat[stat.rfind(')')? + 1..];

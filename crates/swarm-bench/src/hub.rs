@@ -85,6 +85,15 @@ impl Target {
         })
     }
 
+    /// `http://host:port`.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub(crate) fn api_key(&self) -> Option<&str> {
+        self.api_key.as_deref()
+    }
+
     /// The hub's process id, for its CPU time; only known for a hub the bench started.
     /// With several replicas, the first one's.
     pub(crate) fn pid(&self) -> Option<u32> {
@@ -98,6 +107,11 @@ impl Target {
         } else {
             self.replicas.iter().filter_map(|replica| replica.pid).collect()
         }
+    }
+
+    /// Every replica (one: this hub, when it was not started with several).
+    pub(crate) fn all_replicas(&self) -> Vec<Target> {
+        if self.replicas.is_empty() { vec![self.clone()] } else { self.replicas.to_vec() }
     }
 
     /// The replica client number `index` talks to: clients are dealt out over the replicas
@@ -354,11 +368,19 @@ impl SpawnedHub {
     /// [`SpawnedHub::start_replicas`] on a scratch database made (and maybe filled)
     /// already; removed when the hub does not start.
     pub(crate) async fn start_on(scratch: Scratch, replicas: usize) -> anyhow::Result<SpawnedHub> {
+        Self::start_on_with_env(scratch, replicas, &[]).await
+    }
+
+    pub(crate) async fn start_on_with_env(
+        scratch: Scratch,
+        replicas: usize,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<SpawnedHub> {
         let mut children = Vec::with_capacity(replicas);
         let mut targets = Vec::with_capacity(replicas);
         let mut description = String::new();
         for _ in 0..replicas.max(1) {
-            match spawn(&scratch).await {
+            match spawn(&scratch, env).await {
                 Ok((child, target, described)) => {
                     children.push(child);
                     targets.push(target);
@@ -458,13 +480,14 @@ pub(crate) async fn measure_scratch_hub<R: HubReport>(
     Ok(())
 }
 
-async fn spawn(scratch: &Scratch) -> anyhow::Result<(Child, Target, String)> {
+async fn spawn(scratch: &Scratch, env: &[(&str, &str)]) -> anyhow::Result<(Child, Target, String)> {
     let program = swarm_program()?;
     let mut command = Command::new(&program);
     command.args(["serve", "--host", "127.0.0.1", "--port", "0"]);
     for name in SERVE_ENV {
         command.env_remove(name);
     }
+    command.envs(env.iter().copied());
     // A key of its own, as every hub has: the bench measures the requests users make.
     let api_key = uuid::Uuid::new_v4().simple().to_string();
     command.env("API_KEY", &api_key);

@@ -8,6 +8,9 @@
 
 mod cpu;
 mod fill;
+mod fleet;
+mod fleet_client;
+mod fleet_report;
 mod hub;
 mod measure;
 mod memory;
@@ -23,6 +26,8 @@ use clap::Parser;
 
 use hub::{Backend, Http, SpawnedHub, Target};
 use measure::{CycleKind, Plan};
+pub use fleet::{FLEET_ABOUT, FleetArgs};
+pub use fleet_client::FleetClientArgs;
 pub use memory::{MEMORY_ABOUT, MemoryArgs};
 use report::{Machine, Report, Run};
 pub use soak::{SOAK_ABOUT, SoakArgs};
@@ -119,6 +124,13 @@ pub struct BenchArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum BenchCommand {
+    /// Many agents waiting for work at once (runners' long-polls), tasks at a steady rate:
+    /// wake latency, duplicates, lost, the hub's memory and CPU.
+    #[command(long_about = FLEET_ABOUT)]
+    Fleet(FleetArgs),
+    /// One slice of a fleet's agents, in a process of its own (`fleet` starts it).
+    #[command(hide = true)]
+    FleetClient(FleetClientArgs),
     /// Soak a real hub for minutes under a mixed load: memory, errors and latency over time.
     #[command(long_about = SOAK_ABOUT)]
     Soak(SoakArgs),
@@ -139,6 +151,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         hub::use_swarm_program(path.clone());
     }
     match args.command {
+        Some(BenchCommand::Fleet(fleet)) => return fleet::run(fleet).await,
+        Some(BenchCommand::FleetClient(client)) => return fleet_client::run(client).await,
         Some(BenchCommand::Soak(soak)) => return soak::run(soak).await,
         Some(BenchCommand::Memory(memory)) => return memory::run(memory).await,
         None => {}

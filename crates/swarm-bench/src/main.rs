@@ -6,7 +6,13 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let args = swarm_bench::BenchArgs::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A fleet's client processes are many on few cores: one thread each is enough.
+    let mut builder = if std::env::args().nth(1).as_deref() == Some("fleet-client") {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");
