@@ -1,7 +1,12 @@
-// Every call to the hub goes through `api()`: the key from this tab's sessionStorage as
-// a Bearer header (never in a URL), JSON in and out, and one place that notices a 401.
+// Every call to the hub goes through `api()`: the key from this browser's localStorage
+// as a Bearer header (never in a URL), JSON in and out, and one place that notices a 401.
+//
+// localStorage, not sessionStorage: a link opened in a new tab is signed in too. The
+// trade-off (docs/dashboard.md): the key stays on this browser profile until "Sign out"
+// or a refused key clears it, readable by any script of this origin (the dashboard only
+// sets hub data as text, never as markup).
 
-const KEY_STORAGE = 'swarm.apiKey';
+export const KEY_STORAGE = 'swarm.apiKey';
 
 export class Unauthorized extends Error {}
 
@@ -20,12 +25,12 @@ export function onUnauthorized(handler) {
 }
 
 export function apiKey() {
-  return sessionStorage.getItem(KEY_STORAGE) || '';
+  return localStorage.getItem(KEY_STORAGE) || '';
 }
 
 export function setApiKey(key) {
-  if (key) sessionStorage.setItem(KEY_STORAGE, key);
-  else sessionStorage.removeItem(KEY_STORAGE);
+  if (key) localStorage.setItem(KEY_STORAGE, key);
+  else localStorage.removeItem(KEY_STORAGE);
 }
 
 export function authHeaders(extra = {}) {

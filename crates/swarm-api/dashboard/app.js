@@ -1,7 +1,7 @@
 // The shell: sign-in, navigation, hash routing, and the live stream handed to the page
 // on screen. Changes are batched (a burst of commits is one re-read per page).
 
-import { api, apiKey, onUnauthorized, setApiKey, Unauthorized } from './api.js';
+import { api, apiKey, KEY_STORAGE, onUnauthorized, setApiKey, Unauthorized } from './api.js';
 import { startEvents } from './events.js';
 import { pages } from './pages/index.js';
 import { errorBox, fill, h } from './ui.js';
@@ -16,6 +16,8 @@ const loginForm = document.getElementById('login-form');
 const loginKey = document.getElementById('login-key');
 const loginError = document.getElementById('login-error');
 const signOut = document.getElementById('sign-out');
+const menuToggle = document.getElementById('menu-toggle');
+const header = document.querySelector('header.top');
 
 let current = null;
 let stopEvents = null;
@@ -121,11 +123,26 @@ signOut.addEventListener('click', () => {
 });
 
 window.addEventListener('hashchange', () => {
+  setMenu(false);
   if (!view.hidden) render();
 });
 
+// A narrow screen folds the page links behind a menu button (style.css).
+function setMenu(open) {
+  header.classList.toggle('menu-open', open);
+  menuToggle.setAttribute('aria-expanded', String(open));
+}
+menuToggle.addEventListener('click', () => setMenu(!header.classList.contains('menu-open')));
+
+// Signed out (or in) in another tab of this browser: follow it here.
+window.addEventListener('storage', (event) => {
+  if (event.key !== KEY_STORAGE && event.key !== null) return;
+  if (!apiKey() && !view.hidden && !signOut.hidden) showLogin();
+  else if (apiKey() && !login.hidden) showApp();
+});
+
 /** `swarm serve` prints a link with the key in its fragment (`#key=...`, which browsers
- *  never send): keep the key for this tab and take it out of the address bar and history. */
+ *  never send): keep the key in this browser and take it out of the address bar and history. */
 function takeKeyFromLink() {
   const match = location.hash.match(/^#key=([^&]+)$/);
   if (!match) return;

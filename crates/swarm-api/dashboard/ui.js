@@ -73,12 +73,24 @@ export function table(columns, rows, { empty = 'Nothing here yet.', rowAttribute
   return h('table', {},
     h('thead', {}, h('tr', {}, columns.map(([heading]) => h('th', {}, heading)))),
     h('tbody', {}, rows.map((row) => h('tr', rowAttributes ? rowAttributes(row) : {},
-      columns.map(([, cell]) => h('td', {}, cell(row)))))));
+      // The heading again as a label: a narrow screen shows each row as a labelled list.
+      columns.map(([heading, cell]) => h('td', { dataset: typeof heading === 'string' && heading ? { label: heading } : {} }, cell(row)))))));
 }
 
+/** `text` in at most `length` characters, cut at a word (not inside one) with an ellipsis. */
 export function clip(text, length = 140) {
   const value = String(text ?? '');
-  return value.length > length ? `${value.slice(0, length - 1)}…` : value;
+  if (value.length <= length) return value;
+  const cut = value.slice(0, length - 1);
+  const space = cut.search(/\s\S*$/);
+  // A single long word (a URL, a path) is cut where it must be.
+  return `${(space > length / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+/** A task as a one-line title: its first non-empty line, clipped at a word. */
+export function oneLine(text, length = 100) {
+  const first = String(text ?? '').split('\n').map((line) => line.trim()).find(Boolean) ?? '';
+  return clip(first, length);
 }
 
 export function errorBox(error) {

@@ -53,21 +53,28 @@ function credentialCell(entry) {
 
 function mountDetail(root, id) {
   const header = h('div');
+  const current = h('div', { id: 'agent-current' });
   const profile = h('div');
   const tasks = h('div');
   const events = h('div');
-  fill(root, header, profile, h('h2', {}, 'Tasks'), tasks, h('h2', {}, 'Events'), events);
+  // What it is doing first; its name and profile are edited rarely, so folded.
+  const edit = h('details', { id: 'agent-edit' }, h('summary', {}, 'Edit name and profile'), profile);
+  fill(root, header, h('h2', {}, 'Working on'), current, h('h2', {}, 'Tasks'), tasks, h('h2', {}, 'Events'), events,
+    h('h2', {}, 'Settings'), edit);
   let editing = false;
 
   async function load() {
     try {
-      const [agent, list, logs, all, costs, budgets] = await Promise.all([
+      const [agent, list, logs, all, costs, budgets, held, offers] = await Promise.all([
         api(`/api/agents/${encodeURIComponent(id)}`),
         api(withQuery('/api/tasks', { agentId: id, limit: TASKS_LIMIT })),
         api(withQuery('/api/logs', { agentId: id, limit: 20 })),
         api('/api/agents'),
         readCosts(),
         api('/api/budgets'),
+        api(withQuery('/api/tasks', { agentId: id, status: 'in_progress,paused,pending', limit: TASKS_LIMIT })),
+        // Offers it is deciding on (reviewing) are its own too, though not yet assigned.
+        api(withQuery('/api/tasks', { status: 'offered,reviewing', limit: 1000 })),
       ]);
       const byId = agentsById(all.agents);
       fill(header,
@@ -87,6 +94,12 @@ function mountDetail(root, id) {
           h('dt', {}, 'Capabilities'), h('dd', {}, agent.capabilities.join(', ') || '-')));
       // Do not wipe a form someone is typing in because the agent heartbeated.
       if (!editing) fill(profile, editForms(agent, load));
+      const doing = [...held.tasks, ...offers.tasks.filter((task) => task.offeredTo === id)];
+      fill(current, table([
+        ['Task', (task) => taskLink(task.id, clip(task.task, 90))],
+        ['Status', (task) => badge(task.status)],
+        ['Since', (task) => ago(task.lastUpdatedAt)],
+      ], doing, { empty: 'Nothing: no task in progress, paused, pending or offered to it.' }));
       fill(tasks,
         h('p', { class: 'muted' }, `${list.total} task(s)`, list.total > TASKS_LIMIT ? `, newest ${TASKS_LIMIT} shown: ` : '',
           list.total > TASKS_LIMIT ? h('a', { href: `#/tasks?agentId=${id}` }, 'all of them') : ''),

@@ -4,15 +4,23 @@
 
 import { api } from '../api.js';
 import { epicSpend, readCosts } from '../costs.js';
-import { agentLink, agentsById, ago, badge, errorBox, fill, h, table, taskLink } from '../ui.js';
+import { agentLink, agentsById, ago, badge, errorBox, fill, h, oneLine, table, taskLink } from '../ui.js';
 
-function progress(epic) {
-  const stats = epic.taskStats;
+// The counts of every status of the epic's tasks, so they add up to its total (the
+// hub's taskStats counts only completed, failed, in_progress and pending).
+const WAITING = ['backlog', 'unassigned', 'offered', 'reviewing', 'pending'];
+
+function progress(epic, tasks) {
+  const count = (statuses) => tasks.filter((task) => statuses.includes(task.status)).length;
+  const parts = [
+    [count(['completed']), 'done'], [count(['in_progress']), 'in progress'], [count(['paused']), 'paused'],
+    [count(WAITING), 'waiting'], [count(['failed']), 'failed'], [count(['cancelled']), 'cancelled'],
+  ].filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`);
   return h('div', { class: 'epic-progress' },
     h('progress', { max: '100', value: String(epic.progress) }),
     h('span', { class: 'epic-percent' }, `${epic.progress}%`),
-    h('div', { class: 'muted' }, `${stats.completed} of ${stats.total} done, ${stats.failed} failed, `
-      + `${stats.inProgress} in progress, ${stats.pending} pending`));
+    h('div', { class: 'muted epic-counts' }, `${count(['completed'])} of ${tasks.length} done`
+      + (parts.length ? `: ${parts.join(', ')}` : '')));
 }
 
 export function mount(root) {
@@ -20,12 +28,11 @@ export function mount(root) {
   const services = h('div', { id: 'service-list' });
   fill(root, h('h1', {}, 'Epics'), list, h('h2', {}, 'Services'), services);
 
-  async function tasksOf(epic) {
-    const detail = await api(`/api/epics/${epic.id}`);
-    if (!detail.tasks.length) return h('span', { class: 'muted' }, 'no tasks');
-    return h('ul', { class: 'epic-tasks' }, detail.tasks.map((task) =>
-      h('li', {}, badge(task.status), ' ', taskLink(task.id, task.task.slice(0, 80)))));
-  }
+  // The hub lists exactly the tasks its counts describe, in one snapshot.
+  const tasksOf = async (epic) => (await api(`/api/epics/${epic.id}`)).tasks;
+  const taskList = (tasks) => (tasks.length
+    ? h('ul', { class: 'epic-tasks' }, tasks.map((task) => h('li', {}, badge(task.status), ' ', taskLink(task.id, oneLine(task.task, 80)))))
+    : h('span', { class: 'muted' }, 'no tasks'));
 
   async function load() {
     try {
@@ -36,8 +43,8 @@ export function mount(root) {
       fill(list, table([
         ['Epic', (epic) => [h('strong', {}, epic.name), h('div', { class: 'muted' }, epic.goal)]],
         ['Status', (epic) => badge(epic.status)],
-        ['Progress', (epic) => progress(epic)],
-        ['Tasks', (epic) => tasks.get(epic.id)],
+        ['Progress', (epic) => progress(epic, tasks.get(epic.id))],
+        ['Tasks', (epic) => taskList(tasks.get(epic.id))],
         ['Spend', (epic) => epicSpend(costs, epic.id)],
         ['Lead', (epic) => agentLink(epic.leadAgentId, byId)],
         ['Priority', (epic) => String(epic.priority)],

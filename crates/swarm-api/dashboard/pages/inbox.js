@@ -21,11 +21,15 @@ export function mount(root, route) {
 
   async function load() {
     try {
-      const { agents } = await api('/api/agents');
+      const [{ agents }, health] = await Promise.all([api('/api/agents'), api('/health')]);
       const byId = agentsById(agents);
+      // Without a Slack bot nothing reaches this inbox: "all answered" would be untrue.
+      const slackNote = health.slackConfigured ? '' : h('p', { class: 'note', id: 'inbox-no-slack' },
+        'Slack is not configured on this hub (no SLACK_BOT_TOKEN), so no Slack message reaches the lead\'s inbox. '
+        + 'See docs/slack.md to connect a Slack app.');
       const lead = agents.find((agent) => agent.isLead);
       if (!lead) {
-        fill(body, h('p', { class: 'empty' }, 'No lead has joined: Slack messages for the lead wait for one (swarm lead).'));
+        fill(body, slackNote, h('p', { class: 'empty' }, 'No lead has joined: Slack messages for the lead wait for one (swarm lead).'));
         return;
       }
       const { messages } = await api(withQuery('/api/inbox', { agentId: lead.id, status: showAll ? '' : OPEN, limit: LIMIT }));
@@ -41,7 +45,9 @@ export function mount(root, route) {
           }
         },
       }, 'Requeue');
-      fill(body,
+      const nothingOpen = health.slackConfigured ? 'Nothing open: every message was answered or delegated.'
+        : 'No messages: Slack is not configured.';
+      fill(body, slackNote,
         dead.length === 0 ? '' : h('section', { id: 'inbox-dead-letters' },
           h('h2', {}, `Dead letters (${dead.length})`),
           h('p', { class: 'muted' }, 'Handed to the lead\'s runs again and again without an answer or a delegation. Requeue one to offer it again.'),
@@ -62,7 +68,7 @@ export function mount(root, route) {
             message.responseText ? h('div', { class: 'muted' }, `answered: ${message.responseText}`) : '',
             message.matchedText ? h('div', { class: 'muted' }, message.matchedText) : '',
           ]],
-        ], messages, { empty: showAll ? 'The inbox is empty.' : 'Nothing open: every message was answered or delegated.' }));
+        ], messages, { empty: showAll ? 'The inbox is empty.' : nothingOpen }));
     } catch (error) {
       fill(body, errorBox(error));
     }

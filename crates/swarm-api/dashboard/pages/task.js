@@ -1,8 +1,9 @@
 // One task: its fields, output, steering, history, cost and session log.
 
 import { api } from '../api.js';
-import { agentLink, agentsById, ago, badge, errorBox, FINISHED, fill, form, h, shortId, table } from '../ui.js';
+import { agentLink, agentsById, ago, badge, errorBox, FINISHED, fill, form, h, oneLine, shortId, table } from '../ui.js';
 import { renderSessionLog } from '../session-log.js';
+import { taskActions } from '../actions.js';
 
 export function mountTask(root, id) {
   const header = h('div');
@@ -32,7 +33,11 @@ export function mountTask(root, id) {
       const byId = agentsById(agents.agents);
       fill(header,
         h('p', { class: 'crumbs' }, h('a', { href: '#/tasks' }, 'Tasks'), ' / ', h('code', {}, id)),
-        h('h1', { class: 'task-title' }, badge(task.status), ' ', h('span', { id: 'task-text' }, task.task)),
+        // A webhook's whole prompt is no heading: its first line, cut at a word; the
+        // whole text follows under it when there is more.
+        h('h1', { class: 'task-title' }, badge(task.status), ' ', h('span', { id: 'task-heading', title: task.task }, oneLine(task.task))),
+        oneLine(task.task) === task.task.trim() ? h('span', { id: 'task-text', hidden: true }, task.task)
+          : h('pre', { id: 'task-text', class: 'task-full' }, task.task),
         h('dl', { class: 'facts' },
           h('dt', {}, 'Agent'), h('dd', {}, agentLink(task.agentId, byId)),
           task.offeredTo ? [h('dt', {}, 'Offered to'), h('dd', {}, agentLink(task.offeredTo, byId))] : '',
@@ -54,10 +59,12 @@ export function mountTask(root, id) {
       // The hand-on buttons depend on the holder being gone, not only on the status.
       const holderId = ['offered', 'reviewing'].includes(task.status) ? task.offeredTo : task.agentId;
       const holder = holderId ? byId.get(holderId) : null;
-      const shown = `${task.status}|${holder?.status}`;
+      // Rebuilt only when something they depend on changed: keeps an open confirmation.
+      const shown = JSON.stringify([task.status, task.priority, task.task, holder?.status,
+        agents.agents.map((agent) => [agent.id, agent.name, agent.status])]);
       if (shownStatus !== shown) {
         shownStatus = shown;
-        fill(actions, FINISHED.includes(task.status) ? '' : [handOnForm(id, task, holder, agents.agents, load), cancelForm(id, load)]);
+        fill(actions, taskActions(task, agents.agents, { reload: load, open: (other) => { location.hash = `#/tasks/${other}`; } }));
       }
       // The box keeps what is being typed: rebuilt only when the task finishes.
       const finished = FINISHED.includes(task.status);
@@ -97,42 +104,6 @@ export function mountTask(root, id) {
       if (changes.some((change) => change.taskId === id || change.kind === 'resync' || change.kind === 'external')) load();
     },
   };
-}
-
-// Work of a gone (offline) agent, or a pool or backlog task, handed on by the operator:
-// to the pool (release) or to another agent (reassign). The hub guards both again.
-function handOnForm(id, task, holder, agents, reload) {
-  const held = ['pending', 'in_progress', 'paused', 'offered', 'reviewing'].includes(task.status);
-  const unheld = ['unassigned', 'backlog'].includes(task.status);
-  if (!(held && holder?.status === 'offline') && !unheld) return '';
-  const others = agents.filter((agent) => agent.id !== holder?.id);
-  const path = (action) => `/api/tasks/${encodeURIComponent(id)}/${action}`;
-  const release = held ? form({ class: 'inline', id: 'release-task' }, [
-    h('span', {}, `${holder.name} is offline: hand its work on. `),
-    h('button', { type: 'submit' }, 'Release to pool'),
-  ], async () => {
-    await api(path('release'), { method: 'POST', body: {} });
-    await reload();
-  }) : '';
-  const reassign = form({ class: 'inline', id: 'reassign-task' }, [
-    h('select', { name: 'agentId' }, others.map((agent) => h('option', { value: agent.id }, `${agent.name} (${agent.status})`))),
-    h('button', { type: 'submit' }, 'Reassign'),
-  ], async (data) => {
-    await api(path('reassign'), { method: 'POST', body: { agentId: String(data.get('agentId') || '') } });
-    await reload();
-  });
-  return [release, reassign];
-}
-
-function cancelForm(id, reload) {
-  return form({ class: 'inline', id: 'cancel-task' }, [
-    h('input', { name: 'reason', placeholder: 'reason (optional)' }),
-    h('button', { type: 'submit', class: 'danger' }, 'Cancel task'),
-  ], async (data) => {
-    const reason = String(data.get('reason') || '').trim();
-    await api(`/api/tasks/${encodeURIComponent(id)}/cancel`, { method: 'POST', body: reason ? { reason } : {} });
-    await reload();
-  });
 }
 
 // Words for the agent working the task (POST /api/tasks/:id/steer): at its next tool call

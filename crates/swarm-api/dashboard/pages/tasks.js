@@ -4,6 +4,7 @@
 import { api, withQuery } from '../api.js';
 import { agentLink, agentsById, ago, badge, clip, errorBox, fill, form, h, shortId, table, TASK_STATUSES, taskLink } from '../ui.js';
 import { mountTask } from './task.js';
+import { bulkBar } from '../actions.js';
 
 const PAGE_SIZE = 50;
 
@@ -53,7 +54,24 @@ function mountList(root, params) {
     await load();
   });
 
-  fill(root, h('h1', {}, 'Tasks'), createForm, filterForm, list, pager);
+  // Selected rows (by id) survive the live re-reads of the list.
+  const chosen = new Set();
+  const bulk = bulkBar({ selected: () => [...chosen], done: () => { chosen.clear(); return load(); } });
+  const selectAll = h('input', { type: 'checkbox', id: 'select-all', 'aria-label': 'Select every task shown' });
+  list.addEventListener('change', (event) => {
+    const box = event.target;
+    if (box === selectAll) {
+      for (const row of list.querySelectorAll('input.select-task')) {
+        row.checked = box.checked;
+        if (box.checked) chosen.add(row.value); else chosen.delete(row.value);
+      }
+    } else if (box.classList?.contains('select-task')) {
+      if (box.checked) chosen.add(box.value); else chosen.delete(box.value);
+    }
+    bulk.setCount(chosen.size);
+  });
+
+  fill(root, h('h1', {}, 'Tasks'), createForm, filterForm, bulk.element, list, pager);
 
   async function load() {
     try {
@@ -64,7 +82,12 @@ function mountList(root, params) {
       const byId = agentsById(agents.agents);
       refreshAgentOptions(agentSelect, agents.agents, filters.agentId);
       refreshAgentOptions(targetSelect, agents.agents.filter((agent) => !agent.isLead), targetSelect.value);
+      const shownIds = new Set(page.tasks.map((task) => task.id));
+      for (const id of chosen) if (!shownIds.has(id)) chosen.delete(id);
+      selectAll.checked = page.tasks.length > 0 && chosen.size === page.tasks.length;
+      bulk.update(agents.agents, chosen.size);
       fill(list, table([
+        [selectAll, (task) => h('input', { type: 'checkbox', class: 'select-task', value: task.id, checked: chosen.has(task.id), 'aria-label': 'Select this task' })],
         ['Id', (task) => taskLink(task.id)],
         ['Task', (task) => taskLink(task.id, clip(task.task, 100))],
         ['Status', (task) => badge(task.status)],

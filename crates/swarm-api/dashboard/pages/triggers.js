@@ -5,11 +5,44 @@
 import { api } from '../api.js';
 import { agentLink, agentsById, ago, badge, errorBox, fill, h, shortId, table } from '../ui.js';
 
+const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const pad = (n) => String(n).padStart(2, '0');
+const isNumber = (field) => /^\d+$/.test(field);
+
+/** The common cron shapes in words ("every day at 09:00", "every 15 minutes"); null
+ *  for the rest, which are shown as they are. */
+export function describeCron(schedule) {
+  const fields = String(schedule || '').trim().split(/\s+/);
+  if (fields.length !== 5) return null;
+  const [minute, hour, dayOfMonth, month, dayOfWeek] = fields;
+  const everyDay = dayOfMonth === '*' && month === '*';
+  const step = (field) => field.match(/^\*\/(\d+)$/)?.[1];
+  if (everyDay && dayOfWeek === '*') {
+    if (minute === '*' && hour === '*') return 'every minute';
+    if (step(minute) && hour === '*') return `every ${step(minute)} minutes`;
+    if (isNumber(minute) && hour === '*') return `every hour at :${pad(minute)}`;
+    if (isNumber(minute) && step(hour)) return `every ${step(hour)} hours at :${pad(minute)}`;
+  }
+  if (!isNumber(minute) || !isNumber(hour) || month !== '*') return null;
+  const at = `at ${pad(hour)}:${pad(minute)}`;
+  if (dayOfMonth === '*' && dayOfWeek === '*') return `every day ${at}`;
+  if (dayOfMonth === '*' && (dayOfWeek === '1-5' || dayOfWeek === 'MON-FRI')) return `weekdays ${at}`;
+  if (dayOfMonth === '*' && isNumber(dayOfWeek) && Number(dayOfWeek) <= 7) return `every ${DAYS[Number(dayOfWeek) % 7]} ${at}`;
+  if (isNumber(dayOfMonth) && dayOfWeek === '*') return `day ${dayOfMonth} of each month ${at}`;
+  return null;
+}
+
+/** A time in the browser's zone, the zone named ("28/11/2026, 17:00:00 CET"). */
+function localTime(iso) {
+  return new Date(iso).toLocaleString(undefined, { timeZoneName: 'short' });
+}
+
 function when(trigger) {
   switch (trigger.type) {
-    case 'cron': return `${trigger.schedule} (${trigger.timezone})`;
+    case 'cron': return h('span', { class: 'cron' },
+      `${describeCron(trigger.schedule) ?? 'cron'} (${trigger.timezone || 'UTC'} time) `, h('code', {}, trigger.schedule));
     case 'interval': return `every ${trigger.intervalMs / 1000} s`;
-    case 'once': return trigger.runAt ? `at ${new Date(trigger.runAt).toLocaleString()}` : 'once';
+    case 'once': return trigger.runAt ? `at ${localTime(trigger.runAt)}` : 'once';
     case 'webhook':
     case 'github': return trigger.webhookPath || 'webhook';
     default: return 'by hand';
@@ -68,7 +101,9 @@ export function mount(root) {
         ['State', (trigger) => badge(trigger.enabled ? 'enabled' : 'disabled')],
         ['Last run', (trigger) => ago(trigger.lastRunAt)],
         ['Runs', (trigger) => String(trigger.runCount)],
-        ['Next run', (trigger) => trigger.nextRunAt ? new Date(trigger.nextRunAt).toLocaleString() : '-'],
+        ['Next run', (trigger) => (trigger.nextRunAt
+          ? h('time', { class: 'next-run', datetime: trigger.nextRunAt, title: 'in this browser\'s time zone' }, localTime(trigger.nextRunAt))
+          : '-')],
         ['', (trigger) => [fireButton(trigger), ' ', toggleButton(trigger)]],
       ], triggers, {
         empty: 'No triggers yet: create one with `swarm trigger create`, POST /api/triggers or create-schedule.',

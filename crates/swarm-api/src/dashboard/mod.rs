@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str)] = &[
     ("session-log.js", include_str!("../../dashboard/session-log.js")),
     ("needs-you.js", include_str!("../../dashboard/needs-you.js")),
     ("costs.js", include_str!("../../dashboard/costs.js")),
+    ("actions.js", include_str!("../../dashboard/actions.js")),
     ("style.css", include_str!("../../dashboard/style.css")),
     ("pages/index.js", include_str!("../../dashboard/pages/index.js")),
     ("pages/overview.js", include_str!("../../dashboard/pages/overview.js")),

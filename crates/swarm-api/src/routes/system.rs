@@ -78,6 +78,9 @@ pub struct HealthResponse {
     /// How long a claim lasts without a heartbeat from its holder (`--lease-seconds`);
     /// runners heartbeat well within it.
     lease_seconds: u64,
+    /// Whether the hub has a Slack bot (`SLACK_BOT_TOKEN`): without one the lead's inbox
+    /// stays empty, which the dashboard says rather than "every message was answered".
+    slack_configured: bool,
 }
 
 /// Liveness; needs no key.
@@ -88,6 +91,7 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         version: env!("CARGO_PKG_VERSION"),
         database: state.service.backend_name(),
         lease_seconds: state.service.lease_policy().period.as_secs(),
+        slack_configured: state.service.slack_configured(),
     })
 }
 

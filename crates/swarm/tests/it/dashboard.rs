@@ -110,6 +110,7 @@ async fn dashboard_drives_a_live_swarm_in_a_browser() {
     // The agent's page: rename it from the page.
     browser.click("a[data-page=agents]").await;
     browser.click("#page-agents table a[href^='#/agents/']").await;
+    browser.click("#agent-edit summary").await;
     browser.type_into("#rename-form input[name=name]", "ada-renamed").await;
     browser.click("#rename-form button[type=submit]").await;
     browser
@@ -284,9 +285,9 @@ async fn the_sign_in_link_signs_the_dashboard_in_and_leaves_no_key_in_the_addres
         .await;
     assert_eq!(browser.script("return location.href.includes('key=')").await, json!(false));
     assert_eq!(
-        browser.script("return sessionStorage.getItem('swarm.apiKey')").await,
+        browser.script("return localStorage.getItem('swarm.apiKey')").await,
         json!(KEY),
-        "the key is kept for this tab only"
+        "the key is kept in this browser, for its other tabs too"
     );
     browser.close().await;
 }

@@ -8,6 +8,7 @@ mod cli;
 mod connect;
 mod connect_pi;
 mod dashboard;
+mod dashboard_actions;
 mod demo;
 mod doctor;
 mod durability;

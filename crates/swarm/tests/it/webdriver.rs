@@ -218,6 +218,35 @@ impl Browser {
         path
     }
 
+    /// Lay pages out as a screen `width` × `height` CSS pixels wide would (a phone: 390 ×
+    /// 844), through Chromium's DevTools: a window can be no narrower than its toolbar.
+    pub async fn emulate_screen(&self, width: u32, height: u32) {
+        let params = json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false});
+        let body = json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": params});
+        self.command(reqwest::Method::POST, "/goog/cdp/execute", Some(body)).await;
+    }
+
+    /// The current tab's handle.
+    pub async fn tab(&self) -> String {
+        self.command(reqwest::Method::GET, "/window", None)
+            .await
+            .as_str()
+            .expect("a window handle")
+            .to_string()
+    }
+
+    /// Open a new tab of the same browser (its storage shared) and switch to it.
+    pub async fn open_tab(&self) -> String {
+        let opened = self.command(reqwest::Method::POST, "/window/new", Some(json!({"type": "tab"}))).await;
+        let handle = opened["handle"].as_str().expect("a new tab's handle").to_string();
+        self.switch_to(&handle).await;
+        handle
+    }
+
+    pub async fn switch_to(&self, handle: &str) {
+        self.command(reqwest::Method::POST, "/window", Some(json!({"handle": handle}))).await;
+    }
+
     pub async fn close(mut self) {
         let _ = self.http.delete(&self.base).send().await;
         let _ = self.driver.kill();
