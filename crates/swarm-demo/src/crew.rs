@@ -71,6 +71,7 @@ impl DemoHub {
             },
             linear: Default::default(),
             jira: Default::default(),
+            gitlab: Default::default(),
         };
         let hub = Hub::start(&args, HubOptions::default())
             .await

@@ -109,6 +109,8 @@ pub struct ServeArgs {
     pub linear: crate::linear_jira::LinearArgs,
     #[command(flatten)]
     pub jira: crate::linear_jira::JiraArgs,
+    #[command(flatten)]
+    pub gitlab: crate::gitlab::GitLabArgs,
 }
 
 impl ServeArgs {

@@ -8,6 +8,7 @@
 //! tick never reach the production binary's command line.
 
 mod args;
+mod gitlab;
 mod key;
 mod linear_jira;
 mod logging;
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use args::{DatabaseArgs, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
 pub use key::{HubKey, default_key_file};
+pub use gitlab::GitLabArgs;
 pub use linear_jira::{JiraArgs, LinearArgs};
 pub use logging::{init_logging, shutdown_signal};
 pub use memory::tune_allocator;
@@ -120,6 +122,7 @@ pub struct Hub {
     _trimmer: memory::Trimmer,
     _slack: Option<swarm_slack::SlackBridge>,
     _trackers: linear_jira::Trackers,
+    _gitlab: gitlab::GitLabHub,
 }
 
 impl Hub {
@@ -169,6 +172,7 @@ impl Hub {
             None => (service, None),
         };
         let (service, trackers) = linear_jira::start(service, &args.linear, &args.jira, &mut banner);
+        let gitlab = gitlab::start(&service, &args.gitlab, &mut banner);
         // Before serving: a `swarm mcp` on this database must see this hub's mode and
         // policy, not a previous hub's.
         service.hub_settings_publish().await.map_err(HubError::Settings)?;
@@ -213,7 +217,7 @@ impl Hub {
                 metrics: Arc::clone(&metrics),
             }),
             mcp_options,
-            trackers.merge_routes(slack.as_ref().map(|bridge| bridge.router())),
+            gitlab.merge_routes(trackers.merge_routes(slack.as_ref().map(|bridge| bridge.router()))),
         );
         let limits = serve::ConnectionLimits {
             max_connections: args.limits.max_connections as usize,
@@ -249,6 +253,7 @@ impl Hub {
             _trimmer: trimmer,
             _slack: slack,
             _trackers: trackers,
+            _gitlab: gitlab,
         })
     }
 
