@@ -256,9 +256,12 @@ fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
     connection.busy_timeout(BUSY_TIMEOUT)?;
     connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     connection.pragma_update(None, "foreign_keys", true)?;
-    // WAL with NORMAL: a commit survives the process being killed; only a power loss
-    // may take back the last transactions, never corrupt the file.
-    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    // WAL with FULL: the WAL is synced before a commit returns, so what the hub
+    // acknowledged survives a power cut too (`scripts/power-loss`, docs/reliability.md).
+    // NORMAL syncs only at checkpoints: a power cut took back up to the last second of
+    // acknowledged writes. The writer commits a group of requests at once, so the sync is
+    // paid once per group.
+    connection.pragma_update(None, "synchronous", "FULL")?;
     // Savepoint journals (one per job of a group) and sort space stay in memory: on disk
     // they cost a write of every page a job touches.
     connection.pragma_update(None, "temp_store", "MEMORY")?;

@@ -33,6 +33,8 @@ mod mcp_stdio;
 mod mcp_tasks;
 mod metrics;
 mod poll;
+mod postgres_crash;
+mod power_loss;
 mod real_cli;
 mod reference_runner;
 mod reference_runner_1135;
