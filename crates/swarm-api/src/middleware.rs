@@ -29,7 +29,16 @@ fn is_public(state: &AppState, method: &Method, path: &str) -> bool {
         && (matches!(path, "/health" | "/docs" | "/docs/script.js" | "/docs/style.css")
             || crate::dashboard::is_public_path(path)
             || (path == crate::metrics::METRICS_PATH && state.metrics.is_public())))
-        || (*method == Method::POST && (is_slack_path(path) || path.starts_with("/api/webhooks/")))
+        || (*method == Method::POST
+            && (is_slack_path(path) || path.starts_with("/api/webhooks/") || is_tracker_webhook(path)))
+}
+
+/// Where Linear (signed), Jira (a token in the path) and GitLab (`X-Gitlab-Token`) post
+/// their webhooks (issue 47).
+fn is_tracker_webhook(path: &str) -> bool {
+    path == "/api/trackers/linear/webhook"
+        || path.starts_with("/api/trackers/jira/webhook/")
+        || path == "/api/gitlab/webhook"
 }
 
 /// Where Slack posts, signed with its signing secret.
@@ -152,7 +161,7 @@ fn budget_public_post(state: &AppState, request: &mut Request) -> Option<Respons
         return None;
     }
     let path = request.uri().path();
-    let webhook = path.starts_with("/api/webhooks/");
+    let webhook = path.starts_with("/api/webhooks/") || is_tracker_webhook(path);
     let limit = if webhook {
         crate::WEBHOOK_BODY_LIMIT_BYTES
     } else if is_slack_path(path) {

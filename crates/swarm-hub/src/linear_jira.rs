@@ -115,6 +115,8 @@ impl JiraArgs {
 pub struct Trackers {
     linear: Option<swarm_linear::LinearIntegration>,
     jira: Option<swarm_jira::JiraIntegration>,
+    /// Reports Linear's and Jira's finished tasks back (the service's tracker reporter).
+    _reporter: Option<swarm_service::Background>,
 }
 
 /// The shortest webhook token taken without a warning: a short one can be guessed.
@@ -134,7 +136,7 @@ pub fn start(
         banner.push(format!(
             "linear: webhooks at POST {} ({})",
             swarm_linear::WEBHOOK_PATH,
-            if integration.reports() {
+            if integration.reporter().is_some() {
                 "outcomes reported to Linear"
             } else {
                 "set LINEAR_API_KEY to report outcomes back to Linear"
@@ -153,13 +155,24 @@ pub fn start(
         service = with_jira;
         banner.push(format!(
             "jira: webhooks at POST /api/trackers/jira/webhook/<JIRA_WEBHOOK_TOKEN> ({})",
-            if integration.reports() {
+            if integration.reporter().is_some() {
                 "outcomes reported to Jira"
             } else {
                 "set JIRA_BASE_URL and JIRA_API_TOKEN to report outcomes back to Jira"
             }
         ));
         trackers.jira = Some(integration);
+    }
+    let reporters: Vec<_> = [
+        trackers.linear.as_ref().and_then(|linear| linear.reporter()),
+        trackers.jira.as_ref().and_then(|jira| jira.reporter()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if !reporters.is_empty() {
+        trackers._reporter =
+            Some(service.start_tracker_reporter(reporters, swarm_service::trackers::REPORT_EVERY));
     }
     (service, trackers)
 }

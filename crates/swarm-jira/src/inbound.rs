@@ -64,6 +64,14 @@ async fn jira_webhook(
             return answer(StatusCode::OK, json!({ "status": "ignored", "reason": reason }));
         }
     };
+    match running_task(&jira, &issue.key).await {
+        Ok(Some(running)) => {
+            let reason = format!("the issue's task {running} is not finished: it goes on");
+            return answer(StatusCode::OK, json!({ "status": "ignored", "reason": reason }));
+        }
+        Ok(None) => {}
+        Err(error) => return service_error(error),
+    }
     let url = jira.api.as_ref().map(|api| api.browse_url(&issue.key));
     let draft = TaskDraft {
         task: task_text(&issue, ready, actor.as_deref(), url.as_deref()),
@@ -85,16 +93,28 @@ async fn jira_webhook(
             jira.service.note_inbound(PROVIDER, "duplicate");
             answer(StatusCode::OK, json!({ "status": "duplicate" }))
         }
-        Err(error) => {
-            tracing::warn!(%error, "jira: a delivery could not be handled");
-            let (status, message) = match error {
-                ServiceError::Invalid(message) => (StatusCode::BAD_REQUEST, message),
-                ServiceError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, message),
-                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal error".to_string()),
-            };
-            answer(status, json!({ "error": message }))
-        }
+        Err(error) => service_error(error),
     }
+}
+
+fn service_error(error: ServiceError) -> Response {
+    tracing::warn!(%error, "jira: a delivery could not be handled");
+    let (status, message) = match error {
+        ServiceError::Invalid(message) => (StatusCode::BAD_REQUEST, message),
+        ServiceError::Unavailable(message) => (StatusCode::SERVICE_UNAVAILABLE, message),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal error".to_string()),
+    };
+    answer(status, json!({ "error": message }))
+}
+
+/// The issue's newest task, while it is not finished: a second "ready" event (assigned,
+/// then labelled) goes to it rather than to a second task.
+async fn running_task(jira: &Jira, key: &str) -> Result<Option<swarm_domain::id::TaskId>, ServiceError> {
+    let Some(newest) = jira.service.tracker_links(PROVIDER, key).await?.into_iter().next() else {
+        return Ok(None);
+    };
+    let task = jira.service.task_get(newest.task_id).await?;
+    Ok((!task.status.is_finished()).then_some(task.id))
 }
 
 /// The task an issue becomes: the key outside the fence, the issue's words inside.

@@ -9,14 +9,16 @@
 
 pub mod adf;
 pub mod client;
+mod inbound;
 pub mod outbound;
 pub mod webhook;
 
 use std::sync::Arc;
 
-use swarm_service::Service;
+use swarm_service::{Service, trackers::TrackerReporter};
 
 pub use client::JiraApi;
+pub use inbound::WEBHOOK_PREFIX;
 
 /// The provider's name in the tracker tables and task sources.
 pub const PROVIDER: &str = "jira";
@@ -87,13 +89,13 @@ pub struct JiraIntegration {
 impl JiraIntegration {
     /// `POST /api/trackers/jira/webhook/{token}`, to merge into the hub's router.
     pub fn router<S: Clone + Send + Sync + 'static>(&self) -> axum::Router<S> {
-        let _ = &self.jira;
-        axum::Router::new()
+        inbound::router(self.jira.clone())
     }
 
-    /// Whether task outcomes go back to Jira (a base URL and a token are set).
-    pub fn reports(&self) -> bool {
-        self.jira.api.is_some()
+    /// What reports task outcomes back to Jira: none without a base URL and a token.
+    pub fn reporter(&self) -> Option<Arc<dyn TrackerReporter>> {
+        let api = self.jira.api.clone()?;
+        Some(Arc::new(outbound::JiraReporter { api }))
     }
 }
 

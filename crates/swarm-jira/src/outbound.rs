@@ -64,6 +64,35 @@ pub async fn report_end(api: &JiraApi, key: &str, task: &Task, evidence: &[Strin
 }
 
 /// The task started: the issue goes to In Progress.
-pub async fn report_start(api: &JiraApi, key: &str) -> Result<Option<String>, JiraError> {
+async fn report_start(api: &JiraApi, key: &str) -> Result<Option<String>, JiraError> {
     api.transition_to_category(key, "indeterminate").await
+}
+
+/// The reporter's provider for Jira (the link's external id is the issue's key).
+pub(crate) struct JiraReporter {
+    pub(crate) api: JiraApi,
+}
+
+#[async_trait::async_trait]
+impl swarm_service::trackers::TrackerReporter for JiraReporter {
+    fn provider(&self) -> &'static str {
+        crate::PROVIDER
+    }
+
+    async fn report_end(
+        &self,
+        link: &swarm_service::trackers::TrackerSync,
+        task: &Task,
+        evidence: &[String],
+    ) -> Result<(), String> {
+        report_end(&self.api, &link.external_id, task, evidence).await.map_err(|error| error.to_string())
+    }
+
+    async fn report_start(
+        &self,
+        link: &swarm_service::trackers::TrackerSync,
+        _task: &Task,
+    ) -> Result<(), String> {
+        report_start(&self.api, &link.external_id).await.map(drop).map_err(|error| error.to_string())
+    }
 }

@@ -66,8 +66,15 @@ async fn linear_webhook(State(linear): State<Arc<Linear>>, headers: HeaderMap, b
     let bot = linear.bot().await;
     let outcome = match classify(&json, &linear.config.gate, &bot) {
         LinearEvent::IssueReady { issue, ready, actor } => {
-            let draft = task_draft(text::issue_task(&issue, ready, &actor));
-            create(&linear.service, draft, &issue, &delivery).await
+            match running_task(&linear.service, &issue.id).await {
+                Ok(Some(running)) => Ok(json!({ "status": "ignored",
+                "reason": format!("the issue's task {running} is not finished: it goes on") })),
+                Ok(None) => {
+                    let draft = task_draft(text::issue_task(&issue, ready, &actor));
+                    create(&linear.service, draft, &issue, &delivery).await
+                }
+                Err(error) => Err(error),
+            }
         }
         LinearEvent::Mention { issue, body, actor, .. } => {
             mention(&linear.service, &issue, &body, &actor, &delivery).await
@@ -95,6 +102,19 @@ async fn linear_webhook(State(linear): State<Arc<Linear>>, headers: HeaderMap, b
             answer(status, json!({ "error": message }))
         }
     }
+}
+
+/// The issue's newest task, while it is not finished: a second "ready" event (labelled,
+/// then assigned) goes to it rather than to a second task.
+async fn running_task(
+    service: &Service,
+    issue_id: &str,
+) -> Result<Option<swarm_domain::id::TaskId>, ServiceError> {
+    let Some(newest) = service.tracker_links(PROVIDER, issue_id).await?.into_iter().next() else {
+        return Ok(None);
+    };
+    let task = service.task_get(newest.task_id).await?;
+    Ok((!task.status.is_finished()).then_some(task.id))
 }
 
 fn task_draft(text: String) -> TaskDraft {

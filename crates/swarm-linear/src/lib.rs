@@ -8,13 +8,14 @@
 //! memory, and it is asked of Linear again when missing.
 
 pub mod client;
+mod inbound;
 pub mod outbound;
 mod text;
 pub mod webhook;
 
 use std::sync::Arc;
 
-use swarm_service::Service;
+use swarm_service::{Service, trackers::TrackerReporter};
 
 pub use client::{DEFAULT_API_URL, LinearApi};
 use webhook::{Bot, Gate};
@@ -99,13 +100,13 @@ pub struct LinearIntegration {
 impl LinearIntegration {
     /// `POST /api/trackers/linear/webhook`, to merge into the hub's router.
     pub fn router<S: Clone + Send + Sync + 'static>(&self) -> axum::Router<S> {
-        let _ = &self.linear;
-        axum::Router::new()
+        inbound::router(self.linear.clone())
     }
 
-    /// Whether task outcomes go back to Linear (an API key is set).
-    pub fn reports(&self) -> bool {
-        self.linear.api.is_some()
+    /// What reports task outcomes back to Linear: none without an API key.
+    pub fn reporter(&self) -> Option<Arc<dyn TrackerReporter>> {
+        let api = self.linear.api.clone()?;
+        Some(Arc::new(outbound::LinearReporter { api }))
     }
 }
 

@@ -1,20 +1,18 @@
-//! What Linear hears of a task: when it starts, the issue moves to the team's first
-//! `started` state; when it ends, one comment with the outcome (marked with the task's
-//! id, so a report cut short by a crash is not posted twice) and a move to the state
-//! its ending calls for (completed → `completed`, cancelled → `canceled`, failed → back
-//! to `unstarted`, where people look for work not done).
+//! What Linear hears of a task, as the service's tracker reporter asks: when it starts,
+//! the issue moves to its team's first `started` state; when it ends, one comment (the
+//! service's report, in Markdown, which Linear renders) unless a report cut short by a
+//! crash left it already, and a move to the state its ending calls for (completed →
+//! `completed`, cancelled → `canceled`, failed → back to `unstarted`, where people look
+//! for work not done).
 
+use async_trait::async_trait;
 use swarm_domain::task::{Task, TaskStatus};
+use swarm_service::trackers::{TrackerReporter, TrackerSync, marker, report_markdown};
 
-use crate::client::{LinearApi, LinearError};
-
-/// The output is cut to this in the comment.
-const OUTPUT_MAX_CHARS: usize = 4_000;
-
-/// The line that marks a task's report among the issue's comments.
-pub fn marker(task: &Task) -> String {
-    format!("swarm task {}", task.id)
-}
+use crate::{
+    PROVIDER,
+    client::{LinearApi, LinearError},
+};
 
 /// The workflow-state type a task's status moves its issue to.
 pub fn state_kind(status: TaskStatus) -> Option<&'static str> {
@@ -27,33 +25,10 @@ pub fn state_kind(status: TaskStatus) -> Option<&'static str> {
     }
 }
 
-/// The comment a finished task leaves: the marker, the outcome, the output or the
-/// reason, and the evidence (pull request URLs) when there is any.
-pub fn end_comment(task: &Task, evidence: &[String]) -> String {
-    let cut = |text: &str| {
-        let mut cut: String = text.trim().chars().take(OUTPUT_MAX_CHARS).collect();
-        if text.trim().chars().count() > OUTPUT_MAX_CHARS {
-            cut.push('…');
-        }
-        cut
-    };
-    let mut comment = match task.status {
-        TaskStatus::Completed => format!("✅ The {} completed.", marker(task)),
-        TaskStatus::Failed => format!("❌ The {} failed.", marker(task)),
-        _ => format!("⛔ The {} was cancelled.", marker(task)),
-    };
-    let detail = match task.status {
-        TaskStatus::Completed => task.output.as_deref(),
-        _ => task.failure_reason.as_deref().or(task.output.as_deref()),
-    };
-    if let Some(detail) = detail.filter(|detail| !detail.trim().is_empty()) {
-        comment.push_str("\n\n");
-        comment.push_str(&cut(detail));
-    }
-    for url in evidence {
-        comment.push_str(&format!("\n\nPull request: {url}"));
-    }
-    comment
+/// Whether `body` is this task's report: its marker, or (should Linear drop the HTML
+/// comment) the visible task id the report names.
+fn is_report_of(body: &str, task: &Task) -> bool {
+    body.contains(&marker(task.id)) || body.contains(&format!("(task `{}`)", task.id))
 }
 
 /// The task ended: the comment (unless a report before a crash left it), then the
@@ -64,10 +39,9 @@ pub async fn report_end(
     task: &Task,
     evidence: &[String],
 ) -> Result<(), LinearError> {
-    let marker = marker(task);
-    let posted = api.comment_bodies(issue_id).await?.iter().any(|body| body.contains(&marker));
+    let posted = api.comment_bodies(issue_id).await?.iter().any(|body| is_report_of(body, task));
     if !posted {
-        api.comment_create(issue_id, &end_comment(task, evidence)).await?;
+        api.comment_create(issue_id, &report_markdown(task, evidence)).await?;
     }
     if let Some(kind) = state_kind(task.status) {
         api.move_to_state_of_kind(issue_id, kind).await?;
@@ -75,7 +49,26 @@ pub async fn report_end(
     Ok(())
 }
 
-/// The task started: the issue moves to `started` (no comment: the ending says it all).
-pub async fn report_start(api: &LinearApi, issue_id: &str) -> Result<Option<String>, LinearError> {
-    api.move_to_state_of_kind(issue_id, "started").await
+/// The reporter's provider for Linear.
+pub(crate) struct LinearReporter {
+    pub(crate) api: LinearApi,
+}
+
+#[async_trait]
+impl TrackerReporter for LinearReporter {
+    fn provider(&self) -> &'static str {
+        PROVIDER
+    }
+
+    async fn report_end(&self, link: &TrackerSync, task: &Task, evidence: &[String]) -> Result<(), String> {
+        report_end(&self.api, &link.external_id, task, evidence).await.map_err(|error| error.to_string())
+    }
+
+    async fn report_start(&self, link: &TrackerSync, _task: &Task) -> Result<(), String> {
+        self.api
+            .move_to_state_of_kind(&link.external_id, "started")
+            .await
+            .map(drop)
+            .map_err(|error| error.to_string())
+    }
 }

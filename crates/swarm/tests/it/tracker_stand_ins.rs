@@ -59,6 +59,9 @@ struct Recorded {
     issues: HashMap<String, StoredIssue>,
     /// Requests refused for their credential.
     refused: usize,
+    /// While set, every request is answered 503 (the tracker is down), counted in `failed`.
+    down: bool,
+    failed: usize,
 }
 
 #[derive(Clone)]
@@ -76,8 +79,11 @@ pub struct TrackerStandIn {
 
 impl TrackerStandIn {
     pub async fn linear() -> TrackerStandIn {
-        Self::serve(|shared| Router::new().route("/graphql", post(linear_graphql)).with_state(shared), "/graphql")
-            .await
+        Self::serve(
+            |shared| Router::new().route("/graphql", post(linear_graphql)).with_state(shared),
+            "/graphql",
+        )
+        .await
     }
 
     pub async fn jira() -> TrackerStandIn {
@@ -124,6 +130,27 @@ impl TrackerStandIn {
         self.shared.recorded.lock().await.refused
     }
 
+    /// Take the tracker down (every request 503) or bring it back.
+    pub async fn set_failing(&self, down: bool) {
+        self.shared.recorded.lock().await.down = down;
+    }
+
+    /// Wait until `n` requests met the tracker down (at most 30 s).
+    pub async fn wait_refusals(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let notified = self.shared.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shared.recorded.lock().await.failed >= n {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!("the tracker stand-in never answered {n} requests while down");
+            }
+        }
+    }
+
     /// Wait until the issue holds `comments` comments and `moves` moves (at most 30 s).
     pub async fn wait_issue(&self, id: &str, comments: usize, moves: usize) -> StoredIssue {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -136,7 +163,9 @@ impl TrackerStandIn {
                 return issue;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!("the tracker stand-in never saw {comments} comments and {moves} moves on {id}: {issue:?}");
+                panic!(
+                    "the tracker stand-in never saw {comments} comments and {moves} moves on {id}: {issue:?}"
+                );
             }
         }
     }
@@ -144,11 +173,32 @@ impl TrackerStandIn {
 
 fn refuse(shared_refused: &mut usize) -> Response {
     *shared_refused += 1;
-    (StatusCode::UNAUTHORIZED, Json(json!({"errors": [{"message": "Authentication required"}]}))).into_response()
+    (StatusCode::UNAUTHORIZED, Json(json!({"errors": [{"message": "Authentication required"}]})))
+        .into_response()
 }
 
-async fn linear_graphql(State(shared): State<Shared>, headers: HeaderMap, Json(request): Json<Value>) -> Response {
+/// The answer of a tracker that is down, when it is.
+fn down(shared: &Shared, recorded: &mut Recorded) -> Option<Response> {
+    if !recorded.down {
+        return None;
+    }
+    recorded.failed += 1;
+    shared.changed.notify_waiters();
+    Some(
+        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"errors": [{"message": "down for maintenance"}]})))
+            .into_response(),
+    )
+}
+
+async fn linear_graphql(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Json(request): Json<Value>,
+) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if headers.get("authorization").and_then(|value| value.to_str().ok()) != Some(LINEAR_API_KEY) {
         return refuse(&mut recorded.refused);
     }
@@ -160,11 +210,15 @@ async fn linear_graphql(State(shared): State<Shared>, headers: HeaderMap, Json(r
         .map(|name| name.split(['(', '{']).next().unwrap_or_default().to_string())
         .unwrap_or_default();
     recorded.calls.push((operation.clone(), variables.clone()));
-    let issue_id = variables["id"].as_str().or_else(|| variables["input"]["issueId"].as_str()).unwrap_or_default();
+    let issue_id =
+        variables["id"].as_str().or_else(|| variables["input"]["issueId"].as_str()).unwrap_or_default();
     let answer = match operation.as_str() {
-        "SwarmViewer" => json!({"viewer": {"id": LINEAR_BOT_ID, "name": LINEAR_BOT_NAME, "displayName": LINEAR_BOT_NAME}}),
+        "SwarmViewer" => {
+            json!({"viewer": {"id": LINEAR_BOT_ID, "name": LINEAR_BOT_NAME, "displayName": LINEAR_BOT_NAME}})
+        }
         "SwarmIssueComments" => {
-            let comments = recorded.issues.get(issue_id).map(|issue| issue.comments.clone()).unwrap_or_default();
+            let comments =
+                recorded.issues.get(issue_id).map(|issue| issue.comments.clone()).unwrap_or_default();
             let nodes: Vec<Value> = comments.iter().map(|body| json!({"body": body})).collect();
             json!({"issue": {"comments": {"nodes": nodes}}})
         }
@@ -189,7 +243,10 @@ async fn linear_graphql(State(shared): State<Shared>, headers: HeaderMap, Json(r
             json!({"issueUpdate": {"success": true}})
         }
         other => {
-            return (StatusCode::BAD_REQUEST, Json(json!({"errors": [{"message": format!("unknown operation {other}")}]})))
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({"errors": [{"message": format!("unknown operation {other}")}]})),
+            )
                 .into_response();
         }
     };
@@ -209,6 +266,9 @@ fn jira_authorized(headers: &HeaderMap) -> bool {
 
 async fn jira_myself(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if !jira_authorized(&headers) {
         return refuse(&mut recorded.refused);
     }
@@ -218,20 +278,33 @@ async fn jira_myself(State(shared): State<Shared>, headers: HeaderMap) -> Respon
 
 async fn jira_issue(State(shared): State<Shared>, headers: HeaderMap, Path(key): Path<String>) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if !jira_authorized(&headers) {
         return refuse(&mut recorded.refused);
     }
     recorded.calls.push(("GET issue".into(), json!({"key": key})));
     let Some(issue) = recorded.issues.get(&key) else {
-        return (StatusCode::NOT_FOUND, Json(json!({"errorMessages": ["Issue does not exist"]}))).into_response();
+        return (StatusCode::NOT_FOUND, Json(json!({"errorMessages": ["Issue does not exist"]})))
+            .into_response();
     };
     let category = JIRA_STATUSES.iter().find(|(_, status, _)| *status == issue.state).map_or("new", |s| s.2);
-    Json(json!({"key": key, "fields": {"status": {"name": issue.state, "statusCategory": {"key": category}}}}))
-        .into_response()
+    Json(
+        json!({"key": key, "fields": {"status": {"name": issue.state, "statusCategory": {"key": category}}}}),
+    )
+    .into_response()
 }
 
-async fn jira_comments(State(shared): State<Shared>, headers: HeaderMap, Path(key): Path<String>) -> Response {
+async fn jira_comments(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if !jira_authorized(&headers) {
         return refuse(&mut recorded.refused);
     }
@@ -239,8 +312,10 @@ async fn jira_comments(State(shared): State<Shared>, headers: HeaderMap, Path(ke
     let comments = recorded.issues.get(&key).map(|issue| issue.comments.clone()).unwrap_or_default();
     let bodies: Vec<Value> = comments
         .iter()
-        .map(|text| json!({"body": {"type": "doc", "version": 1, "content": [
-            {"type": "paragraph", "content": [{"type": "text", "text": text}]}]}}))
+        .map(|text| {
+            json!({"body": {"type": "doc", "version": 1, "content": [
+            {"type": "paragraph", "content": [{"type": "text", "text": text}]}]}})
+        })
         .collect();
     Json(json!({"comments": bodies, "total": bodies.len()})).into_response()
 }
@@ -273,6 +348,9 @@ async fn jira_comment_create(
     Json(body): Json<Value>,
 ) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if !jira_authorized(&headers) {
         return refuse(&mut recorded.refused);
     }
@@ -287,8 +365,15 @@ async fn jira_comment_create(
     (StatusCode::CREATED, Json(json!({"id": "c-1"}))).into_response()
 }
 
-async fn jira_transitions(State(shared): State<Shared>, headers: HeaderMap, Path(key): Path<String>) -> Response {
+async fn jira_transitions(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if !jira_authorized(&headers) {
         return refuse(&mut recorded.refused);
     }
@@ -311,6 +396,9 @@ async fn jira_transition(
     Json(body): Json<Value>,
 ) -> Response {
     let mut recorded = shared.recorded.lock().await;
+    if let Some(down) = down(&shared, &mut recorded) {
+        return down;
+    }
     if !jira_authorized(&headers) {
         return refuse(&mut recorded.refused);
     }
