@@ -54,12 +54,22 @@ function actionButton(label, attributes, action, done) {
   return [button, status];
 }
 
+// The worker picked in each picker, by task: the list is rebuilt at every change in the
+// hub (a heartbeat is one), which must not undo a choice being made.
+const picked = new Map();
+
+function picker(key, className, options) {
+  const select = h('select', { class: className, 'aria-label': 'worker' }, options);
+  if (picked.has(key) && [...select.options].some((option) => option.value === picked.get(key))) select.value = picked.get(key);
+  select.addEventListener('change', () => picked.set(key, select.value));
+  return select;
+}
+
 /** A worker picker and a button that hands the task to the one picked. */
 function reassignControl(task, workers, done, { evenIfOnline = false } = {}) {
   const others = workers.filter((agent) => agent.id !== holderOf(task) && agent.status !== 'offline');
   if (!others.length) return h('span', { class: 'muted' }, 'no other worker online');
-  const select = h('select', { class: 'reassign-to', 'aria-label': 'worker' },
-    others.map((agent) => h('option', { value: agent.id }, agent.name)));
+  const select = picker(`reassign:${task.id}`, 'reassign-to', others.map((agent) => h('option', { value: agent.id }, agent.name)));
   return [select, actionButton('Reassign', { class: 'reassign' }, async () => {
     await post(taskPath(task.id, 'reassign'), { agentId: select.value, evenIfOnline });
     return 'reassigned';
@@ -77,8 +87,8 @@ function retryControls(task, workers, done) {
     return `retried as ${created.id.slice(-8)}`;
   };
   const online = workers.filter((agent) => agent.status !== 'offline');
-  const select = h('select', { class: 'retry-on', 'aria-label': 'worker' }, h('option', { value: '' }, 'any worker'),
-    online.map((agent) => h('option', { value: agent.id }, agent.name)));
+  const select = picker(`retry:${task.id}`, 'retry-on', [h('option', { value: '' }, 'any worker'),
+    online.map((agent) => h('option', { value: agent.id }, agent.name))]);
   return [
     select,
     actionButton('Retry', { class: 'retry' }, () => retry(select.value), done),

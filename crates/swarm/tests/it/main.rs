@@ -8,6 +8,7 @@ mod cli;
 mod connect;
 mod connect_pi;
 mod dashboard;
+mod dashboard_control;
 mod dashboard_actions;
 mod demo;
 mod doctor;
