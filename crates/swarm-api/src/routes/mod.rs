@@ -18,6 +18,7 @@ pub mod steering;
 pub mod system;
 pub mod tasks;
 pub mod tokens;
+pub mod tracker_webhooks;
 pub mod triggers;
 
 use serde::Deserialize;
