@@ -44,6 +44,7 @@ const SERVE_ENV: &[&str] = &[
     "RESCUE_INTERVAL_SECONDS",
     "MAX_LEASE_LOSSES",
     "MCP_ALLOWED_HOSTS",
+    "CAPABILITIES",
 ];
 
 /// Where a hub listens, the key it wants, and its process when the bench started it.
@@ -85,7 +86,7 @@ impl Target {
         })
     }
 
-    /// `http://host:port`.
+    /// `http://host:port`, for the MCP client and the runners the `tools` command starts.
     pub(crate) fn base_url(&self) -> &str {
         &self.base_url
     }
@@ -322,7 +323,7 @@ pub(crate) fn use_swarm_program(path: PathBuf) {
 
 /// The `swarm` binary to start: the one named by `--swarm`/`SWARM_BIN`, else the one in
 /// this program's folder (the same cargo target dir), else the first on `PATH`.
-fn swarm_program() -> anyhow::Result<PathBuf> {
+pub(crate) fn swarm_program() -> anyhow::Result<PathBuf> {
     const BUILD: &str = "build it with `cargo build --release -p swarm` (it lands beside swarm-bench \
         in target/release), or name it with --swarm <path> or SWARM_BIN";
     if let Some(path) = SWARM_PROGRAM.get() {
@@ -357,6 +358,14 @@ pub(crate) struct SpawnedHub {
 impl SpawnedHub {
     pub(crate) async fn start(backend: &Backend) -> anyhow::Result<SpawnedHub> {
         Self::start_replicas(backend, 1).await
+    }
+
+    /// One hub with `swarm serve` settings of its own (`CAPABILITIES`), by environment.
+    pub(crate) async fn start_with_env(
+        backend: &Backend,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<SpawnedHub> {
+        Self::start_on_with_env(Scratch::create(backend).await?, 1, env).await
     }
 
     /// `replicas` processes of `swarm serve` on one scratch database, started one after

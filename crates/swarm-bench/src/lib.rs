@@ -18,6 +18,8 @@ mod report;
 mod soak;
 mod soak_kinds;
 mod soak_load;
+mod tools;
+mod tools_cli;
 
 use std::{path::PathBuf, time::Duration};
 
@@ -31,6 +33,7 @@ pub use fleet_client::FleetClientArgs;
 pub use memory::{MEMORY_ABOUT, MemoryArgs};
 use report::{Machine, Report, Run};
 pub use soak::{SOAK_ABOUT, SoakArgs};
+pub use tools::{TOOLS_ABOUT, ToolsArgs};
 
 /// The long help of `swarm-bench`.
 pub const LONG_ABOUT: &str = "Measure the hub's poll over real HTTP on loopback.\n\n\
@@ -137,6 +140,9 @@ enum BenchCommand {
     /// A real hub's memory: idle, with 1,000 parked long-polls, and after they end.
     #[command(long_about = MEMORY_ABOUT)]
     Memory(MemoryArgs),
+    /// What the hub adds to every model call: each role's MCP tools, as the real CLIs send them.
+    #[command(long_about = TOOLS_ABOUT)]
+    Tools(ToolsArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -155,6 +161,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Some(BenchCommand::FleetClient(client)) => return fleet_client::run(client).await,
         Some(BenchCommand::Soak(soak)) => return soak::run(soak).await,
         Some(BenchCommand::Memory(memory)) => return memory::run(memory).await,
+        Some(BenchCommand::Tools(tools)) => return tools::run(tools).await,
         None => {}
     }
     let plan = Plan {

@@ -288,7 +288,7 @@ fn verdict(has_target: bool, met: bool) -> String {
 }
 
 /// `12345.6` → `12,346`.
-fn thousands(value: f64) -> String {
+pub(crate) fn thousands(value: f64) -> String {
     let digits = format!("{:.0}", value.max(0.0));
     let mut out = String::new();
     for (index, digit) in digits.chars().enumerate() {

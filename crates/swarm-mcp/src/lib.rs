@@ -24,6 +24,7 @@ mod tools;
 
 pub use context::AGENT_ID_HEADER;
 pub use http::{AllowedHosts, HttpOptions, McpHttpService, http_service};
+pub use registry::{CAPABILITIES, Capability};
 pub use server::McpServer;
 pub use stdio::{StdioOptions, serve_stdio};
 pub use tools::InboxRole;

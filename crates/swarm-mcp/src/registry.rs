@@ -89,7 +89,7 @@ pub const MAIL_HISTORY: Capability = Capability { name: "mail-history", lead_has
 pub const TASK_ADMIN: Capability = Capability { name: "task-admin", lead_has_it: true };
 /// Changing one's own profile, which `swarm worker` sets at registration.
 pub const PROFILE: Capability = Capability { name: "profile", lead_has_it: false };
-#[cfg(test)]
+/// Every opt-in group (`swarm-bench tools` offers them all for its "every group" rows).
 pub const CAPABILITIES: [Capability; 10] = [
     SCHEDULING,
     SERVICES,

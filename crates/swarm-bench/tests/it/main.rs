@@ -7,3 +7,4 @@ mod bench;
 mod memory;
 mod soak;
 mod support;
+mod tools;
