@@ -2,9 +2,9 @@
 //! typed it (the CLI's `swarm task show 9c41d0e2`), and the spend per agent, epic and day.
 
 use axum::extract::{Path, State};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use swarm_domain::{costs::CostSummary, id::TaskId};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
@@ -24,17 +24,30 @@ pub struct TaskIdResponse {
     short_id: String,
 }
 
+/// A task id as a person typed it.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Path)]
+pub struct ShortIdPath {
+    /// A whole task id, or its last 4 to 12 hex digits (`9c41d0e2`, also `…9c41d0e2` or
+    /// `#9c41d0e2`).
+    #[param(
+        pattern = r"^[…#]?[0-9a-fA-F]{4,12}$|^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+    )]
+    short_id: String,
+}
+
 /// The task a short id names: a whole id, or the end of one (4 to 12 hex digits, as the
 /// dashboard and `swarm task list` show it). 404 when no task id ends so, 409 listing
 /// them when several do.
 #[utoipa::path(get, path = "/api/task-ids/{shortId}", tag = "tasks",
-    params(("shortId" = String, Path, description = "A task id, or its last 4 to 12 hex digits")),
+    params(ShortIdPath),
     responses((status = 200, body = TaskIdResponse), ErrorResponses))]
 async fn task_ids_resolve(
     State(state): State<AppState>,
-    Path(short_id): Path<String>,
+    Path(path): Path<ShortIdPath>,
 ) -> Result<Json<TaskIdResponse>, ApiError> {
-    let id = state.service.task_resolve(&short_id).await?;
+    let id = state.service.task_resolve(&path.short_id).await?;
     Ok(Json(TaskIdResponse { id, short_id: id.short() }))
 }
 
