@@ -282,10 +282,15 @@ impl Hub {
     /// and stops serving.
     pub async fn stop(self) -> Result<(), HubError> {
         self.stop.cancel();
-        match self.server.await {
+        let served = match self.server.await {
             Ok(result) => result.map_err(HubError::Serve),
             Err(join) => Err(HubError::Serve(std::io::Error::other(join))),
+        };
+        // Heartbeats kept for the next batch are written before the hub goes.
+        if let Err(error) = self.service.flush_heartbeats().await {
+            tracing::warn!(%error, "could not write the last batch of heartbeats");
         }
+        served
     }
 }
 
