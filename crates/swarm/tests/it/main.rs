@@ -33,6 +33,7 @@ mod mcp_schema;
 mod mcp_stdio;
 mod mcp_tasks;
 mod metrics;
+mod operator_task_actions;
 mod poll;
 mod postgres_crash;
 mod power_loss;
