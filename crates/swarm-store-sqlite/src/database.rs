@@ -249,7 +249,7 @@ const CHECKPOINTER_CACHE_KIB: i64 = -128;
 fn open_connection(path: &Path, role: Role) -> rusqlite::Result<Connection> {
     let connection = match role {
         // One `write` per commit for the WAL's frames (see `wal_appends.rs`), when asked:
-        // off by default until its crash tests (power loss) exist and pass.
+        // off by default (experimental; `scripts/power-loss` runs it on and off).
         Role::Writer { wal_batching: true } => crate::wal_appends::open_writer(path)?,
         Role::Writer { wal_batching: false } | Role::Reader | Role::Checkpointer => Connection::open(path)?,
     };

@@ -98,7 +98,7 @@ pub struct SqliteOptions {
     /// The writer writes each commit's WAL frames with one `write` instead of two per page
     /// (`wal_appends.rs`, a VFS over SQLite's own): 5 to 14 % more claims per second in
     /// the benchmarks. Off by default: it had two data-corrupting bugs while it was
-    /// written, and stays off until crash tests (power loss) show it safe.
+    /// written (`scripts/power-loss` now cuts the power under it, on and off).
     pub wal_batching: bool,
 }
 

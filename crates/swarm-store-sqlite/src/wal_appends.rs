@@ -11,10 +11,11 @@
 //! memory and written with one call when the commit frame (the one whose header carries
 //! the database size) is whole, or before anything else is done with the file.
 //!
-//! It is off by default: it had two data-corrupting bugs while it was written, and stays
-//! off until crash tests (power loss mid-commit) show that it loses nothing SQLite's own
-//! VFS would keep. The store's file-level tests (`tests/sqlite_only`) and the conformance
-//! suite run with it on and off.
+//! It is off by default: it had two data-corrupting bugs while it was written.
+//! `scripts/power-loss` cuts the power under it (writes not yet synced lost, mid-commit,
+//! torn) and finds nothing lost or corrupt, as with SQLite's own VFS (docs/reliability.md).
+//! The store's file-level tests (`tests/sqlite_only`) and the conformance suite run with
+//! it on and off.
 //!
 //! Why that hides nothing and loses nothing:
 //! - Another connection, in this process or another, learns of new frames only from the

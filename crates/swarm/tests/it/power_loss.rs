@@ -126,6 +126,10 @@ fn spawn_hub(
         .arg(database)
         .args(["--slack-bot-token", "xoxb-test", "--slack-signing-secret", SLACK_SECRET])
         .args(["--slack-api-url", slack_api, "--slack-allowed-user-ids", "U1"])
+        // The load's agents never heartbeat: no claim may run out during the run, or the
+        // rescuer would rightly hand it out again.
+        .args(["--lease-seconds", "86400"])
+        .env_remove("LEASE_SECONDS")
         .env_remove("API_KEY")
         .env_remove("DATABASE_URL")
         .env_remove("SQLITE_WAL_BATCHING")
