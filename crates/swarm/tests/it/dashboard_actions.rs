@@ -297,6 +297,22 @@ async fn no_page_scrolls_sideways_on_a_phone() {
     for n in 0..6 {
         hub.create_task(json!({"task": format!("{long} ({n})")})).await;
     }
+    // What "Needs you" lists: a failure with a long reason, an offline agent holding work.
+    let dora = hub.register_agent("dora-who-fails-with-long-reasons", false).await;
+    let failing = hub.create_task(json!({"task": long, "agentId": dora})).await;
+    start_as(&hub, &dora, &failing).await;
+    let reason = format!("The build failed: {}", "error[E0308]: mismatched types at src/x.rs:1 ".repeat(8));
+    must(
+        &hub,
+        &format!("/api/tasks/{failing}/finish"),
+        Some(&dora),
+        json!({"status": "failed", "failureReason": reason}),
+    )
+    .await;
+    let carl = hub.register_agent("carl-the-agent-who-went-offline-holding-work", false).await;
+    let stranded = hub.create_task(json!({"task": long, "agentId": carl})).await;
+    start_as(&hub, &carl, &stranded).await;
+    must(&hub, "/close", Some(&carl), json!({})).await;
     let epic =
         must(&hub, "/api/epics", None, json!({"name": "a-rather-long-epic-name-for-checkout", "goal": long}))
             .await;
@@ -335,6 +351,15 @@ async fn no_page_scrolls_sideways_on_a_phone() {
     let shots = screenshots_dir();
     for (name, hash) in &pages {
         browser.goto(&hub.url(&format!("/{hash}"))).await;
+        if *name == "overview" {
+            // Its longest content: the failure and the offline agent under "Needs you".
+            browser
+                .wait_for(
+                    "Needs you",
+                    "return document.querySelectorAll('#needs-you .needs-group').length >= 2",
+                )
+                .await;
+        }
         // Loaded: the page's first table (or its empty note) is drawn.
         browser
             .wait_for(
