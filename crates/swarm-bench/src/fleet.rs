@@ -77,8 +77,10 @@ pub struct FleetArgs {
     /// Agents per client process (each holds one descriptor per agent).
     #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     agents_per_client: u64,
-    /// Agents per loopback source address (an address has about 28,000 ports per hub).
-    #[arg(long, default_value_t = 16_000, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    /// Agents per loopback source address. An address has about 28,000 ephemeral ports,
+    /// and a closed connection keeps its port for a minute (TIME_WAIT): a run right after
+    /// another needs room for both.
+    #[arg(long, default_value_t = 4_000, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     agents_per_address: u64,
     /// Each poll's `?wait=` in seconds: the runner's default.
     #[arg(long, default_value_t = 30.0)]
@@ -240,7 +242,12 @@ async fn drive(
     let mut created: HashMap<String, Created> = HashMap::new();
     let mut deliveries: Vec<(u64, String, u128)> = Vec::new();
     let (made, mut made_inbox) = mpsc::unbounded_channel::<anyhow::Result<(String, Created)>>();
-    let creators: Vec<Http> = (0..16).map(|index| Http::new(&replicas[index % replicas.len()])).collect();
+    // A few keep-alive connections per replica to create tasks with, taken in turn.
+    const CREATORS_PER_REPLICA: usize = 8;
+    let creators: Vec<Vec<Http>> = replicas
+        .iter()
+        .map(|replica| (0..CREATORS_PER_REPLICA).map(|_| Http::new(replica)).collect())
+        .collect();
     let mut next_creator = 0;
     let mut create_failures = 0u64;
     let mut first_failure = None;
@@ -254,18 +261,14 @@ async fn drive(
     let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / args.rate));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let mut burst_sent = false;
+    let mut burst_began_ns = None;
     let mut progress = Instant::now();
     let mut rng = seed as u64 | 1;
     let mut asked = 0u64;
     let mut create = |agent: u64, is_burst: bool, asked: &mut u64| {
-        let http = creators[next_creator % creators.len()].clone();
         // Through another replica than the agent's, when there are several.
-        let http = if replicas.len() > 1 {
-            let other = (agent as usize + 1) % replicas.len();
-            Http::new(&replicas[other])
-        } else {
-            http
-        };
+        let replica = (agent as usize + 1) % replicas.len();
+        let http = creators[replica][next_creator % CREATORS_PER_REPLICA].clone();
         next_creator += 1;
         *asked += 1;
         let made = made.clone();
@@ -328,6 +331,7 @@ async fn drive(
             _ = ticks.tick(), if creating => {
                 if !burst_sent && started.elapsed() >= window / 2 {
                     burst_sent = true;
+                    burst_began_ns = Some(now_ns());
                     for _ in 0..burst.min(waiting.len() as u64) {
                         let agent = take_random(&mut waiting, &mut rng).expect("counted");
                         create(agent, true, &mut asked);
@@ -352,9 +356,18 @@ async fn drive(
     let end_memory = Readings::of(pids)?;
     let seconds = ended_at.map_or(window, |ended| ended - started).as_secs_f64();
 
-    // Match the deliveries with the creations.
+    // Match the deliveries with the creations. A steady task created while the burst was
+    // being delivered waits behind it: its latency is the burst's, reported apart.
+    let burst_ended_ns = deliveries
+        .iter()
+        .filter(|(_, task, _)| created.get(task.as_str()).is_some_and(|creation| creation.burst))
+        .map(|(_, _, at_ns)| *at_ns)
+        .max();
+    let in_burst = |at_ns: u128| {
+        burst_began_ns.zip(burst_ended_ns).is_some_and(|(began, ended)| (began..=ended).contains(&at_ns))
+    };
     let mut seen: HashMap<&str, u32> = HashMap::new();
-    let (mut steady, mut bursty) = (Vec::new(), Vec::new());
+    let (mut steady, mut bursty, mut beside_burst) = (Vec::new(), Vec::new(), Vec::new());
     let (mut duplicates, mut strangers, mut misdelivered) = (0u64, 0u64, 0u64);
     for (agent, task, at_ns) in &deliveries {
         let Some(creation) = created.get(task.as_str()) else {
@@ -371,7 +384,13 @@ async fn drive(
             misdelivered += 1;
         }
         let ms = at_ns.saturating_sub(creation.at_ns) as f64 / 1e6;
-        if creation.burst { bursty.push(ms) } else { steady.push(ms) }
+        if creation.burst {
+            bursty.push(ms);
+        } else if in_burst(creation.at_ns) {
+            beside_burst.push(ms);
+        } else {
+            steady.push(ms);
+        }
     }
     let lost = created.keys().filter(|task| !seen.contains_key(task.as_str())).count() as u64;
     let sum = |stats: &HashMap<usize, (u64, u64, u64)>| {
@@ -408,6 +427,11 @@ async fn drive(
         wake_max_ms: percentile(&mut steady, 100.0),
         burst_p50_ms: percentile(&mut bursty, 50.0),
         burst_p99_ms: percentile(&mut bursty, 99.0),
+        beside_burst_tasks: beside_burst.len() as u64,
+        beside_burst_p99_ms: percentile(&mut beside_burst, 99.0),
+        burst_seconds: burst_began_ns
+            .zip(burst_ended_ns)
+            .map(|(began, ended)| ended.saturating_sub(began) as f64 / 1e9),
         duplicates,
         lost,
         strangers,
@@ -445,7 +469,14 @@ fn start_client(
         .arg(format!("--to={to}"))
         .arg(format!("--agents-per-address={}", args.agents_per_address))
         .arg(format!("--wait={}", args.wait))
-        .env(API_KEY_ENV, replicas[0].api_key().unwrap_or_default())
+        .env(
+            API_KEY_ENV,
+            replicas
+                .iter()
+                .map(|replica| replica.api_key().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

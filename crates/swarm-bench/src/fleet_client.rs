@@ -37,7 +37,8 @@ use tokio::{
     sync::mpsc,
 };
 
-/// Where the client finds the hub's key: not on the command line, where `ps` shows it.
+/// Where the client finds the replicas' keys (comma-separated, in the order of `--urls`;
+/// each replica the bench starts has its own): not on the command line, where `ps` shows it.
 pub(crate) const API_KEY_ENV: &str = "SWARM_FLEET_API_KEY";
 /// What our runner says it is (swarm-client's reqwest user agent).
 const USER_AGENT: &str = concat!("swarm-client/", env!("CARGO_PKG_VERSION"));
@@ -45,6 +46,9 @@ const USER_AGENT: &str = concat!("swarm-client/", env!("CARGO_PKG_VERSION"));
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 /// Failures told to the parent, at most (the counts say the rest).
 const ERRORS_TOLD: u64 = 5;
+/// Connections a client opens at once: thousands of connects in the same millisecond
+/// overflow the hub's listen backlog (a fleet of real runners does not start in one).
+const CONNECTING_AT_ONCE: usize = 64;
 
 #[derive(Debug, Args)]
 pub struct FleetClientArgs {
@@ -90,19 +94,27 @@ struct Totals {
 }
 
 pub async fn run(args: FleetClientArgs) -> anyhow::Result<()> {
-    let api_key = std::env::var(API_KEY_ENV).with_context(|| format!("{API_KEY_ENV} is not set"))?;
+    let keys = std::env::var(API_KEY_ENV).with_context(|| format!("{API_KEY_ENV} is not set"))?;
+    let keys: Vec<&str> = keys.split(',').collect();
+    if keys.len() != args.urls.len() {
+        bail!("{API_KEY_ENV} has {} keys for {} --urls", keys.len(), args.urls.len());
+    }
     let mut hubs = Vec::new();
-    for url in &args.urls {
+    for (url, key) in args.urls.iter().zip(keys) {
         let parsed = reqwest::Url::parse(url).with_context(|| format!("{url:?} is not a hub URL"))?;
         let host: IpAddr =
             parsed.host_str().context("no host")?.parse().context("the hub must be an IP address")?;
         let address = SocketAddr::new(host, parsed.port_or_known_default().unwrap_or(80));
-        hubs.push(Hub { address, authority: Arc::from(address.to_string()) });
+        hubs.push(Hub {
+            address,
+            authority: Arc::from(address.to_string()),
+            authorization: format!("Bearer {key}"),
+        });
     }
     let hubs: Arc<[Hub]> = Arc::from(hubs);
     let common = Arc::new(Common {
         hubs,
-        authorization: format!("Bearer {api_key}"),
+        connecting: tokio::sync::Semaphore::new(CONNECTING_AT_ONCE),
         poll_path: format!("/api/poll?wait={:.3}", args.wait),
         totals: Totals::default(),
     });
@@ -187,11 +199,12 @@ async fn register_all(agents: &[Agent]) -> anyhow::Result<()> {
 struct Hub {
     address: SocketAddr,
     authority: Arc<str>,
+    authorization: String,
 }
 
 struct Common {
     hubs: Arc<[Hub]>,
-    authorization: String,
+    connecting: tokio::sync::Semaphore,
     poll_path: String,
     totals: Totals,
 }
@@ -317,7 +330,7 @@ impl Agent {
             .header(header::HOST, &*self.hub().authority)
             .header(header::USER_AGENT, USER_AGENT)
             .header(header::ACCEPT, "*/*")
-            .header(header::AUTHORIZATION, &self.common.authorization)
+            .header(header::AUTHORIZATION, &self.hub().authorization)
             .header("X-Agent-ID", &self.id)
             .header("X-Runner-ID", &self.runner_id);
         let body = match body {
@@ -361,6 +374,7 @@ impl Agent {
 
     async fn connect(&self) -> anyhow::Result<SendRequest<Full<Bytes>>> {
         let hub = self.hub().address;
+        let _turn = self.common.connecting.acquire().await?;
         let socket = tokio::net::TcpSocket::new_v4()?;
         socket
             .bind(SocketAddr::new(IpAddr::V4(self.source), 0))

@@ -56,6 +56,11 @@ pub(crate) struct FleetReport {
     pub wake_max_ms: Option<f64>,
     pub burst_p50_ms: Option<f64>,
     pub burst_p99_ms: Option<f64>,
+    /// Steady tasks created while the burst was being delivered (not in wake_p50/p99).
+    pub beside_burst_tasks: u64,
+    pub beside_burst_p99_ms: Option<f64>,
+    /// From the burst's creation to its last delivery.
+    pub burst_seconds: Option<f64>,
     pub duplicates: u64,
     pub lost: u64,
     /// Deliveries of tasks the bench did not create.
@@ -120,6 +125,9 @@ impl FleetReport {
             "wake_max_ms": round(self.wake_max_ms, 2),
             "burst_p50_ms": round(self.burst_p50_ms, 2),
             "burst_p99_ms": round(self.burst_p99_ms, 2),
+            "burst_seconds": round(self.burst_seconds, 2),
+            "beside_burst_tasks": self.beside_burst_tasks,
+            "beside_burst_p99_ms": round(self.beside_burst_p99_ms, 2),
             "duplicates": self.duplicates,
             "lost": self.lost,
             "strangers": self.strangers,
@@ -160,7 +168,19 @@ impl FleetReport {
             "wake p50 / p99 / max",
             format!("{} / {} / {}", ms(self.wake_p50_ms), ms(self.wake_p99_ms), ms(self.wake_max_ms)),
         );
-        row("burst wake p50 / p99", format!("{} / {}", ms(self.burst_p50_ms), ms(self.burst_p99_ms)));
+        row(
+            "burst wake p50 / p99 (all delivered in)",
+            format!(
+                "{} / {} ({})",
+                ms(self.burst_p50_ms),
+                ms(self.burst_p99_ms),
+                self.burst_seconds.map_or("—".into(), |seconds| format!("{seconds:.2} s"))
+            ),
+        );
+        row(
+            "steady tasks beside the burst: count, p99",
+            format!("{}, {}", self.beside_burst_tasks, ms(self.beside_burst_p99_ms)),
+        );
         row(
             "duplicates / lost / misdelivered",
             format!("{} / {} / {}", self.duplicates, self.lost, self.misdelivered),

@@ -164,3 +164,52 @@ fn the_bench_is_not_a_command_of_swarm() {
         assert!(help.contains(word), "swarm-bench --help lacks {word}:\n{help}");
     }
 }
+
+/// A small fleet: every agent parked (over two client processes and two loopback source
+/// addresses), every task delivered once to its own agent. Counts only, never timings.
+fn fleet(extra: &[&str]) -> Value {
+    let args = [
+        ["fleet", "--agents", "300", "--seconds", "3", "--rate", "40", "--burst", "30"].as_slice(),
+        &["--agents-per-client", "150", "--agents-per-address", "200", "--json"],
+        extra,
+    ]
+    .concat();
+    let output = swarm_bench(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "swarm-bench fleet exits 0; got {:?}:\n{stderr}", output.status);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!("--json prints one JSON line ({err}): {}\n{stderr}", String::from_utf8_lossy(&output.stdout))
+    });
+    assert_eq!(report["agents"], 300, "{report}");
+    assert_eq!(report["parked"], 300, "every agent's poll was parked: {report}\n{stderr}");
+    assert_eq!(
+        (report["clients"].as_u64(), report["source_addresses"].as_u64()),
+        (Some(2), Some(2)),
+        "{report}"
+    );
+    assert!(report["tasks_created"].as_u64().is_some_and(|tasks| tasks > 30), "the burst and more: {report}");
+    for count in ["duplicates", "lost", "misdelivered", "strangers", "create_failures"] {
+        assert_eq!(report[count], 0, "{count}: {report}\n{stderr}");
+    }
+    for number in ["wake_p50_ms", "wake_p99_ms", "hub_rss_mb", "hub_anon_mb", "anon_kb_per_parked_agent"] {
+        assert!(report[number].is_number(), "{number}: {report}");
+    }
+    assert!(stderr.contains("300 of 300 polls parked"), "progress goes to stderr:\n{stderr}");
+    report
+}
+
+#[test]
+fn a_small_fleet_on_sqlite_parks_every_agent_and_delivers_every_task_once() {
+    let report = fleet(&[]);
+    assert_eq!(report["backend"], "sqlite", "{report}");
+    assert_eq!(report["replicas"], 1, "{report}");
+}
+
+#[test]
+fn a_small_fleet_on_postgres_replicas_parks_every_agent_and_delivers_every_task_once() {
+    let url = postgres_url();
+    let report = fleet(&["--replicas", "2", "--database-url", &url]);
+    assert_eq!(report["backend"], "postgres", "{report}");
+    assert_eq!(report["replicas"], 2, "{report}");
+    assert!(report["database_cpu_ms_per_task"].is_number(), "the local server's CPU: {report}");
+}
