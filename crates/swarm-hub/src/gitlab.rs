@@ -89,3 +89,16 @@ impl GitLabHub {
         })
     }
 }
+
+/// The name this hub holds tracker reports under (every tracker's, not only GitLab's):
+/// its machine and the address it serves, which no other running hub can share, and
+/// which a hub restarted in its place has again.
+pub fn reporter_name(local_addr: std::net::SocketAddr) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}/{local_addr}")
+}

@@ -186,6 +186,7 @@ impl Hub {
         let listener =
             TcpListener::bind(&address).await.map_err(|source| HubError::Bind { address, source })?;
         let local_addr = listener.local_addr().map_err(HubError::Serve)?;
+        service.name_tracker_reporter(&gitlab::reporter_name(local_addr));
 
         let api_key = ApiKey::new(hub_key.key().map(str::to_string));
         let shared_key = match &hub_key {

@@ -195,6 +195,8 @@ pub struct Service {
     /// The hub's files that hold its key or its data: an agent that can read one is not
     /// isolated by its token (`Service::private_files`).
     private_files: Arc<Vec<std::path::PathBuf>>,
+    /// Who holds the tracker reports this hub takes (`trackers::reporter`).
+    tracker_holder: Arc<std::sync::RwLock<String>>,
 }
 
 impl Service {
@@ -224,6 +226,7 @@ impl Service {
             ),
             secrets: None,
             private_files: Arc::default(),
+            tracker_holder: Arc::new(std::sync::RwLock::new(format!("hub-{}", uuid::Uuid::now_v7()))),
         }
     }
 

@@ -147,6 +147,7 @@ impl TrackerStore for PgStore {
     async fn tracker_report_due(
         &self,
         provider: &str,
+        holder: &str,
         now: Timestamp,
         max_attempts: i32,
         limit: i64,
@@ -156,7 +157,7 @@ impl TrackerStore for PgStore {
             sync_columns!(),
             " FROM tracker_sync s JOIN tasks t ON t.id = s.swarm_id \
               WHERE s.provider = $1 AND s.reported_at IS NULL \
-                AND (s.report_lease_until IS NULL OR s.report_lease_until <= $2) \
+                AND (s.report_lease_until IS NULL OR s.report_lease_until <= $2 OR s.report_holder = $5) \
                 AND s.report_attempts < $3 \
                 AND t.status IN ('completed', 'failed', 'cancelled') \
               ORDER BY t.finished_at, t.id LIMIT $4"
@@ -165,6 +166,7 @@ impl TrackerStore for PgStore {
         .bind(now.datetime())
         .bind(max_attempts)
         .bind(limit)
+        .bind(holder)
         .try_map(from_row)
         .fetch_all(&self.pool)
         .await
@@ -189,7 +191,7 @@ impl TrackerStore for PgStore {
         let taken = sqlx::query(
             "UPDATE tracker_sync SET report_holder = $3, report_lease_until = $4
              WHERE provider = $1 AND swarm_id = $2 AND reported_at IS NULL
-               AND (report_lease_until IS NULL OR report_lease_until <= $5)",
+               AND (report_lease_until IS NULL OR report_lease_until <= $5 OR report_holder = $3)",
         )
         .bind(provider)
         .bind(task.as_uuid())
@@ -227,7 +229,7 @@ impl TrackerStore for PgStore {
     ) -> StoreResult<bool> {
         let kept = sqlx::query(
             "UPDATE tracker_sync SET report_attempts = report_attempts + 1, report_error = $4,
-                                     report_lease_until = $5
+                                     report_lease_until = $5, report_holder = NULL
              WHERE provider = $1 AND swarm_id = $2 AND reported_at IS NULL AND report_holder = $3",
         )
         .bind(provider)

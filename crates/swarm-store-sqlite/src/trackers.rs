@@ -79,6 +79,7 @@ fn by_external(connection: &Connection, provider: &str, external_id: &str) -> St
 fn report_due(
     connection: &Connection,
     provider: &str,
+    holder: &str,
     now: Timestamp,
     max_attempts: i32,
     limit: i64,
@@ -88,12 +89,12 @@ fn report_due(
         &format!(
             "SELECT {SYNC_COLUMNS} FROM tracker_sync s JOIN tasks t ON t.id = s.swarm_id
              WHERE s.provider = ?1 AND s.reported_at IS NULL
-               AND (s.report_lease_until IS NULL OR s.report_lease_until <= ?2)
+               AND (s.report_lease_until IS NULL OR s.report_lease_until <= ?2 OR s.report_holder = ?5)
                AND s.report_attempts < ?3
                AND t.status IN ('completed', 'failed', 'cancelled')
              ORDER BY t.finished_at, t.id LIMIT ?4"
         ),
-        params![provider, now.unix_millis(), max_attempts, limit],
+        params![provider, now.unix_millis(), max_attempts, limit, holder],
         from_row,
     )?;
     let mut reports = Vec::with_capacity(due.len());
@@ -117,7 +118,7 @@ fn report_claim(
         tx,
         "UPDATE tracker_sync SET report_holder = ?3, report_lease_until = ?4
          WHERE provider = ?1 AND swarm_id = ?2 AND reported_at IS NULL
-           AND (report_lease_until IS NULL OR report_lease_until <= ?5)",
+           AND (report_lease_until IS NULL OR report_lease_until <= ?5 OR report_holder = ?3)",
         params![provider, task.to_string(), holder, lease_until.unix_millis(), now.unix_millis()],
     )?;
     Ok(taken == 1)
@@ -145,7 +146,7 @@ fn report_failed(
     let kept = sql::execute(
         tx,
         "UPDATE tracker_sync SET report_attempts = report_attempts + 1, report_error = ?4,
-                                 report_lease_until = ?5
+                                 report_lease_until = ?5, report_holder = NULL
          WHERE provider = ?1 AND swarm_id = ?2 AND reported_at IS NULL AND report_holder = ?3",
         params![provider, task.to_string(), holder, error, retry_at.unix_millis()],
     )?;
@@ -227,13 +228,14 @@ impl TrackerStore for SqliteStore {
     async fn tracker_report_due(
         &self,
         provider: &str,
+        holder: &str,
         now: Timestamp,
         max_attempts: i32,
         limit: i64,
     ) -> StoreResult<Vec<TrackerReportDue>> {
-        let provider = provider.to_string();
+        let (provider, holder) = (provider.to_string(), holder.to_string());
         self.database
-            .read_snapshot(move |snapshot| report_due(snapshot, &provider, now, max_attempts, limit))
+            .read_snapshot(move |snapshot| report_due(snapshot, &provider, &holder, now, max_attempts, limit))
             .await
     }
 

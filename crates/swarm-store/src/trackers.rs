@@ -98,17 +98,20 @@ pub trait TrackerStore: Send + Sync {
         external_id: &str,
     ) -> StoreResult<Vec<TrackerSync>>;
     /// Finished (`completed`, `failed`, `cancelled`) tasks linked to `provider`, not reported yet, whose
-    /// report nobody holds (no lease, or one that ran out by `now`), with fewer than
-    /// `max_attempts` failed attempts; the earliest finished first.
+    /// report nobody else holds (no lease, one that ran out by `now`, or `holder`'s own),
+    /// with fewer than `max_attempts` failed attempts; the earliest finished first.
     async fn tracker_report_due(
         &self,
         provider: &str,
+        holder: &str,
         now: Timestamp,
         max_attempts: i32,
         limit: i64,
     ) -> StoreResult<Vec<TrackerReportDue>>;
     /// Take the report of `task` to `provider` for `holder` until `lease_until`: `true` for
-    /// the one caller that took it, only while unreported and not held by a live lease.
+    /// the one caller that took it, only while unreported and not held by another's live
+    /// lease. A holder retakes its own lease: a hub restarted under the same name does not
+    /// wait out the lease its killed predecessor left.
     async fn tracker_report_claim(
         &self,
         provider: &str,
@@ -120,7 +123,8 @@ pub trait TrackerStore: Send + Sync {
     /// The report was posted: `true` once (`WHERE reported_at IS NULL`), `false` after.
     async fn tracker_report_done(&self, provider: &str, task: TaskId, now: Timestamp) -> StoreResult<bool>;
     /// The report failed: while `holder` still holds it, count the attempt, keep `error`,
-    /// and hold it until `retry_at` (the next try). `false` when `holder` lost it.
+    /// and let nobody take it before `retry_at` (the next try; the holder lets go of it).
+    /// `false` when `holder` lost it.
     async fn tracker_report_failed(
         &self,
         provider: &str,

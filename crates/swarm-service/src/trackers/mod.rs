@@ -139,6 +139,20 @@ impl Service {
         Ok(self.store.tracker_status_synced(provider, task, from, to, self.clock.now()).await?)
     }
 
+    /// Name the holder of the tracker reports this hub takes: unique among the hubs on
+    /// one database and the same across a restart (the hub's host and port), so a hub
+    /// restarted after a crash takes back at once what it held. Without a name, each
+    /// service is its own holder and a crashed one's reports wait for their lease.
+    pub fn name_tracker_reporter(&self, name: &str) {
+        if let Ok(mut holder) = self.tracker_holder.write() {
+            *holder = format!("hub:{name}");
+        }
+    }
+
+    pub(crate) fn tracker_holder(&self) -> String {
+        self.tracker_holder.read().map(|holder| holder.clone()).unwrap_or_default()
+    }
+
     /// Start reporting finished tracker tasks to their items through `reporters` (one
     /// per configured provider): at once, every `every`, and whenever a task changes here.
     pub fn start_tracker_reporter(

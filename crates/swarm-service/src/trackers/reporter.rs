@@ -18,7 +18,7 @@ use crate::{Background, Change, Service, ServiceResult};
 
 /// How often the reporter looks for due reports without being woken (a report failed
 /// earlier, another replica finished a task, a hub restarted).
-pub const REPORT_EVERY: Duration = Duration::from_secs(15);
+pub const REPORT_EVERY: Duration = Duration::from_secs(5);
 /// How long a taken report is held: longer than a provider's calls may take (their HTTP
 /// clients time out sooner), after which another hub may take it.
 pub const REPORT_LEASE: Duration = Duration::from_secs(120);
@@ -46,13 +46,6 @@ pub trait TrackerReporter: Send + Sync + 'static {
     async fn report_start(&self, _link: &TrackerSync, _task: &Task) -> Result<(), String> {
         Ok(())
     }
-}
-
-/// Who holds a report taken by this process: unique per process, so a lease left by a
-/// hub that died is not mistaken for this one's.
-fn holder() -> &'static str {
-    static HOLDER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HOLDER.get_or_init(|| format!("hub-{}", uuid::Uuid::now_v7()))
 }
 
 /// The pause before the next attempt after `attempts` failed ones: 1 s, 2 s, 4 s, ... at
@@ -132,14 +125,17 @@ impl Service {
 pub(super) async fn pass(service: &Service, reporter: &dyn TrackerReporter) -> ServiceResult<usize> {
     let provider = reporter.provider();
     let store = &service.store;
-    let due =
-        store.tracker_report_due(provider, service.clock.now(), REPORT_ATTEMPTS_MAX, REPORT_BATCH).await?;
+    let holder = service.tracker_holder();
+    let holder = holder.as_str();
+    let due = store
+        .tracker_report_due(provider, holder, service.clock.now(), REPORT_ATTEMPTS_MAX, REPORT_BATCH)
+        .await?;
     let mut reported = 0;
     for item in due {
         let task_id = item.task.id;
         let now = service.clock.now();
         let lease_until = now.plus_millis(REPORT_LEASE.as_millis() as i64);
-        if !store.tracker_report_claim(provider, task_id, holder(), lease_until, now).await? {
+        if !store.tracker_report_claim(provider, task_id, holder, lease_until, now).await? {
             continue;
         }
         let evidence = task_evidence(&item.task);
@@ -156,7 +152,7 @@ pub(super) async fn pass(service: &Service, reporter: &dyn TrackerReporter) -> S
                     provider, task = %task_id, attempts, %error,
                     "could not report a task's ending to its tracker; trying again later"
                 );
-                store.tracker_report_failed(provider, task_id, holder(), &error, retry_at).await?;
+                store.tracker_report_failed(provider, task_id, holder, &error, retry_at).await?;
             }
         }
     }

@@ -100,17 +100,20 @@ pub async fn tracker_report_is_due_once_finished_and_done_once(store: Arc<dyn St
         panic!("created")
     };
     assert!(
-        fx.store.tracker_report_due("gitlab", fx.now(), 5, 10).await.unwrap().is_empty(),
+        fx.store.tracker_report_due("gitlab", "hub-z", fx.now(), 5, 10).await.unwrap().is_empty(),
         "nothing finished"
     );
     finish(&fx, task.id, worker).await;
     fx.must_change(running.id, TaskAction::Claim { agent: worker }).await;
 
-    let due = fx.store.tracker_report_due("gitlab", fx.now(), 5, 10).await.unwrap();
+    let due = fx.store.tracker_report_due("gitlab", "hub-z", fx.now(), 5, 10).await.unwrap();
     assert_eq!(due.iter().map(|d| d.task.id).collect::<Vec<_>>(), vec![task.id], "finished tasks only");
     assert_eq!(due[0].sync.external_id, "7/issues/1");
     assert_eq!(due[0].task.status, swarm_domain::task::TaskStatus::Completed);
-    assert!(fx.store.tracker_report_due("linear", fx.now(), 5, 10).await.unwrap().is_empty(), "per provider");
+    assert!(
+        fx.store.tracker_report_due("linear", "hub-z", fx.now(), 5, 10).await.unwrap().is_empty(),
+        "per provider"
+    );
 
     let now = fx.now();
     let lease = now.plus_millis(60_000);
@@ -119,13 +122,16 @@ pub async fn tracker_report_is_due_once_finished_and_done_once(store: Arc<dyn St
         !fx.store.tracker_report_claim("gitlab", task.id, "hub-b", lease, fx.now()).await.unwrap(),
         "a live lease is not taken again"
     );
+    // Its holder restarted under the same name sees it and takes it back at once.
+    assert_eq!(fx.store.tracker_report_due("gitlab", "hub-a", fx.now(), 5, 10).await.unwrap().len(), 1);
+    assert!(fx.store.tracker_report_claim("gitlab", task.id, "hub-a", lease, fx.now()).await.unwrap());
     assert!(
-        fx.store.tracker_report_due("gitlab", fx.now(), 5, 10).await.unwrap().is_empty(),
+        fx.store.tracker_report_due("gitlab", "hub-z", fx.now(), 5, 10).await.unwrap().is_empty(),
         "held: not due"
     );
     // A lease that ran out (its holder died before posting) is due again and taken.
     let later = lease.plus_millis(1);
-    assert_eq!(fx.store.tracker_report_due("gitlab", later, 5, 10).await.unwrap().len(), 1);
+    assert_eq!(fx.store.tracker_report_due("gitlab", "hub-z", later, 5, 10).await.unwrap().len(), 1);
     assert!(
         fx.store
             .tracker_report_claim("gitlab", task.id, "hub-b", later.plus_millis(60_000), later)
@@ -137,7 +143,7 @@ pub async fn tracker_report_is_due_once_finished_and_done_once(store: Arc<dyn St
     assert!(!fx.store.tracker_report_done("gitlab", task.id, later).await.unwrap(), "not twice");
     let far = later.plus_millis(3_600_000);
     assert!(
-        fx.store.tracker_report_due("gitlab", far, 5, 10).await.unwrap().is_empty(),
+        fx.store.tracker_report_due("gitlab", "hub-z", far, 5, 10).await.unwrap().is_empty(),
         "reported: never due again"
     );
     assert!(!fx.store.tracker_report_claim("gitlab", task.id, "hub-c", far, far).await.unwrap());
@@ -170,14 +176,27 @@ pub async fn tracker_report_failure_waits_for_its_retry(store: Arc<dyn Store>) {
     );
     let sync = fx.store.tracker_sync_get("gitlab", task.id).await.unwrap().unwrap();
     assert_eq!((sync.report_attempts, sync.report_error.as_deref()), (1, Some("503 from GitLab")));
-    assert!(fx.store.tracker_report_due("gitlab", now.plus_millis(4_999), 5, 10).await.unwrap().is_empty());
+    assert!(
+        !fx.store
+            .tracker_report_claim("gitlab", task.id, "hub-a", retry_at, now.plus_millis(1))
+            .await
+            .unwrap(),
+        "a failed report waits for its retry, its last holder too"
+    );
+    assert!(
+        fx.store
+            .tracker_report_due("gitlab", "hub-z", now.plus_millis(4_999), 5, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
-        fx.store.tracker_report_due("gitlab", retry_at, 5, 10).await.unwrap().len(),
+        fx.store.tracker_report_due("gitlab", "hub-z", retry_at, 5, 10).await.unwrap().len(),
         1,
         "due at its retry"
     );
     assert!(
-        fx.store.tracker_report_due("gitlab", retry_at, 1, 10).await.unwrap().is_empty(),
+        fx.store.tracker_report_due("gitlab", "hub-z", retry_at, 1, 10).await.unwrap().is_empty(),
         "attempts bound it"
     );
 }
