@@ -193,7 +193,7 @@ export function needsYou() {
           h('strong', {}, mail.subject || '(no subject)'), ' from ', agentLink(mail.fromAgentId, byId),
           ' to ', agentLink(mail.toAgentId, byId)],
         mail.awaitingResponse ? 'waits for an answer' : 'urgent, not read yet', ago(mail.createdAt),
-        h('a', { href: `#/mail?agent=${encodeURIComponent(mail.toAgentId || '')}` }, 'Open the mail')));
+        h('a', { href: `#/mail?agentId=${encodeURIComponent(mail.toAgentId || '')}` }, 'Open the mail')));
 
       const deadItems = (deadLetters.messages || []).map((message) => item('dead-letter', { dataset: { messageId: message.id } },
         ['Inbox message set aside: ', clip(message.content, 90)],

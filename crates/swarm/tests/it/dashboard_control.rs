@@ -149,7 +149,35 @@ async fn needs_you_lists_failures_and_stranded_work_and_its_actions_work() {
     .await;
     assert_eq!(status, 200);
 
+    // Mail that waits for the lead's answer: one urgent, one normal.
+    hub.register_agent("boss", true).await;
+    for (priority, subject) in [("urgent", "Prod is down"), ("normal", "Which column type?")] {
+        must(
+            &hub,
+            "/api/mail",
+            Some(&bob),
+            json!({"to": "coordinator", "type": "help_request", "priority": priority, "awaitingResponse": true,
+                   "subject": subject, "body": "Please answer"}),
+        )
+        .await;
+    }
+
     sign_in(&browser, &hub, "/").await;
+    let colours = browser
+        .wait_for(
+            "the waiting mail under Needs you, urgent and normal apart",
+            "const badges = [...document.querySelectorAll('#needs-you .needs-mail .badge')];
+             if (badges.length !== 2) return null;
+             return badges.map((badge) => [badge.textContent, getComputedStyle(badge).backgroundColor]);",
+        )
+        .await;
+    let colours = colours.as_array().unwrap();
+    assert_eq!(
+        colours.iter().map(|pair| pair[0].as_str().unwrap()).collect::<HashSet<_>>(),
+        HashSet::from(["urgent", "normal"]),
+        "{colours:?}"
+    );
+    assert_ne!(colours[0][1], colours[1][1], "urgent and normal have colours of their own: {colours:?}");
     let failure = browser
         .wait_for(
             "the failed task under Needs you",
