@@ -110,10 +110,14 @@ impl std::ops::Deref for AppState {
         (name = "triggers", description = "Cron, interval, once, webhook, github and manual triggers"),
         (name = "sessions", description = "What runners report about agent sessions"),
         (name = "budgets", description = "Daily spending ceilings, and the polls they refused"),
-        (name = "trackers", description = "Issue trackers' webhooks (Linear, Jira), each verified its own way"),
+        (name = "trackers", description = "Issue trackers' webhooks (GitLab, Linear, Jira), each verified its own way"),
         (name = "system", description = "Health, stats, the event log, this document"),
     ),
-    paths(routes::tracker_webhooks::linear_webhook, routes::tracker_webhooks::jira_webhook),
+    paths(
+        routes::tracker_webhooks::linear_webhook,
+        routes::tracker_webhooks::jira_webhook,
+        routes::gitlab_webhook::gitlab_webhook
+    ),
     components(schemas(error::ErrorBody))
 )]
 struct ApiDoc;

@@ -6,6 +6,7 @@ pub mod budgets;
 pub mod channels;
 pub mod epics;
 pub mod events;
+pub mod gitlab_webhook;
 pub mod inbox;
 pub mod insight;
 pub mod mail;
