@@ -178,20 +178,40 @@ pub fn start(
 }
 
 impl Trackers {
-    /// Their routes merged into `routes` (the Slack bridge's, if any).
+    /// Their routes merged into `routes` (the Slack bridge's, if any). An integration
+    /// that is off answers its route 503 saying what to set (the reference's answer).
     pub fn merge_routes<S: Clone + Send + Sync + 'static>(
         &self,
         routes: Option<axum::Router<S>>,
     ) -> Option<axum::Router<S>> {
-        let ours = [
-            self.linear.as_ref().map(|linear| linear.router()),
-            self.jira.as_ref().map(|jira| jira.router()),
-        ];
-        ours.into_iter().flatten().fold(routes, |merged, router| {
-            Some(match merged {
-                Some(merged) => merged.merge(router),
-                None => router,
-            })
+        let linear = match &self.linear {
+            Some(linear) => linear.router(),
+            None => not_configured(
+                swarm_linear::WEBHOOK_PATH,
+                "Linear is not configured on this hub: set LINEAR_SIGNING_SECRET (and LINEAR_API_KEY to \
+                 report back), and leave LINEAR_DISABLE unset",
+            ),
+        };
+        let jira = match &self.jira {
+            Some(jira) => jira.router(),
+            None => not_configured(
+                "/api/trackers/jira/webhook/{token}",
+                "Jira is not configured on this hub: set JIRA_WEBHOOK_TOKEN (and JIRA_BASE_URL, JIRA_EMAIL, \
+                 JIRA_API_TOKEN to report back), and leave JIRA_DISABLE unset",
+            ),
+        };
+        let ours = linear.merge(jira);
+        Some(match routes {
+            Some(routes) => routes.merge(ours),
+            None => ours,
         })
     }
+}
+
+fn not_configured<S: Clone + Send + Sync + 'static>(path: &str, message: &'static str) -> axum::Router<S> {
+    use axum::{http::StatusCode, response::IntoResponse};
+    let answer = move || async move {
+        (StatusCode::SERVICE_UNAVAILABLE, axum::Json(serde_json::json!({ "error": message }))).into_response()
+    };
+    axum::Router::new().route(path, axum::routing::post(answer))
 }

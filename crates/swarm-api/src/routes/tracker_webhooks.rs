@@ -1,7 +1,7 @@
 //! The issue trackers' webhooks (issue 47), for the OpenAPI document only: their
 //! handlers live in the tracker crates (`swarm-linear`, `swarm-jira`), which verify each
-//! delivery themselves (not with the API key) and are mounted by the hub when
-//! configured; a hub without them answers 404.
+//! delivery themselves (not with the API key); on a hub where one is not configured,
+//! its route answers 503 saying what to set.
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -35,16 +35,14 @@ pub enum TrackerWebhookErrors {
     /// minute from now. Jira: a wrong token. Nothing was changed.
     #[response(status = 401)]
     Unauthorized(ErrorBody),
-    /// The integration is not configured on this hub.
-    #[response(status = 404)]
-    NotFound(ErrorBody),
     /// The body is larger than a webhook may send.
     #[response(status = 413)]
     PayloadTooLarge(ErrorBody),
     /// Too many webhook deliveries from this address (`Retry-After` says when to retry).
     #[response(status = 429)]
     TooManyRequests(ErrorBody),
-    /// The database cannot serve this now: nothing was changed; the tracker retries.
+    /// The integration is not configured on this hub (the message says what to set), or
+    /// the database cannot serve this now: nothing was changed; the tracker retries.
     #[response(status = 503)]
     Unavailable(ErrorBody),
 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::{
     hub::{Database, Hub, send, sqlite_file},
+    support::clock::TestClock,
     tracker_stand_ins::{LINEAR_API_KEY, LINEAR_BOT_ID, TrackerStandIn},
 };
 
@@ -27,9 +28,20 @@ fn start_hub(database: &Database, flags: &[String]) -> Hub {
     Hub::start_with(database, None, &flags)
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+/// A hub on a clock the test moves (real time until it does).
+fn start_hub_on(database: &Database, flags: &[String], clock: &TestClock) -> Hub {
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Hub::start_with_options(database, None, &flags, clock.options())
 }
+
+/// Now on the hub's clock, which a test may have moved ahead of real time.
+fn now_ms() -> i64 {
+    let real = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    real + CLOCK_AHEAD_MS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// How far the test moved the hub's clock ahead (each test runs in a process of its own).
+static CLOCK_AHEAD_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
 
 /// An `Issue` `create` delivery for issue `id`, labelled swarm-ready, sent now.
 fn issue_created(id: &str, identifier: &str, title: &str) -> Value {
@@ -144,12 +156,23 @@ async fn linear_a_ready_issue_becomes_one_task_and_a_replay_or_a_bad_signature_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn linear_a_tasks_end_is_one_comment_and_one_move_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    linear_end_reported_once(sqlite_file(dir.path())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn linear_a_tasks_end_is_one_comment_and_one_move_across_a_restart_on_postgres() {
+    let database = crate::support::postgres_database().await;
+    linear_end_reported_once(database.database()).await;
+}
+
+async fn linear_end_reported_once(database: Database) {
     let stand_in = TrackerStandIn::linear().await;
     stand_in.put_issue("iss-1", "st-todo").await;
-    let dir = tempfile::tempdir().unwrap();
-    let database = sqlite_file(dir.path());
     let flags = flags(&stand_in);
-    let hub = start_hub(&database, &flags);
+    let clock_dir = tempfile::tempdir().unwrap();
+    let clock = TestClock::in_dir(clock_dir.path());
+    let hub = start_hub_on(&database, &flags, &clock);
     let worker = hub.register_agent("linear-worker", false).await;
 
     let (status, body) = deliver(&hub, "d-1", &issue_created("iss-1", "ENG-1", "Flaky"), SECRET).await;
@@ -165,11 +188,16 @@ async fn linear_a_tasks_end_is_one_comment_and_one_move_across_a_restart() {
     finish(&hub, &worker, &task, "Fixed the race; see https://github.com/acme/app/pull/7").await;
     stand_in.wait_refusals(1).await;
     assert!(hub.terminate(), "the hub stops on SIGTERM");
+    // The stopped hub may have been cut off between the failed call and its record, so
+    // holding the report for its lease: the new hub finds it again once that ran out.
+    let ahead = swarm_service::trackers::REPORT_LEASE + std::time::Duration::from_secs(1);
+    clock.advance(ahead);
+    CLOCK_AHEAD_MS.store(ahead.as_millis() as i64, std::sync::atomic::Ordering::Relaxed);
     assert!(stand_in.issue("iss-1").await.comments.is_empty());
 
     // Back up, a new hub reports it: one comment (the outcome, the pull request) and one move.
     stand_in.set_failing(false).await;
-    let hub = start_hub(&database, &flags);
+    let hub = start_hub_on(&database, &flags, &clock);
     let issue = stand_in.wait_issue("iss-1", 1, 2).await;
     assert_eq!(issue.moves, ["st-progress", "st-done"]);
     let comment = &issue.comments[0];
@@ -243,4 +271,28 @@ async fn linear_a_comment_for_the_bot_steers_the_running_task_then_follows_up() 
     let issue = stand_in.wait_issue("iss-1", 2, 4).await;
     assert_eq!(issue.moves, ["st-progress", "st-done", "st-progress", "st-done"]);
     assert!(issue.comments[1].contains(&format!("swarm-task:{follow_up}")), "{issue:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn linear_and_jira_are_off_unless_configured_and_say_what_to_set() {
+    let stand_in = TrackerStandIn::linear().await;
+    let dir = tempfile::tempdir().unwrap();
+    let event = issue_created("iss-1", "ENG-1", "Flaky");
+    // No secret, or the secret with LINEAR_DISABLE: 503 naming what to set, and nothing.
+    let mut disabled = flags(&stand_in);
+    disabled.extend(["--linear-disable".to_string()]);
+    for flags in [vec![], disabled] {
+        let hub = start_hub(&sqlite_file(dir.path()), &flags);
+        let (status, body) = deliver(&hub, "d-1", &event, SECRET).await;
+        assert_eq!(status, 503, "{body}");
+        assert!(body["error"].as_str().unwrap().contains("LINEAR_SIGNING_SECRET"), "{body}");
+        let jira =
+            reqwest::Client::new().post(hub.url("/api/trackers/jira/webhook/any-token")).json(&json!({}));
+        let (status, body) = send(jira).await;
+        assert_eq!(status, 503, "{body}");
+        assert!(body["error"].as_str().unwrap().contains("JIRA_WEBHOOK_TOKEN"), "{body}");
+        assert!(linear_tasks(&hub).await.is_empty());
+        assert!(hub.terminate());
+    }
+    assert!(stand_in.calls("SwarmViewer").await.is_empty(), "an integration that is off asks Linear nothing");
 }
