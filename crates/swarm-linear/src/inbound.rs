@@ -76,7 +76,15 @@ async fn linear_webhook(State(linear): State<Arc<Linear>>, headers: HeaderMap, b
                 Err(error) => Err(error),
             }
         }
-        LinearEvent::Mention { issue, body, actor, .. } => {
+        LinearEvent::Mention { issue, comment_id, body, actor } => {
+            // The comment's id is in the signed body, where `Linear-Delivery` is not: a
+            // signed comment replayed within its minute under another delivery id is
+            // still the same comment.
+            let delivery = if comment_id.is_empty() {
+                delivery
+            } else {
+                format!("linear:comment:{}", comment_id.chars().take(200).collect::<String>())
+            };
             mention(&linear.service, &issue, &body, &actor, &delivery).await
         }
         LinearEvent::Ignored(reason) => Ok(json!({ "status": "ignored", "reason": reason })),

@@ -232,12 +232,15 @@ async fn linear_a_comment_for_the_bot_steers_the_running_task_then_follows_up() 
     let task = body["taskId"].as_str().unwrap().to_string();
     take_task(&hub, &worker, &task).await;
 
-    // While it runs: a comment mentioning the bot is steering for it, once.
+    // While it runs: a comment mentioning the bot is steering for it, once: Linear's
+    // retry, or the signed body replayed under another Linear-Delivery, is a duplicate.
     let comment = comment_created("iss-1", "c-1", "@swarm also cover the logout path");
     let (status, body) = deliver(&hub, "d-2", &comment, SECRET).await;
     assert_eq!((status, body["status"].as_str()), (200, Some("accepted")), "{body}");
-    let (status, body) = deliver(&hub, "d-2", &comment, SECRET).await;
-    assert_eq!((status, body["status"].as_str()), (200, Some("duplicate")), "{body}");
+    for delivery in ["d-2", "d-2-forged"] {
+        let (status, body) = deliver(&hub, delivery, &comment, SECRET).await;
+        assert_eq!((status, body["status"].as_str()), (200, Some("duplicate")), "{body}");
+    }
     let (status, body) = hub.get(&format!("/api/tasks/{task}/steering-messages"), None).await;
     assert_eq!(status, 200, "{body}");
     let messages = body["messages"].as_array().unwrap();
