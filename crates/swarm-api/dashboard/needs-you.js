@@ -158,12 +158,19 @@ export function needsYou() {
       const waitingIds = new Map(waiting.tasks.map((task) => [task.id, task]));
       const handBacks = new Map();
       for (const event of logs.logs) {
-        if (event.eventType === 'task_handed_back' && waitingIds.has(event.taskId) && !handBacks.has(event.taskId)) {
+        // The latest hand-back of each task; one a person made (the hub's reason for a
+        // release or reassign by the operator or the lead) needs nobody.
+        // A runner's give-back (a stalled run) is a release that says why.
+        const givenBack = event.eventType === 'task_released' && event.metadata?.reason;
+        if ((event.eventType !== 'task_handed_back' && !givenBack) || handBacks.has(event.taskId)) continue;
+        const byPerson = /^(released|reassigned) by the (operator|lead)\b/.test(event.metadata?.reason || '');
+        handBacks.set(event.taskId, null);
+        if (!byPerson && waitingIds.has(event.taskId)) {
           const task = waitingIds.get(event.taskId);
           if (task.status === 'backlog' || task.status === 'unassigned') handBacks.set(event.taskId, { task, event });
         }
       }
-      const handBackItems = [...handBacks.values()].map(({ task, event }) => item('handed-back', { dataset: { taskId: task.id } },
+      const handBackItems = [...handBacks.values()].filter(Boolean).map(({ task, event }) => item('handed-back', { dataset: { taskId: task.id } },
         [badge(task.status), ' ', taskLink(task.id, clip(task.task, 80)), ' handed back',
           event.metadata?.fromAgentId ? [' by ', agentLink(event.metadata.fromAgentId, byId)] : ''],
         event.metadata?.reason || '', ago(event.createdAt),

@@ -31,7 +31,9 @@ impl Service {
                 ServiceError::Invalid("reason must not be empty: say why the task is given back".into())
             })?;
         let now = self.clock.now();
-        let change = TaskAction::Release { agent }.change();
+        let mut change = TaskAction::Release { agent }.change();
+        // On the event too, where the dashboard's "Needs you" reads why (issue 49).
+        change.event_metadata = Some(serde_json::json!({ "fromAgentId": agent, "reason": reason }));
         match self.store.task_give_back(id, &change, agent, &reason, now).await? {
             Applied::Changed { before, after } => {
                 self.task_changed_with(&after, before.agent_id, None).await;

@@ -149,6 +149,12 @@ async fn needs_you_lists_failures_and_stranded_work_and_its_actions_work() {
     .await;
     assert_eq!(status, 200);
 
+    // Ada's runner gives a stalled run back, saying why.
+    let stalled = hub.create_task(json!({ "task": "Resize the thumbnails", "agentId": ada })).await;
+    must(&hub, &format!("/api/tasks/{stalled}/start"), Some(&ada), json!({})).await;
+    let stall = "stalled: no output for 10 minutes";
+    must(&hub, &format!("/api/tasks/{stalled}/give-back"), Some(&ada), json!({ "reason": stall })).await;
+
     // Mail that waits for the lead's answer: one urgent, one normal.
     hub.register_agent("boss", true).await;
     for (priority, subject) in [("urgent", "Prod is down"), ("normal", "Which column type?")] {
@@ -188,6 +194,15 @@ async fn needs_you_lists_failures_and_stranded_work_and_its_actions_work() {
         )
         .await;
     assert_eq!(failure, json!(reason));
+    let given_back = browser
+        .wait_for(
+            "the stalled run under Needs you",
+            &format!(
+                "return document.querySelector('#needs-you .needs-handed-back[data-task-id=\"{stalled}\"] .needs-why')?.textContent"
+            ),
+        )
+        .await;
+    assert_eq!(given_back, json!(stall));
     let stranded = browser
         .wait_for(
             "the offline holder under Needs you",
@@ -283,6 +298,11 @@ async fn needs_you_lists_failures_and_stranded_work_and_its_actions_work() {
     browser
         .wait_for("no offline holder left", "return !document.querySelector('#needs-you .needs-offline')")
         .await;
+    assert_eq!(
+        browser.script("return document.querySelectorAll('#needs-you .needs-handed-back').length").await,
+        json!(1),
+        "what a person released or reassigned does not come back as handed back"
+    );
 
     // The agent's page and the epics page show their spend.
     browser.goto(&hub.url(&format!("/#/agents/{ada}"))).await;
