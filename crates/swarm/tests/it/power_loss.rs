@@ -330,6 +330,19 @@ fn to_check(length: usize, before: usize, random: &mut Random) -> Vec<usize> {
     indices
 }
 
+/// A task's events, oldest first, as `event(agent…):old→new`: what happened to a write
+/// the check finds missing.
+fn history(task: &Value) -> String {
+    let mut events: Vec<&Value> =
+        task["logs"].as_array().map(|logs| logs.iter().collect()).unwrap_or_default();
+    events.sort_by_key(|event| event["id"].as_str().unwrap_or_default().to_string());
+    let line = |event: &&Value| {
+        let agent = event["agentId"].as_str().unwrap_or("-").get(..8).unwrap_or("-").to_string();
+        format!("{}({agent}):{}→{}", event["eventType"], event["oldValue"], event["newValue"])
+    };
+    events.iter().map(line).collect::<Vec<_>>().join(", ")
+}
+
 /// The checks after a cut, on a hub without the power-loss VFS: (lost, handed out twice).
 async fn check(
     base: &str,
@@ -360,7 +373,11 @@ async fn check(
         let (task, agent) = &claimed[index];
         let answer = get(format!("/api/tasks/{task}"), None).await.unwrap_or_default();
         if answer.1["agentId"].as_str() != Some(agent) || answer.1["status"] == "unassigned" {
-            eprintln!("lost: the claim of {task} by {agent}: {}", answer.1);
+            eprintln!(
+                "lost: the claim of {task} by {agent}: {}; its history: {}",
+                answer.1["status"],
+                history(&answer.1)
+            );
             lost += 1;
         }
         let other = agents.iter().find(|other| *other != agent).unwrap();
@@ -374,7 +391,11 @@ async fn check(
         let id = &ledger.finished[index];
         let answer = get(format!("/api/tasks/{id}"), None).await.unwrap_or_default();
         if answer.1["status"] != "completed" {
-            eprintln!("lost: the finish of {id}: {}", answer.1["status"]);
+            eprintln!(
+                "lost: the finish of {id}: {}; its history: {}",
+                answer.1["status"],
+                history(&answer.1)
+            );
             lost += 1;
         }
     }
