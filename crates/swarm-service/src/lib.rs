@@ -320,6 +320,7 @@ impl Service {
         previous_assignee: Option<AgentId>,
         waiters: Option<TaskWaiters>,
     ) {
+        self.tracker_evidence_record(task).await;
         self.publish(Change::Task { task_id: task.id });
         let waiters = if !task.status.is_finished() {
             Some(TaskWaiters::default())

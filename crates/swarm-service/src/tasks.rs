@@ -422,6 +422,7 @@ impl Service {
             .await?;
         match applied {
             Applied::Changed { after, .. } => {
+                self.tracker_evidence_record(&after).await;
                 self.publish(Change::Task { task_id: task.id });
                 Ok(ActionOutcome { task: after, already_finished: false })
             }

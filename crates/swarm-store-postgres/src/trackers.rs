@@ -63,6 +63,39 @@ async fn mark_delivery(
 
 #[async_trait]
 impl TrackerStore for PgStore {
+    async fn task_pull_requests_record(
+        &self,
+        task: TaskId,
+        urls: &[String],
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        if urls.is_empty() {
+            return Ok(());
+        }
+        // One statement; the order of the list is kept in recorded_at's tie by ordinality.
+        sqlx::query(
+            "INSERT INTO task_pull_requests (task_id, url, recorded_at)
+             SELECT $1, u.url, $3 + (u.ord - 1) * interval '1 microsecond'
+             FROM unnest($2::text[]) WITH ORDINALITY AS u(url, ord)
+             ON CONFLICT (task_id, url) DO NOTHING",
+        )
+        .bind(task.as_uuid())
+        .bind(urls)
+        .bind(now.datetime())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn task_pull_requests(&self, task: TaskId) -> StoreResult<Vec<String>> {
+        sqlx::query_scalar("SELECT url FROM task_pull_requests WHERE task_id = $1 ORDER BY recorded_at, url")
+            .bind(task.as_uuid())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)
+    }
+
     async fn tracker_task_create(
         &self,
         task: &NewTask,

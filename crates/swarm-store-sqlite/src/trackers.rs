@@ -190,8 +190,43 @@ fn from_row(row: &Row<'_>) -> StoreResult<TrackerSync> {
     })
 }
 
+fn pull_requests_record(tx: &Connection, task: TaskId, urls: &[String], now: Timestamp) -> StoreResult<()> {
+    for url in urls {
+        sql::execute(
+            tx,
+            "INSERT INTO task_pull_requests (task_id, url, recorded_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (task_id, url) DO NOTHING",
+            params![task.to_string(), url, now.unix_millis()],
+        )?;
+    }
+    Ok(())
+}
+
+fn pull_requests(connection: &Connection, task: TaskId) -> StoreResult<Vec<String>> {
+    sql::all(
+        connection,
+        "SELECT url FROM task_pull_requests WHERE task_id = ?1 ORDER BY recorded_at, rowid",
+        [task.to_string()],
+        |row| row.get(0).map_err(crate::error::db),
+    )
+}
+
 #[async_trait]
 impl TrackerStore for SqliteStore {
+    async fn task_pull_requests_record(
+        &self,
+        task: TaskId,
+        urls: &[String],
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        let urls = urls.to_vec();
+        self.database.write(move |tx| pull_requests_record(tx, task, &urls, now)).await
+    }
+
+    async fn task_pull_requests(&self, task: TaskId) -> StoreResult<Vec<String>> {
+        self.database.read(|connection| pull_requests(connection, task))
+    }
+
     async fn tracker_task_create(
         &self,
         task: &NewTask,

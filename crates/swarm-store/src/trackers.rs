@@ -135,6 +135,16 @@ pub trait TrackerStore: Send + Sync {
     ) -> StoreResult<bool>;
     /// Record that the item was moved to the tracker state `to`, only while the last one
     /// recorded is still `from` (`None`: none yet): `true` for the one caller that moved it.
+    /// Record pull or merge request URLs as `task`'s evidence: each once (a URL recorded
+    /// before is kept where it was).
+    async fn task_pull_requests_record(
+        &self,
+        task: TaskId,
+        urls: &[String],
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// `task`'s recorded pull or merge request URLs, in the order first recorded.
+    async fn task_pull_requests(&self, task: TaskId) -> StoreResult<Vec<String>>;
     async fn tracker_status_synced(
         &self,
         provider: &str,

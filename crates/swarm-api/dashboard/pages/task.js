@@ -51,7 +51,10 @@ export function mountTask(root, id) {
           task.finishedAt ? [h('dt', {}, 'Finished'), h('dd', {}, ago(task.finishedAt))] : '',
           // What a reference runner reported: its session and how full the model's context is.
           task.provider || task.model ? [h('dt', {}, 'Session'), h('dd', {}, [task.provider, task.model].filter(Boolean).join(' '))] : '',
-          task.contextUsage?.length ? [h('dt', {}, 'Context'), h('dd', { id: 'task-context' }, contextText(task.contextUsage[0]))] : ''));
+          task.contextUsage?.length ? [h('dt', {}, 'Context'), h('dd', { id: 'task-context' }, contextText(task.contextUsage[0]))] : '',
+          // Evidence of shipped work (issue 47): the pull and merge requests the agent reported.
+          task.pullRequestUrls?.length ? [h('dt', {}, 'Pull requests'), h('dd', { id: 'task-pull-requests' },
+            task.pullRequestUrls.filter((url) => /^https?:\/\//.test(url)).map((url) => h('div', {}, h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, url))))] : ''));
       fill(outcome,
         task.progress ? h('div', { class: 'note' }, h('h3', {}, 'Progress'), h('pre', {}, task.progress)) : '',
         task.output ? h('div', { class: 'note ok' }, h('h3', {}, 'Output'), h('pre', { id: 'task-output' }, task.output)) : '',

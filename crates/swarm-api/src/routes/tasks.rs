@@ -95,6 +95,10 @@ pub struct TaskDetailResponse {
     #[schema(value_type = Vec<Object>)]
     #[serde(rename = "contextUsage")]
     context_usage: Vec<serde_json::Value>,
+    /// The pull and merge request URLs the task's agent reported (in its progress or
+    /// output), each once, in the order first seen: the evidence of its shipped work.
+    #[serde(rename = "pullRequestUrls")]
+    pull_request_urls: Vec<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -246,7 +250,9 @@ async fn tasks_get(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<TaskDetailResponse>, ApiError> {
-    let reported = state.service.task_detail_reported(TaskId::parse(&id)?).await?;
+    let id = TaskId::parse(&id)?;
+    let reported = state.service.task_detail_reported(id).await?;
+    let pull_request_urls = state.service.task_pull_requests(id).await?;
     let session = match reported.session {
         Some(serde_json::Value::Object(session)) => session,
         _ => serde_json::Map::new(),
@@ -256,6 +262,7 @@ async fn tasks_get(
         logs: reported.detail.logs,
         session,
         context_usage: reported.context,
+        pull_request_urls,
     }))
 }
 

@@ -36,8 +36,8 @@ pub fn marker(task: TaskId) -> String {
     format!("<!-- swarm-task:{task} -->")
 }
 
-/// The pull and merge request URLs a task shows as its evidence: those recorded on it,
-/// else those its output and progress name.
+/// The pull and merge request URLs a task's output and progress name now (those it named
+/// before are recorded: [`Service::task_pull_requests`]).
 pub fn task_evidence(task: &Task) -> Vec<String> {
     let text = [task.output.as_deref(), task.progress.as_deref()].into_iter().flatten().collect::<Vec<_>>();
     evidence::pull_request_urls(&text.join("\n"))
@@ -109,6 +109,25 @@ impl Service {
             }
             TrackerTaskCreated::Duplicate => Ok(None),
         }
+    }
+
+    /// Record the pull and merge requests a task's output and progress name as its
+    /// evidence (bookkeeping after its change committed: the reporter and the task's JSON
+    /// read it; a URL lost to a crash here is still in the text it came from).
+    pub(crate) async fn tracker_evidence_record(&self, task: &Task) {
+        let urls = task_evidence(task);
+        if urls.is_empty() {
+            return;
+        }
+        if let Err(error) = self.store.task_pull_requests_record(task.id, &urls, self.clock.now()).await {
+            tracing::warn!(task = %task.id, %error, "could not record a task's pull requests");
+        }
+    }
+
+    /// The pull and merge request URLs a task reported, each once, in the order first
+    /// seen (the task's `pullRequestUrls`).
+    pub async fn task_pull_requests(&self, task: TaskId) -> ServiceResult<Vec<String>> {
+        Ok(self.store.task_pull_requests(task).await?)
     }
 
     /// Mark a delivery that creates no task (a comment that steers one): `false` when it

@@ -138,7 +138,12 @@ pub(super) async fn pass(service: &Service, reporter: &dyn TrackerReporter) -> S
         if !store.tracker_report_claim(provider, task_id, holder, lease_until, now).await? {
             continue;
         }
-        let evidence = task_evidence(&item.task);
+        let mut evidence = store.task_pull_requests(task_id).await?;
+        for url in task_evidence(&item.task) {
+            if !evidence.contains(&url) {
+                evidence.push(url);
+            }
+        }
         match reporter.report_end(&item.sync, &item.task, &evidence).await {
             Ok(()) => {
                 if store.tracker_report_done(provider, task_id, service.clock.now()).await? {

@@ -23,6 +23,7 @@ macro_rules! __store_conformance_trackers {
                 tracker_report_is_due_once_finished_and_done_once,
                 tracker_report_failure_waits_for_its_retry,
                 tracker_status_moves_once_per_step,
+                task_pull_requests_are_recorded_once_in_order,
             ],
             multi_thread: [
                 tracker_concurrent_claimants_take_each_report_once,
@@ -262,4 +263,30 @@ pub async fn tracker_concurrent_replays_create_one_task(store: Arc<dyn Store>) {
     let (_, total) =
         fx.store.task_list(&crate::TaskFilter { limit: 10, ..Default::default() }).await.unwrap();
     assert_eq!(total, 1);
+}
+
+pub async fn task_pull_requests_are_recorded_once_in_order(store: Arc<dyn Store>) {
+    let fx = Fixture::new(store);
+    let task = fx.pool_task("ship it").await;
+    let other = fx.pool_task("other").await;
+    assert!(fx.store.task_pull_requests(task.id).await.unwrap().is_empty());
+    let first =
+        vec!["https://github.com/o/r/pull/2".to_string(), "https://github.com/o/r/pull/1".to_string()];
+    fx.store.task_pull_requests_record(task.id, &first, fx.now()).await.unwrap();
+    let again = vec![
+        "https://github.com/o/r/pull/1".to_string(),
+        "https://gitlab.com/g/p/-/merge_requests/3".to_string(),
+    ];
+    fx.store.task_pull_requests_record(task.id, &again, fx.now()).await.unwrap();
+    fx.store.task_pull_requests_record(task.id, &[], fx.now()).await.unwrap();
+    assert_eq!(
+        fx.store.task_pull_requests(task.id).await.unwrap(),
+        vec![
+            "https://github.com/o/r/pull/2",
+            "https://github.com/o/r/pull/1",
+            "https://gitlab.com/g/p/-/merge_requests/3"
+        ],
+        "each once, in the order first recorded"
+    );
+    assert!(fx.store.task_pull_requests(other.id).await.unwrap().is_empty(), "per task");
 }

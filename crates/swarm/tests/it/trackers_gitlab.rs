@@ -194,7 +194,18 @@ async fn one_note_per_task_across_killed_hubs(database: Database) {
     let (_, body) = deliver(&hub, Some(SECRET), "u-2", &note(MEMBER, 2, "@swarm-bot and this")).await;
     let second = body["taskId"].as_str().expect("a task").to_string();
     stand_in.set_note_posts(NotePosts::KeptThenFailed).await;
-    finish(&hub, &worker, &second, "Done: https://github.com/acme/app/pull/3").await;
+    let (status, body) = hub.get("/api/poll?wait=10", Some(&worker)).await;
+    assert_eq!((status, body["trigger"]["task"]["id"].as_str()), (200, Some(second.as_str())), "{body}");
+    // A pull request named in progress stays evidence after later progress replaces it.
+    for progress in ["opened https://github.com/acme/app/pull/2", "now testing"] {
+        let (status, body) = hub
+            .post(&format!("/api/tasks/{second}/progress"), Some(&worker), json!({"progress": progress}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let done = json!({"status": "completed", "output": "Done: https://github.com/acme/app/pull/3"});
+    let (status, body) = hub.post(&format!("/api/tasks/{second}/finish"), Some(&worker), done).await;
+    assert_eq!(status, 200, "{body}");
     stand_in.wait_failed_posts(2).await;
     hub.kill();
     stand_in.set_note_posts(NotePosts::Kept).await;
@@ -211,6 +222,15 @@ async fn one_note_per_task_across_killed_hubs(database: Database) {
     let second_notes = stand_in.notes("7/issues/2").await;
     assert_eq!(second_notes.len(), 1, "{second_notes:?}");
     assert!(second_notes[0].contains("https://github.com/acme/app/pull/3"), "{second_notes:?}");
+    assert!(second_notes[0].contains("https://github.com/acme/app/pull/2"), "{second_notes:?}");
+    let (_, detail) = hub.get(&format!("/api/tasks/{second}"), None).await;
+    assert_eq!(
+        detail["pullRequestUrls"],
+        json!(["https://github.com/acme/app/pull/2", "https://github.com/acme/app/pull/3"]),
+        "the task's evidence: {detail}"
+    );
+    let (_, detail) = hub.get(&format!("/api/tasks/{first}"), None).await;
+    assert_eq!(detail["pullRequestUrls"], json!(["https://gitlab.example/acme/app/-/merge_requests/9"]));
     assert_eq!(stand_in.calls("POST notes 7/issues/2").await.len(), 1, "posted once");
     // Replays of the deliveries now: nothing.
     let (_, body) = deliver(&hub, Some(SECRET), "u-1", &note(MEMBER, 1, "@swarm-bot fix it")).await;
