@@ -10,6 +10,7 @@ mod cpu;
 mod fill;
 mod fleet;
 mod fleet_client;
+mod fleet_proc;
 mod fleet_report;
 mod hub;
 mod measure;
