@@ -260,8 +260,12 @@ async fn load(
                 let start = http.post(format!("{base}/api/tasks/{task}/start")).header("X-Agent-ID", &agent);
                 let finish =
                     http.post(format!("{base}/api/tasks/{task}/finish")).header("X-Agent-ID", &agent);
+                // Finished only once started: the finish of a claimed task that was never
+                // started answers 200 "alreadyFinished" and changes nothing (an API bug,
+                // docs/reliability.md), which is not what this test is about.
                 match call(start.json(&json!({}))).await {
                     None => None,
+                    Some((status, _)) if status != 200 => Some(()),
                     Some(_) => call(finish.json(&json!({"status": "completed", "output": "done"})))
                         .await
                         .map(|(status, _)| {
