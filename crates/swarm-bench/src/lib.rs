@@ -27,10 +27,10 @@ use std::{path::PathBuf, time::Duration};
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use hub::{Backend, Http, SpawnedHub, Target};
-use measure::{CycleKind, Plan};
 pub use fleet::{FLEET_ABOUT, FleetArgs};
 pub use fleet_client::FleetClientArgs;
+use hub::{Backend, Http, SpawnedHub, Target};
+use measure::{CycleKind, Plan};
 pub use memory::{MEMORY_ABOUT, MemoryArgs};
 use report::{Machine, Report, Run};
 pub use soak::{SOAK_ABOUT, SoakArgs};

@@ -28,8 +28,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{DatabaseArgs, LimitArgs, RetentionArgs, ServeArgs, SlackArgs};
-pub use key::{HubKey, default_key_file};
 pub use gitlab::GitLabArgs;
+pub use key::{HubKey, default_key_file};
 pub use linear_jira::{JiraArgs, LinearArgs};
 pub use logging::{init_logging, shutdown_signal};
 pub use memory::tune_allocator;

@@ -49,8 +49,8 @@ mod stats;
 mod steering;
 mod tasks;
 mod tokens;
-mod triggers;
 mod trackers;
+mod triggers;
 mod wakes;
 
 use std::{

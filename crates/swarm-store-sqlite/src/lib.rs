@@ -42,9 +42,9 @@ mod tasks;
 #[cfg(test)]
 mod test_file;
 mod tokens;
+mod trackers;
 mod triggers;
 mod view_cache;
-mod trackers;
 mod wal_appends;
 mod wal_index;
 mod writer;

@@ -26,8 +26,8 @@ mod values;
 
 pub use budgets::BudgetStore;
 pub use epics::{EpicFilter, EpicStore};
-pub use mcp_tasks::McpTaskStore;
 pub use insight::InsightStore;
+pub use mcp_tasks::McpTaskStore;
 pub use runner_records::{
     NewWorkerEvent, RecordArea, RunnerRecord, RunnerRecords, WorkerEvent, WorkerEventFilter,
 };
@@ -66,9 +66,9 @@ use swarm_domain::{
 pub trait Store:
     BudgetStore
     + EpicStore
+    + InsightStore
     + ServiceRegistry
     + McpTaskStore
-    + InsightStore
     + RunnerRecords
     + SteeringStore
     + SlackStatusStore

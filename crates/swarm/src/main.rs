@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the hub: HTTP API on --host:--port, backed by SQLite (default) or PostgreSQL.
-    Serve(swarm_hub::ServeArgs),
+    Serve(Box<swarm_hub::ServeArgs>),
     /// Serve the MCP tools over stdio for an agent CLI, on the hub's database (no hub needed).
     Mcp(mcp::McpArgs),
     /// Run a worker agent: wait for work on a hub and start the agent CLI only when there is some.
@@ -130,7 +130,7 @@ fn main() -> std::process::ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(*args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Backup(args) => backup::backup(args).await,
             Command::Restore(args) => backup::restore(args).await,

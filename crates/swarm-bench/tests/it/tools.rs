@@ -36,7 +36,10 @@ fn tools_weighs_each_roles_tools_list_and_claude_codes_first_request() {
     // A worker gets fewer tools than the lead; every group adds to both.
     let tools: Vec<u64> = rows.iter().map(|row| count(row, "toolsListTools")).collect();
     assert!(tools[0] < tools[1] && tools[0] < tools[2] && tools[1] < tools[3], "{tools:?}");
-    assert!(report["clis"][0]["version"].as_str().is_some_and(|version| version.contains("Claude Code")), "{report}");
+    assert!(
+        report["clis"][0]["version"].as_str().is_some_and(|version| version.contains("Claude Code")),
+        "{report}"
+    );
 }
 
 #[test]

@@ -36,8 +36,8 @@ pub mod slack_status;
 pub mod steering;
 pub mod tasks;
 pub mod tokens;
-pub mod triggers;
 pub mod trackers;
+pub mod triggers;
 pub mod waiting;
 pub mod work;
 
@@ -281,8 +281,8 @@ macro_rules! store_conformance {
             $crate::__store_conformance_endings!($fresh);
             $crate::__store_conformance_epics!($fresh);
             $crate::__store_conformance_inbox!($fresh);
-            $crate::__store_conformance_lists!($fresh);
             $crate::__store_conformance_insight!($fresh);
+            $crate::__store_conformance_lists!($fresh);
             $crate::__store_conformance_mail!($fresh);
             $crate::__store_conformance_mcp_tasks!($fresh);
             $crate::__store_conformance_poll!($fresh);
@@ -297,9 +297,9 @@ macro_rules! store_conformance {
             $crate::__store_conformance_steering!($fresh);
             $crate::__store_conformance_tasks!($fresh);
             $crate::__store_conformance_tokens!($fresh);
+            $crate::__store_conformance_trackers!($fresh);
             $crate::__store_conformance_triggers!($fresh);
             $crate::__store_conformance_waiting!($fresh);
-            $crate::__store_conformance_trackers!($fresh);
             $crate::__store_conformance_work!($fresh);
         }
     };

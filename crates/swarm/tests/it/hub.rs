@@ -68,7 +68,7 @@ fn with_requested_mode<'a>(
 
 enum Running {
     InProcess {
-        service: Service,
+        service: Box<Service>,
         stop: Option<tokio::sync::oneshot::Sender<bool>>,
         thread: Option<std::thread::JoinHandle<bool>>,
     },
@@ -152,7 +152,11 @@ impl Hub {
             .expect("the hub starts within a minute")
             .unwrap_or_else(|err| panic!("the hub does not start: {err}"));
         Hub {
-            running: Running::InProcess { service, stop: Some(stop_tx), thread: Some(thread) },
+            running: Running::InProcess {
+                service: Box::new(service),
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            },
             base_url,
             api_key: api_key.map(str::to_string),
             banner,
