@@ -41,7 +41,17 @@ async fn every_route_survives_hostile_input_postgres() {
 }
 
 async fn every_route_survives_hostile_input(database: Database) {
-    let hub = Hub::start(&database, None);
+    // The trackers are on, so their routes answer as a configured hub's do (off, they
+    // answer 503 naming what to set, as the reference does).
+    let trackers = [
+        "--gitlab-webhook-secret",
+        "hostile-gitlab-secret",
+        "--linear-signing-secret",
+        "hostile-linear-secret",
+        "--jira-webhook-token",
+        "hostile-jira-token-0123456789abcdef",
+    ];
+    let hub = Hub::start_with(&database, None, &trackers);
     let agent = uuid::Uuid::new_v4().to_string();
     let (_, _) = hub.post("/api/agents", Some(&agent), json!({"name": "target", "isLead": true})).await;
     let (_, task) =
