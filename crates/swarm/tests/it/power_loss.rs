@@ -261,8 +261,8 @@ async fn load(
                 let finish =
                     http.post(format!("{base}/api/tasks/{task}/finish")).header("X-Agent-ID", &agent);
                 // Finished only once started: the finish of a claimed task that was never
-                // started answers 200 "alreadyFinished" and changes nothing (an API bug,
-                // docs/reliability.md), which is not what this test is about.
+                // started changes nothing and answers 200 "alreadyFinished" by design (the
+                // reference's runner finishes every run; docs/reliability.md).
                 match call(start.json(&json!({}))).await {
                     None => None,
                     Some((status, _)) if status != 200 => Some(()),
