@@ -319,3 +319,98 @@ async fn needs_you_lists_failures_and_stranded_work_and_its_actions_work() {
     assert!(epic_row.as_str().unwrap().contains("$1.25 today"), "{epic_row}");
     browser.close().await;
 }
+
+#[tokio::test]
+async fn needs_you_lists_waiting_offers_blocked_chains_and_budget_refusals() {
+    let browser = Browser::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hub = Hub::start(&sqlite_file(dir.path()), Some(KEY));
+    let ada = hub.register_agent("ada", false).await;
+    let bob = hub.register_agent("bob", false).await;
+    let carol = hub.register_agent("carol", false).await;
+
+    // An offer bob has not answered.
+    let offered = hub.create_task(json!({ "task": "Review the schema change", "offeredTo": bob })).await;
+    // A chain whose first link failed: the second can never start.
+    let first = hub.create_task(json!({ "task": "Build the exporter", "agentId": ada })).await;
+    let second = hub.create_task(json!({ "task": "Ship the exporter", "dependsOn": [first] })).await;
+    must(&hub, &format!("/api/tasks/{first}/start"), Some(&ada), json!({})).await;
+    must(
+        &hub,
+        &format!("/api/tasks/{first}/finish"),
+        Some(&ada),
+        json!({"status": "failed", "failureReason": "the build broke"}),
+    )
+    .await;
+    // Carol is past her budget and is refused her task.
+    spend(&hub, &carol, &first, 1.5).await;
+    let (status, _) = send(
+        hub.request(reqwest::Method::PUT, &format!("/api/budgets/agent/{carol}"), None)
+            .json(&json!({"dailyBudgetUsd": 1})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    hub.create_task(json!({ "task": "Tidy the changelog", "agentId": carol })).await;
+    let (status, polled) = hub.poll_as_runner(&carol, 0).await;
+    assert_eq!((status, polled["trigger"]["type"].as_str()), (200, Some("budget_refused")), "{polled}");
+
+    sign_in(&browser, &hub, "/").await;
+    let offer = browser
+        .wait_for(
+            "the waiting offer under Needs you",
+            &format!(
+                "return document.querySelector('#needs-you .needs-offer[data-task-id=\"{offered}\"]')?.textContent || null"
+            ),
+        )
+        .await;
+    assert!(offer.as_str().unwrap().contains("bob"), "{offer}");
+    let blocked = browser
+        .wait_for(
+            "the blocked chain under Needs you",
+            &format!(
+                "return document.querySelector('#needs-you .needs-blocked[data-task-id=\"{second}\"] .needs-why')?.textContent || null"
+            ),
+        )
+        .await;
+    assert!(blocked.as_str().unwrap().starts_with("waits on failed"), "{blocked}");
+    let refusal = browser
+        .wait_for(
+            "the budget refusal under Needs you",
+            &format!(
+                "return document.querySelector('#needs-you .needs-budget[data-agent-id=\"{carol}\"]')?.textContent || null"
+            ),
+        )
+        .await;
+    let refusal = refusal.as_str().unwrap();
+    assert!(refusal.contains("carol") && refusal.contains("$1.50 of $1.00"), "{refusal}");
+
+    // Cancel the blocked task; hand the offer to ada although bob is online.
+    browser.click(&format!("#needs-you .needs-blocked[data-task-id='{second}'] button.cancel")).await;
+    eventually("the blocked task cancelled", || async {
+        (task_status(&hub, &second).await["status"] == "cancelled").then_some(())
+    })
+    .await;
+    browser
+        .script(&format!(
+            "const item = document.querySelector('#needs-you .needs-offer[data-task-id=\"{offered}\"]');
+             const select = item.querySelector('select.reassign-to');
+             select.value = '{ada}';
+             select.dispatchEvent(new Event('change'));
+             return null"
+        ))
+        .await;
+    browser.click(&format!("#needs-you .needs-offer[data-task-id='{offered}'] button.reassign")).await;
+    let moved = eventually("the offer with ada", || async {
+        let task = task_status(&hub, &offered).await;
+        (task["agentId"] == ada.as_str()).then_some(task)
+    })
+    .await;
+    assert_eq!(moved["status"], "pending", "{moved}");
+    browser
+        .wait_for(
+            "the handled items gone",
+            "return !document.querySelector('#needs-you .needs-blocked, #needs-you .needs-offer')",
+        )
+        .await;
+    browser.close().await;
+}
